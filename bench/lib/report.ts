@@ -1,0 +1,38 @@
+/**
+ * Benchmarks print one JSON object on stdout and rewrite their own section of
+ * docs/benchmarks.md (between `<!-- bench:NAME -->` markers), so several
+ * benchmarks share the file without touching each other's figures.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+const DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/benchmarks.md')
+
+export function machineLine (): string {
+  const cpu = os.cpus()[0]?.model ?? 'unknown cpu'
+  return `${os.cpus().length} × ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`
+}
+
+export function report (name: string, json: unknown, markdown: string): void {
+  process.stdout.write(JSON.stringify(json, null, 2) + '\n')
+  if (process.env.BENCH_NO_DOC === '1') return
+  const begin = `<!-- bench:${name} -->`
+  const end = `<!-- /bench:${name} -->`
+  const section = `${begin}\n${markdown.trim()}\n${end}`
+  let doc = fs.existsSync(DOC) ? fs.readFileSync(DOC, 'utf8') : '# Benchmarks\n\nFigures from `npm run bench:*` on the machine named in each section. Speeds are quoted against a baseline measured in the same run where one exists, because the machine is shared and noisy.\n'
+  const i = doc.indexOf(begin)
+  const j = doc.indexOf(end)
+  if (i >= 0 && j > i) doc = doc.slice(0, i) + section + doc.slice(j + end.length)
+  else doc = doc.trimEnd() + '\n\n' + section + '\n'
+  fs.writeFileSync(DOC, doc)
+}
+
+/** Percentile (0..100) of a numeric array (sorted copy). */
+export function percentile (xs: number[], p: number): number {
+  if (xs.length === 0) return NaN
+  const s = [...xs].sort((a, b) => a - b)
+  const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))
+  return s[i]
+}

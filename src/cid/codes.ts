@@ -1,0 +1,36 @@
+/**
+ * Multicodec / multihash codes MetaMesh uses (spec §1.3–§1.5). Custom codes
+ * live in 0x1000–0x10FF; 0x1004 is retired and must never be reused.
+ */
+
+/** CIDv1 content codecs. */
+export const CODEC_RAW = 0x55
+export const CODEC_DAG_PB = 0x70
+
+/** Multihash codes (also used as codecs by the "codec == mh" encoders). */
+export const MH_IDENTITY = 0x00
+export const MH_SHA1 = 0x11
+export const MH_SHA2_256 = 0x12
+export const MH_SHA3_384 = 0x15
+export const MH_SHA3_256 = 0x16
+export const MH_MD5 = 0xd5
+export const MH_CRC32 = 0x0132
+export const MH_MIDHASH256 = 0x1000
+export const MH_BTIH_V1_FILE = 0x1001
+export const MH_BTIH_V2_FILE = 0x1002
+export const MH_BTIH_V2 = 0x10b7
+export const MH_BT_PIECES_ROOT = 0xb702
+
+/** nzb-posting: codec slot, with a real sha2-256 multihash. */
+export const CODEC_NZB_POSTING = 0x1003
+
+/** Locator codecs (multihash is identity; the meaning is in the codec slot). */
+export const CODEC_NZB_RELEASE = 0x1005
+export const CODEC_URL = 0x1006
+export const CODEC_CARD = 0x1007
+export const CODEC_YT_VIDEO = 0x1008
+export const CODEC_EXT_PLAY = 0x1009
+export const CODEC_PROVIDER_FILE = 0x100a
+
+/** Largest digest any MetaMesh component accepts (MAX_MULTIHASH_SIZE, spec §1.4). */
+export const MAX_DIGEST_BYTES = 64

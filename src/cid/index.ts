@@ -1,0 +1,33 @@
+/**
+ * CIDs: strict parsing, the rank ladder and canonical choice, and the two
+ * file digests the store computes itself (midhash256, full-file sha2-256).
+ *
+ * Guarantees:
+ * - A `Cid` is only ever a CIDv1 in multibase base32-lower with its single
+ *   canonical spelling (lower-case, no padding, zero trailing bits, minimal
+ *   varints, digest ≤ 64 B whose length matches its varint). CIDv0, other
+ *   bases and the retired `<algo>:<cid>` token form are refused with
+ *   InvalidCidError (`invalid_cid`). Parsing checks structure only: a sha1 or
+ *   crc32 CID is a valid CID, it just ranks 0.
+ * - `cidRank` / `canonicalCid` follow spec §2 and the shared vectors
+ *   (test/fixtures/cid-rank-vectors.json) exactly; anything `parseCid` refuses
+ *   ranks 0. The election is a total order, so every peer agrees.
+ * - Hashing never holds a whole file in memory; midhash256 reads at most its
+ *   1 MiB sample. File-system errors (ENOENT, EACCES…) propagate unchanged.
+ */
+export { parseCid, isCid, decodeCid, MAX_CID_STRING_LENGTH } from './parse-cid.js'
+export type { Cid, DecodedCid } from './parse-cid.js'
+export { encodeCidV1 } from './encode-cid.js'
+export { encodeBase32Lower } from './base32.js'
+export {
+  cidRank, betterCid, canonicalCid, compareBytewise,
+  RANK_DAG_PB, RANK_CONTENT_DIGEST, RANK_NZB_POSTING, RANK_BITTORRENT, RANK_MIDHASH, RANK_LOCATOR, RANK_NONE
+} from './cid-rank.js'
+export {
+  midhash256, midhash256FromSample, midhashCidFromDigest, midhashSampleRange, MIDHASH_SAMPLE_BYTES
+} from './midhash256.js'
+export type { MidhashOptions } from './midhash256.js'
+export { sha256FileCid } from './sha256-file-cid.js'
+export type { FileDigest, HashFileOptions } from './file-digest.js'
+export { InvalidCidError, ShortReadError, NotAFileError } from './errors.js'
+export * from './codes.js'

@@ -1,0 +1,9 @@
+/**
+ * Shared building blocks with no dependencies beyond Node built-ins: the
+ * error base class, logger, lifecycle contract, branded ids and deadlines.
+ */
+export * from './errors.js'
+export * from './logger.js'
+export * from './startable.js'
+export * from './wait.js'
+export * from './brand.js'

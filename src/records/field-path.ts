@@ -1,0 +1,44 @@
+import { DeprecatedFieldError, InvalidFieldError, InvalidValueError } from './errors.js'
+
+/** Longest field path in UTF-16 units: keeps `file:<rid>/<field>` well under the 1 KiB key limit peers enforce. */
+export const MAX_FIELD_LENGTH = 512
+/** Largest value in UTF-16 units: the 256 KiB value limit of replication.md. */
+export const MAX_VALUE_LENGTH = 256 * 1024
+
+// Control characters (C0, DEL, C1) never belong in a field name; \x1f also separates idx:schema key parts.
+// eslint-disable-next-line no-control-regex
+const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
+
+/**
+ * Checks a field path: `/`-separated, no empty segment, no control
+ * characters, at most MAX_FIELD_LENGTH long. Throws InvalidFieldError.
+ */
+export function validateFieldPath (field: unknown): asserts field is string {
+  if (typeof field !== 'string') throw new InvalidFieldError('field name must be a string')
+  if (field.length === 0) throw new InvalidFieldError('field name is empty')
+  if (field.length > MAX_FIELD_LENGTH) throw new InvalidFieldError(`field name is longer than ${MAX_FIELD_LENGTH} characters`)
+  if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
+  if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
+}
+
+/** Refuses the fields the cids/ key-set replaced: `cid_*`, `midhash256`, `canonical_cid`. */
+export function rejectDeprecatedField (field: string): void {
+  const first = field.split('/', 1)[0]
+  if (first.startsWith('cid_') || first === 'midhash256' || first === 'canonical_cid') throw new DeprecatedFieldError(field)
+}
+
+/** Both checks a client-supplied field name must pass. */
+export function checkWritableField (field: unknown): asserts field is string {
+  validateFieldPath(field)
+  rejectDeprecatedField(field)
+}
+
+export function validateValue (value: unknown): asserts value is string {
+  if (typeof value !== 'string') throw new InvalidValueError('value must be a string')
+  if (value.length > MAX_VALUE_LENGTH) throw new InvalidValueError(`value is longer than ${MAX_VALUE_LENGTH} characters`)
+}
+
+/** The CID of a `cids/<cid>` member field, or undefined for other fields. */
+export function cidMemberOf (field: string): string | undefined {
+  return field.startsWith('cids/') ? field.slice(5) : undefined
+}

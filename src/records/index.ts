@@ -1,0 +1,43 @@
+/**
+ * records: the data model on top of kv. A record is the key range
+ * `file:<rid>/…` of a UUIDv7 root; CIDs are aliases (`cid:<cid>` → root,
+ * `file:<rid>/cids/<cid>` = "true"); `canonical_cid` is derived on read.
+ *
+ * Guarantees:
+ * - Every write is one kv write function: fields, aliases, versions, search
+ *   rows, counters and events commit together or not at all.
+ * - Every `file:` key has a version `(hlc, origin)` kept beside it in
+ *   `ver:<rid>`; deletes leave tombstones, DeleteRoot a root tombstone.
+ *   `applyRemote` merges last-writer-wins, so stores that saw the same writes
+ *   hold the same records whatever the order.
+ * - Roots sharing a CID form one group, read as one record whose canonical
+ *   root is the smallest rid; this is derived locally and writes nothing
+ *   replicated.
+ */
+export { RecordStore, OWNED_FIELD_PREFIXES, InvalidRemoteEntryError } from './record-store.js'
+export type {
+  RecordStoreOptions, RecordDocument, RemoteEntry, ApplyResult, WriteResult, RemovePathResult, FileTuple
+} from './record-store.js'
+export type { RecordIndexer, FieldChange } from './mutation.js'
+export { newRecordId, isRecordId, recordIdTime, encodeUuidV7, decodeRecordId } from './record-id.js'
+export type { RecordId } from './record-id.js'
+export {
+  validateFieldPath, rejectDeprecatedField, checkWritableField, validateValue, cidMemberOf,
+  MAX_FIELD_LENGTH, MAX_VALUE_LENGTH
+} from './field-path.js'
+export {
+  InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError
+} from './errors.js'
+export { nest, flatten } from './flatten.js'
+export type { Nested } from './flatten.js'
+export { Hlc, formatHlc, parseHlc } from './hlc.js'
+export type { HlcString } from './hlc.js'
+export { VersionMap, makeVersion, versionHlc, versionOrigin } from './versions.js'
+export type { Version } from './versions.js'
+export { classifyValue, generaliseField, schemaCounterKey, parseSchemaCounterKey, SCHEMA_PREFIX } from './schema-type.js'
+export {
+  fieldKey, recordRange, readFields, CID, VER, ROOTS, COUNT_ROOTS, DUP, GRP, GRPM
+} from './layout.js'
+export type { Reader } from './layout.js'
+export { openNodeStore, ensureNodeId } from './open-store.js'
+export type { NodeStore, NodeStoreOptions } from './open-store.js'

@@ -1,0 +1,76 @@
+/**
+ * The key layout (metadata-storage-structure.md), in one place.
+ *
+ * | key                         | value            | replicated |
+ * |-----------------------------|------------------|------------|
+ * | file:<rid>/<field>          | field value      | yes        |
+ * | ver:<rid>                   | version map      | yes (beside the values) |
+ * | cid:<cid>                   | canonical rid    | no: derived from cids/ members |
+ * | idx:roots/<rid>             | ""               | no: live roots |
+ * | idx:count/roots             | integer          | no: visible records (a group counts once) |
+ * | idx:count/ready             | "1"              | no |
+ * | idx:schema/<f>\x1f…         | integer          | no |
+ * | idx:grp/<rid>               | canonical rid    | no: only for roots in a group of two or more |
+ * | idx:grpm/<canon>/<rid>      | ""               | no: members of that group |
+ * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
+ * | meta-core:hlc               | last hlc issued  | no |
+ */
+import { prefixEnd, type Tx } from '../kv/index.js'
+import type { RecordId } from './record-id.js'
+
+export const VER = 'ver:'
+export const CID = 'cid:'
+export const ROOTS = 'idx:roots/'
+export const COUNT_ROOTS = 'idx:count/roots'
+export const COUNT_READY = 'idx:count/ready'
+export const GRP = 'idx:grp/'
+export const GRPM = 'idx:grpm/'
+export const DUP = 'dup:'
+export const HLC_KEY = 'meta-core:hlc'
+
+/** What both a transaction and the store offer for reading. */
+export type Reader = Pick<Tx, 'get' | 'range' | 'keys'>
+
+export function fieldKey (rid: string, field: string): string {
+  return `file:${rid}/${field}`
+}
+
+export function recordRange (rid: string): [string, string] {
+  const lo = `file:${rid}/`
+  return [lo, prefixEnd(lo)]
+}
+
+/** A record's live fields as a map, read with one range scan. */
+export function readFields (r: Reader, rid: string): Map<string, string> {
+  const [lo, hi] = recordRange(rid)
+  const m = new Map<string, string>()
+  const cut = lo.length
+  for (const [k, v] of r.range(lo, hi)) m.set(k.slice(cut), v)
+  return m
+}
+
+export function readCids (r: Reader, rid: string): string[] {
+  const lo = `file:${rid}/cids/`
+  return r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
+}
+
+export function isLive (r: Reader, rid: string): boolean {
+  return r.get(ROOTS + rid) !== undefined
+}
+
+/** The canonical root of the group `rid` belongs to (itself when alone). */
+export function canonOf (r: Reader, rid: string): RecordId {
+  return (r.get(GRP + rid) ?? rid) as RecordId
+}
+
+/** Every root of the group whose canonical root is `canon` (just `[canon]` when alone). */
+export function membersOf (r: Reader, canon: string): RecordId[] {
+  const lo = `${GRPM}${canon}/`
+  const ms = r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length) as RecordId)
+  return ms.length === 0 ? [canon as RecordId] : ms
+}
+
+export function readDuplicates (r: Reader, rid: string): string[] {
+  const lo = `${DUP}${rid}/`
+  return r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
+}

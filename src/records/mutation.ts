@@ -1,0 +1,278 @@
+/**
+ * The one synchronous write path every record change goes through, inside a
+ * kv transaction: field rows, versions, liveness (`idx:roots`), the visible
+ * record counter, schema counters, the `cid:` reverse index, groups, and the
+ * indexer hooks (search). Local writes and remote merges share it, so both
+ * maintain exactly the same derived state.
+ *
+ * Groups: roots that share any CID are one record (replication.md). The
+ * group's canonical root is its smallest rid; `cid:<cid>` points at it. The
+ * membership (`idx:grp/`, `idx:grpm/`) is derived locally from the cids/
+ * members, so every node that holds the same roots derives the same groups and
+ * nothing new is written into the mesh.
+ */
+import type { Tx } from '../kv/index.js'
+import {
+  CID, COUNT_ROOTS, DUP, GRP, GRPM, ROOTS, VER, canonOf, fieldKey, isLive, membersOf, readCids, readFields
+} from './layout.js'
+import { prefixEnd } from '../kv/index.js'
+import { cidMemberOf } from './field-path.js'
+import { schemaCounterKey } from './schema-type.js'
+import { VersionMap, type Version } from './versions.js'
+import type { RecordId } from './record-id.js'
+
+/** Derived structures kept in the same transaction as every record write (search's FTS rows, for one). */
+export interface RecordIndexer {
+  /** The live fields of `rid` changed (`fields` names them). */
+  onRecordChanged?: (tx: Tx, rid: RecordId, fields: ReadonlySet<string>) => void
+  /** `rid` has no live field left. */
+  onRecordDeleted?: (tx: Tx, rid: RecordId) => void
+  /** The group membership of these roots changed (a union or a split). */
+  onGroupChanged?: (tx: Tx, roots: readonly RecordId[]) => void
+}
+
+export interface FieldChange {
+  field: string
+  /** null deletes (leaves a tombstone). */
+  value: string | null
+  version: Version
+}
+
+export interface MutationOptions {
+  /** Root tombstone to apply before the changes (DeleteRoot, local or remote). */
+  rootTombstone?: Version
+  /**
+   * Remote merge: each change is applied only if its version wins, and a
+   * version-only change (same value, newer version) is still published so
+   * peers pulling from this node learn it. Local writes always win (the HLC
+   * is ahead of everything observed) and a same-value write is a no-op.
+   */
+  remote?: boolean
+}
+
+export interface MutationResult {
+  /** Keys whose value changed (set or deleted). */
+  changed: number
+  /** Keys whose version changed (value changes and version-only changes). */
+  touched: number
+  live: boolean
+}
+
+export class Mutator {
+  constructor (private readonly indexers: readonly RecordIndexer[]) {}
+
+  mutate (tx: Tx, rid: RecordId, changes: readonly FieldChange[], opts: MutationOptions = {}): MutationResult {
+    const cur = readFields(tx, rid)
+    const verKey = VER + rid
+    const verRaw = tx.get(verKey)
+    const vm = VersionMap.parse(verRaw)
+    const wasLive = cur.size > 0
+    const changed = new Set<string>()
+    const cidAdds: string[] = []
+    const cidRemoves: string[] = []
+    let touched = 0
+
+    const del = (field: string): void => {
+      const old = cur.get(field)
+      if (old === undefined) return
+      tx.delete(fieldKey(rid, field))
+      cur.delete(field)
+      tx.addCounter(schemaCounterKey(field, old), -1)
+      changed.add(field)
+      const c = cidMemberOf(field)
+      if (c !== undefined) cidRemoves.push(c)
+    }
+
+    if (opts.rootTombstone !== undefined && (vm.root === undefined || opts.rootTombstone > vm.root)) {
+      const rt = opts.rootTombstone
+      for (const field of [...cur.keys()]) {
+        const fv = vm.fields.get(field)
+        if (fv === undefined || fv <= rt) del(field)
+      }
+      vm.setRoot(rt)
+      touched++
+    }
+
+    for (const ch of changes) {
+      const { field, value, version } = ch
+      if (opts.remote === true && !vm.wins(field, version)) continue
+      const old = cur.get(field)
+      const k = fieldKey(rid, field)
+      if (value === null) {
+        if (old === undefined) {
+          if (opts.remote === true) {
+            // A tombstone for a key we never held: keep its version and pass it on.
+            vm.fields.set(field, version)
+            tx.appendEvent('meta:events', { type: 'del', key: k, ts: String(Date.now()) })
+            touched++
+          }
+          continue
+        }
+        del(field)
+        vm.fields.set(field, version)
+        touched++
+        continue
+      }
+      if (old === value) {
+        if (opts.remote === true) {
+          vm.fields.set(field, version)
+          tx.appendEvent('meta:events', { type: 'set', key: k, ts: String(Date.now()) })
+          touched++
+        }
+        continue
+      }
+      tx.putKnown(k, value, old)
+      cur.set(field, value)
+      vm.fields.set(field, version)
+      touched++
+      if (old !== undefined) tx.addCounter(schemaCounterKey(field, old), -1)
+      tx.addCounter(schemaCounterKey(field, value), 1)
+      changed.add(field)
+      const c = cidMemberOf(field)
+      if (c !== undefined && old === undefined) cidAdds.push(c)
+    }
+
+    if (touched > 0) {
+      const s = vm.serialize()
+      if (s !== verRaw) tx.put(verKey, s)
+    }
+
+    const live = cur.size > 0
+    if (live !== wasLive) {
+      const group = wasLive ? membersOf(tx, canonOf(tx, rid)) : [rid]
+      this.adjustCount(tx, [rid], () => {
+        if (live) tx.put(ROOTS + rid, '')
+        else tx.delete(ROOTS + rid)
+      })
+      if (!live) {
+        const lo = `${DUP}${rid}/`
+        for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
+        for (const ix of this.indexers) ix.onRecordDeleted?.(tx, rid)
+        if (group.length > 1) this.regroup(tx, group)
+      }
+    }
+
+    for (const c of cidRemoves) this.aliasRemoved(tx, rid, c)
+    if (live) for (const c of cidAdds) this.aliasAdded(tx, rid, c)
+
+    if (live && changed.size > 0) for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, changed)
+    return { changed: changed.size, touched, live }
+  }
+
+  // ------------------------------------------------------------ aliases and groups
+
+  private aliasAdded (tx: Tx, rid: RecordId, cid: string): void {
+    const canon = canonOf(tx, rid)
+    const owner = tx.get(CID + cid)
+    if (owner === undefined || !isLive(tx, owner)) {
+      tx.put(CID + cid, canon)
+      return
+    }
+    const ownerCanon = canonOf(tx, owner)
+    if (ownerCanon === canon) {
+      if (owner !== canon) tx.put(CID + cid, canon)
+      return
+    }
+    this.union(tx, canon, ownerCanon)
+  }
+
+  private aliasRemoved (tx: Tx, rid: RecordId, cid: string): void {
+    const members = membersOf(tx, canonOf(tx, rid))
+    // Losing a CID may split the group.
+    if (members.length > 1) this.regroup(tx, members)
+    const owner = tx.get(CID + cid)
+    if (owner === undefined) return
+    // Every live holder of a CID is in one group; if one is left, the entry stays (pointing at its canonical root).
+    const canon = canonOf(tx, owner)
+    for (const m of membersOf(tx, canon)) {
+      if (tx.get(fieldKey(m, `cids/${cid}`)) !== undefined) {
+        if (owner !== canon) tx.put(CID + cid, canon)
+        return
+      }
+    }
+    tx.delete(CID + cid)
+  }
+
+  /** Joins two groups (given by their canonical roots). */
+  private union (tx: Tx, a: RecordId, b: RecordId): void {
+    const members = [...new Set([...membersOf(tx, a), ...membersOf(tx, b)])].sort()
+    this.adjustCount(tx, members, () => { this.writeGroup(tx, [a, b], [members]) })
+    for (const ix of this.indexers) ix.onGroupChanged?.(tx, members)
+  }
+
+  /**
+   * Recomputes the groups among `roots` (a former group) from their cids/
+   * members: connected components over shared CIDs, dead roots left out.
+   */
+  private regroup (tx: Tx, roots: readonly RecordId[]): void {
+    const live = roots.filter(r => isLive(tx, r)).sort()
+    const parent = new Map<string, string>(live.map(r => [r, r]))
+    const find = (x: string): string => {
+      let p = parent.get(x)!
+      while (p !== parent.get(p)) p = parent.get(p)!
+      parent.set(x, p)
+      return p
+    }
+    const firstHolder = new Map<string, string>()
+    for (const r of live) {
+      for (const c of readCids(tx, r)) {
+        const h = firstHolder.get(c)
+        if (h === undefined) firstHolder.set(c, r)
+        else {
+          const x = find(h)
+          const y = find(r)
+          if (x !== y) parent.set(x < y ? y : x, x < y ? x : y)
+        }
+      }
+    }
+    const comps = new Map<string, RecordId[]>()
+    for (const r of live) {
+      const p = find(r)
+      let c = comps.get(p)
+      if (c === undefined) { c = []; comps.set(p, c) }
+      c.push(r)
+    }
+    const oldCanons = [...new Set(roots.map(r => canonOf(tx, r)))]
+    this.adjustCount(tx, [...roots], () => {
+      // Dead roots leave their group entirely.
+      for (const r of roots) if (!live.includes(r)) tx.delete(GRP + r)
+      this.writeGroup(tx, oldCanons, [...comps.values()])
+    })
+    for (const ix of this.indexers) ix.onGroupChanged?.(tx, roots)
+  }
+
+  /** Replaces the membership lists of `oldCanons` with `groups`, and points every member CID at its group's canonical root. */
+  private writeGroup (tx: Tx, oldCanons: readonly string[], groups: ReadonlyArray<readonly RecordId[]>): void {
+    for (const oc of oldCanons) {
+      const lo = `${GRPM}${oc}/`
+      for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
+    }
+    for (const g of groups) {
+      const sorted = [...g].sort()
+      const canon = sorted[0]
+      for (const m of sorted) {
+        if (sorted.length > 1) {
+          tx.put(GRP + m, canon)
+          tx.put(`${GRPM}${canon}/${m}`, '')
+        } else {
+          tx.delete(GRP + m)
+        }
+        for (const c of readCids(tx, m)) tx.put(CID + c, canon)
+      }
+    }
+  }
+
+  /**
+   * Runs `fn` and adds to `idx:count/roots` the change in the number of
+   * visible records among `roots` (a root is visible when live and canonical).
+   */
+  private adjustCount (tx: Tx, roots: readonly string[], fn: () => void): void {
+    const visible = (r: string): number => (isLive(tx, r) && canonOf(tx, r) === r ? 1 : 0)
+    let before = 0
+    for (const r of roots) before += visible(r)
+    fn()
+    let after = 0
+    for (const r of roots) after += visible(r)
+    if (after !== before) tx.addCounter(COUNT_ROOTS, after - before)
+  }
+}

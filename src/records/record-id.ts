@@ -1,0 +1,71 @@
+import { randomBytes } from 'node:crypto'
+import type { Brand } from '../common/index.js'
+
+/**
+ * Root ids: UUIDv7 (RFC 9562) written as 26 Crockford base32 characters in the
+ * ULID layout (128 bits read as 130 with two leading zero bits). Time-ordered,
+ * so `file:` writes append near the end of the B-tree, and monotonic within a
+ * millisecond: the 74 bits after the timestamp are incremented, not redrawn,
+ * when the clock has not moved (or stepped back).
+ */
+export type RecordId = Brand<string, 'RecordId'>
+
+const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+const RID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/
+const MASK_74 = (1n << 74n) - 1n
+
+let lastMs = -1
+let lastRand = 0n
+
+/** A fresh root id, greater than every id this process minted before. */
+export function newRecordId (now: number = Date.now()): RecordId {
+  let ms = now
+  let rand: bigint
+  if (ms <= lastMs) {
+    ms = lastMs
+    rand = (lastRand + 1n) & MASK_74
+    if (rand === 0n) ms++ // 2^74 ids in one millisecond: borrow the next one
+  } else {
+    const b = randomBytes(10)
+    rand = 0n
+    for (const x of b) rand = (rand << 8n) | BigInt(x)
+    // Leave headroom so increments within this millisecond rarely overflow.
+    rand = (rand & MASK_74) >> 1n
+  }
+  lastMs = ms
+  lastRand = rand
+  return encodeUuidV7(ms, rand)
+}
+
+/** Packs 48-bit ms + 74 random bits into UUIDv7 (version 7, variant 10) and encodes it. */
+export function encodeUuidV7 (ms: number, rand74: bigint): RecordId {
+  const randA = (rand74 >> 62n) & 0xfffn
+  const randB = rand74 & ((1n << 62n) - 1n)
+  const v = (BigInt(ms) << 80n) | (0x7n << 76n) | (randA << 64n) | (0x2n << 62n) | randB
+  return encodeCrockford128(v) as RecordId
+}
+
+function encodeCrockford128 (v: bigint): string {
+  let out = ''
+  for (let i = 25; i >= 0; i--) out += ALPHABET[Number((v >> BigInt(i * 5)) & 31n)]
+  return out
+}
+
+/** Decodes 26 Crockford characters to the 128-bit value (no validation). */
+export function decodeRecordId (s: string): bigint {
+  let v = 0n
+  for (const c of s) v = (v << 5n) | BigInt(ALPHABET.indexOf(c))
+  return v
+}
+
+/** True for a well-formed root id: 26 upper-case Crockford characters holding a UUIDv7. */
+export function isRecordId (s: unknown): s is RecordId {
+  if (typeof s !== 'string' || !RID_RE.test(s)) return false
+  const v = decodeRecordId(s)
+  return ((v >> 76n) & 0xfn) === 7n && ((v >> 62n) & 0x3n) === 2n
+}
+
+/** The millisecond timestamp in a root id. */
+export function recordIdTime (rid: RecordId): number {
+  return Number(decodeRecordId(rid) >> 80n)
+}

@@ -1,0 +1,545 @@
+import { silentLogger, type Logger } from '../common/index.js'
+import { canonicalCid, isCid } from '../cid/index.js'
+import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
+import {
+  InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError
+} from './errors.js'
+import { checkWritableField, cidMemberOf, validateFieldPath, validateValue, MAX_FIELD_LENGTH, MAX_VALUE_LENGTH } from './field-path.js'
+import { Hlc, parseHlc } from './hlc.js'
+import {
+  CID, COUNT_READY, COUNT_ROOTS, DUP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
+  readDuplicates, readFields, type Reader
+} from './layout.js'
+import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
+import { isRecordId, newRecordId, type RecordId } from './record-id.js'
+import { VersionMap, makeVersion, versionHlc, versionOrigin, type Version } from './versions.js'
+
+/** Fields the store itself owns: a replacing write (`setFlat`) keeps them. */
+export const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
+
+export interface RecordStoreOptions {
+  /** This node's id: the origin of every version it issues (its peer id in a mesh). */
+  nodeId: string
+  indexers?: RecordIndexer[]
+  /** A remote version further ahead of local wall time than this is refused (default 10 s). */
+  maxClockDriftMs?: number
+  now?: () => number
+  logger?: Logger
+}
+
+/** A record as readers see it: the group's fields merged, cids hoisted, canonical derived. */
+export interface RecordDocument {
+  /** The canonical root (internal: the public CID routes do not disclose it). */
+  rid: RecordId
+  /** Every root of the group, canonical first. */
+  members: RecordId[]
+  /** Flat fields, `cids/<cid>` members included. */
+  metadata: Record<string, string>
+  cids: string[]
+  canonical_cid?: string
+  duplicates: string[]
+}
+
+/** One replicated key with its version; `value: null` is a tombstone. The key `file:<rid>` (no field) is a root tombstone. */
+export interface RemoteEntry {
+  key: string
+  value: string | null
+  hlc: string
+  origin: string
+}
+
+export interface ApplyResult {
+  applied: number
+  skipped: number
+  /** Entries refused for clock drift. */
+  refused: number
+}
+
+export interface WriteResult {
+  rid: RecordId
+  /** Fields whose value changed. */
+  updated: number
+  /** True when the write created the record (an unknown CID becomes a new record). */
+  created: boolean
+}
+
+export type RemovePathResult =
+  | { kind: 'duplicate-removed', rid: RecordId }
+  | { kind: 'promoted', rid: RecordId, promoted: string }
+  | { kind: 'last-copy', rid: RecordId }
+  | { kind: 'not-found' }
+
+export interface FileTuple { rid: RecordId, filePath: string, sizeByte: string, mtimeNano: string }
+
+/** Entry-level validation failure in a remote batch: the whole batch is refused. */
+export class InvalidRemoteEntryError extends InvalidValueError {}
+
+const ORIGIN_RE = /^[A-Za-z0-9._-]{1,128}$/
+const MAX_REMOTE_KEY_BYTES = 1024
+
+/**
+ * The record layer: UUIDv7 roots, flat `file:<rid>/<field>` keys, the
+ * `cid:` reverse index, duplicates, versions and merge. Every write is one
+ * kv write function, so fields, aliases, versions, counters, search rows and
+ * events commit together or not at all.
+ */
+export class RecordStore {
+  readonly kv: KvStore
+  readonly nodeId: string
+  readonly hlc: Hlc
+  private readonly mutator: Mutator
+  private readonly maxDrift: number
+  private readonly log: Logger
+  private driftRefused = 0
+
+  constructor (kv: KvStore, opts: RecordStoreOptions) {
+    if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
+    this.kv = kv
+    this.nodeId = opts.nodeId
+    this.log = opts.logger ?? silentLogger
+    this.hlc = new Hlc(opts.now ?? Date.now, kv.get(HLC_KEY))
+    this.mutator = new Mutator(opts.indexers ?? [])
+    this.maxDrift = opts.maxClockDriftMs ?? 10_000
+    if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
+  }
+
+  /** Adds an indexer (search) before any write runs. */
+  addIndexer (ix: RecordIndexer): void {
+    (this.mutator as unknown as { indexers: RecordIndexer[] }).indexers.push(ix)
+  }
+
+  // ================================================================ reads
+
+  /**
+   * The canonical root an address names: a root id (mapped to its group's
+   * canonical root) or any registered CID. Undefined when nothing is live there.
+   */
+  resolveRoot (addr: string, r: Reader = this.kv): RecordId | undefined {
+    if (isRecordId(addr)) {
+      const c = canonOf(r, addr)
+      return isLive(r, c) ? c : undefined
+    }
+    const owner = r.get(CID + addr)
+    if (owner === undefined) return undefined
+    const c = canonOf(r, owner)
+    return isLive(r, c) ? c : undefined
+  }
+
+  /** The record's flat fields (the group merged), or undefined. */
+  getFlat (addr: string): Record<string, string> | undefined {
+    const rid = this.resolveRoot(addr)
+    return rid === undefined ? undefined : this.mergedFields(this.kv, rid)
+  }
+
+  getProperty (addr: string, field: string): string | undefined {
+    const rid = this.resolveRoot(addr)
+    if (rid === undefined) return undefined
+    const members = membersOf(this.kv, rid)
+    if (members.length === 1) return this.kv.get(fieldKey(rid, field))
+    return this.mergedFields(this.kv, rid)[field]
+  }
+
+  getDocument (addr: string): RecordDocument | undefined {
+    const rid = this.resolveRoot(addr)
+    if (rid === undefined) return undefined
+    const members = membersOf(this.kv, rid)
+    const metadata = this.mergedFields(this.kv, rid, members)
+    const cids: string[] = []
+    for (const f of Object.keys(metadata)) {
+      const c = cidMemberOf(f)
+      if (c !== undefined) cids.push(c)
+    }
+    const duplicates: string[] = []
+    for (const m of members) duplicates.push(...readDuplicates(this.kv, m))
+    const doc: RecordDocument = { rid, members: [rid, ...members.filter(m => m !== rid)], metadata, cids, duplicates }
+    const canon = canonicalCid(cids)
+    if (canon !== undefined) doc.canonical_cid = canon
+    return doc
+  }
+
+  /** Visible records (a group counts once). */
+  countRecords (): number {
+    return Number(this.kv.get(COUNT_ROOTS) ?? '0')
+  }
+
+  /** Canonical live roots in id order, after `after` (exclusive). */
+  listRoots (opts: { after?: string, limit?: number } = {}): RecordId[] {
+    const out: RecordId[] = []
+    const limit = opts.limit ?? Infinity
+    let lo = opts.after === undefined ? ROOTS : `${ROOTS}${opts.after}\u0000`
+    const hi = prefixEnd(ROOTS)
+    while (out.length < limit) {
+      const page = this.kv.keys(lo, hi, 1000)
+      if (page.length === 0) break
+      for (const k of page) {
+        const rid = k.slice(ROOTS.length) as RecordId
+        if (canonOf(this.kv, rid) === rid) out.push(rid)
+        if (out.length >= limit) break
+      }
+      lo = page[page.length - 1] + '\u0000'
+    }
+    return out
+  }
+
+  /** Every canonical root, lazily, in id order. */
+  * iterateRoots (): IterableIterator<RecordId> {
+    let after: string | undefined
+    for (;;) {
+      const page = this.listRoots({ after, limit: 1000 })
+      if (page.length === 0) return
+      yield * page
+      after = page[page.length - 1]
+    }
+  }
+
+  /** Roots carrying filePath, sizeByte and mtimeNano (the watcher's boot hydration, `/api/files/tuples`). */
+  * iterateFileTuples (): IterableIterator<FileTuple> {
+    for (const rid of this.iterateRoots()) {
+      for (const m of membersOf(this.kv, rid)) {
+        const filePath = this.kv.get(fieldKey(m, 'filePath'))
+        const sizeByte = this.kv.get(fieldKey(m, 'sizeByte'))
+        const mtimeNano = this.kv.get(fieldKey(m, 'mtimeNano'))
+        if (filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined) yield { rid: m, filePath, sizeByte, mtimeNano }
+      }
+    }
+  }
+
+  /** Every duplicate path on this node, as [rid, path]. */
+  * iterateDuplicates (): IterableIterator<[RecordId, string]> {
+    for (const [k] of this.kv.iterate(DUP, prefixEnd(DUP))) {
+      const slash = k.indexOf('/', DUP.length)
+      yield [k.slice(DUP.length, slash) as RecordId, k.slice(slash + 1)]
+    }
+  }
+
+  duplicatesOf (addr: string): string[] {
+    const rid = this.resolveRoot(addr)
+    if (rid === undefined) return []
+    return membersOf(this.kv, rid).flatMap(m => readDuplicates(this.kv, m))
+  }
+
+  /** The replicated state of one root: live keys and tombstones with their versions, and the root tombstone. */
+  exportRoot (rid: RecordId, r: Reader = this.kv): RemoteEntry[] {
+    const vm = VersionMap.parse(r.get(VER + rid))
+    const fields = readFields(r, rid)
+    const out: RemoteEntry[] = []
+    if (vm.root !== undefined) out.push({ key: `file:${rid}`, value: null, hlc: versionHlc(vm.root), origin: versionOrigin(vm.root) })
+    for (const [f, v] of vm.fields) {
+      out.push({ key: fieldKey(rid, f), value: fields.get(f) ?? null, hlc: versionHlc(v), origin: versionOrigin(v) })
+    }
+    return out
+  }
+
+  /** Remote versions refused for clock drift since start. */
+  get driftRefusedCount (): number {
+    return this.driftRefused
+  }
+
+  // ================================================================ writes
+
+  /** Mints a new root for a file on this node's disk. */
+  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra: Record<string, string> = {}): Promise<RecordId> {
+    validateValue(filePath)
+    const fields: Record<string, string> = { ...extra, filePath, sizeByte: String(sizeByte), mtimeNano: String(mtimeNano) }
+    const changes = this.checkFields(fields, false)
+    return await this.kv.write(tx => {
+      const rid = newRecordId()
+      this.mutator.mutate(tx, rid, this.stamp(changes))
+      return rid
+    })
+  }
+
+  /** Writes the given fields, leaving the others (PATCH). An unknown CID address creates a record with that CID as a member. */
+  async mergeFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
+    const changes = this.checkFields(fields, true)
+    return await this.kv.write(tx => this.writeTx(tx, addr, changes, false))
+  }
+
+  /**
+   * Replaces the record's fields with `fields`, keeping the fields the store
+   * owns (filePath, sizeByte, mtimeNano, cids/, holders/).
+   */
+  async setFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
+    const changes = this.checkFields(fields, true)
+    return await this.kv.write(tx => this.writeTx(tx, addr, changes, true))
+  }
+
+  async setProperty (addr: string, field: string, value: string): Promise<WriteResult> {
+    return await this.mergeFlat(addr, { [field]: value })
+  }
+
+  /** Deletes one field (on every root of the group that holds it). */
+  async deleteProperty (addr: string, field: string): Promise<{ rid: RecordId | undefined, deleted: boolean }> {
+    validateFieldPath(field)
+    this.checkAddress(addr)
+    return await this.kv.write(tx => {
+      const rid = this.resolveRoot(addr, tx)
+      if (rid === undefined) return { rid, deleted: false }
+      const version = this.version()
+      let deleted = false
+      for (const m of membersOf(tx, rid)) {
+        if (tx.get(fieldKey(m, field)) === undefined) continue
+        this.mutator.mutate(tx, m, [{ field, value: null, version }])
+        deleted = true
+      }
+      return { rid, deleted }
+    })
+  }
+
+  /**
+   * Adds `member` to a pipe-delimited set field (`a|b|c`), as the original's
+   * `_add` route did; a member already present is a no-op.
+   */
+  async addToSet (addr: string, field: string, member: string): Promise<WriteResult & { added: boolean }> {
+    checkWritableField(field)
+    validateValue(member)
+    if (member.includes('|')) throw new InvalidValueError('a set member cannot contain "|"')
+    this.checkAddress(addr)
+    return await this.kv.write(tx => {
+      const rid = this.resolveRoot(addr, tx)
+      const cur = rid === undefined ? undefined : this.mergedFields(tx, rid)[field]
+      const members = cur === undefined || cur === '' ? [] : cur.split('|')
+      if (members.includes(member)) return { rid: rid!, updated: 0, created: false, added: false }
+      members.push(member)
+      const value = members.join('|')
+      validateValue(value)
+      const r = this.writeTx(tx, addr, [[field, value]], false)
+      return { ...r, added: true }
+    })
+  }
+
+  /** Registers `cid` as an alias of the record at `addr` (the `cids/<cid>` member and the reverse index). */
+  async addAlias (addr: string, cid: string): Promise<WriteResult> {
+    if (cid === addr && isRecordId(addr)) throw new SelfAliasError()
+    return await this.mergeFlat(addr, { [`cids/${cid}`]: 'true' })
+  }
+
+  /**
+   * Deletes the record: every key of every root of its group, its aliases,
+   * duplicates and index entries, leaving a root tombstone. Idempotent.
+   */
+  async deleteRoot (addr: string): Promise<{ rid: RecordId | undefined, deleted: number }> {
+    this.checkAddress(addr)
+    return await this.kv.write(tx => {
+      const rid = this.resolveRoot(addr, tx)
+      if (rid === undefined) return { rid, deleted: 0 }
+      const version = this.version()
+      let deleted = 0
+      for (const m of membersOf(tx, rid)) {
+        deleted += this.mutator.mutate(tx, m, [], { rootTombstone: version }).changed
+      }
+      return { rid, deleted }
+    })
+  }
+
+  /** Records another path on this node's disk with the same content. */
+  async addDuplicatePath (addr: string, path: string): Promise<RecordId> {
+    validateValue(path)
+    if (path.length === 0) throw new InvalidValueError('path is empty')
+    this.checkAddress(addr)
+    return await this.kv.write(tx => {
+      const rid = this.resolveRoot(addr, tx)
+      if (rid === undefined) throw new UnknownRecordError(addr)
+      for (const m of membersOf(tx, rid)) if (tx.get(fieldKey(m, 'filePath')) === path) return rid
+      tx.put(`${DUP}${rid}/${path}`, '')
+      return rid
+    })
+  }
+
+  /**
+   * A copy at `path` went away: drops it from the duplicates, or promotes a
+   * duplicate to `filePath` when it was the main path. `last-copy` means no
+   * copy is left on this node; the caller decides what that means (holders).
+   */
+  async removeFilePath (addr: string, path: string): Promise<RemovePathResult> {
+    this.checkAddress(addr)
+    return await this.kv.write((tx): RemovePathResult => {
+      const rid = this.resolveRoot(addr, tx)
+      if (rid === undefined) return { kind: 'not-found' }
+      const members = membersOf(tx, rid)
+      for (const m of members) {
+        if (tx.get(`${DUP}${m}/${path}`) !== undefined) {
+          tx.delete(`${DUP}${m}/${path}`)
+          return { kind: 'duplicate-removed', rid }
+        }
+      }
+      for (const m of members) {
+        if (tx.get(fieldKey(m, 'filePath')) !== path) continue
+        const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : 1))
+        if (dups.length === 0) return { kind: 'last-copy', rid }
+        const [owner, promoted] = dups[0]
+        tx.delete(`${DUP}${owner}/${promoted}`)
+        this.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: this.version() }])
+        return { kind: 'promoted', rid, promoted }
+      }
+      return { kind: 'not-found' }
+    })
+  }
+
+  /**
+   * Merges entries from a peer in one transaction: each key takes the entry
+   * iff its (hlc, origin) is greater than what is held (root tombstones
+   * shadow older keys). Malformed entries refuse the whole batch (nothing is
+   * applied); entries too far ahead of local time are refused and counted.
+   */
+  async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> {
+    const byRoot = new Map<RecordId, { root?: Version, changes: FieldChange[] }>()
+    let refused = 0
+    let maxHlc: string | undefined
+    for (const e of entries) {
+      const parsed = this.checkRemote(e)
+      if (this.hlc.aheadOfWall(e.hlc) > this.maxDrift) { refused++; continue }
+      const version = makeVersion(e.hlc, e.origin)
+      if (maxHlc === undefined || e.hlc > maxHlc) maxHlc = e.hlc
+      let slot = byRoot.get(parsed.rid)
+      if (slot === undefined) { slot = { changes: [] }; byRoot.set(parsed.rid, slot) }
+      if (parsed.field === undefined) {
+        if (slot.root === undefined || version > slot.root) slot.root = version
+      } else {
+        slot.changes.push({ field: parsed.field, value: e.value, version })
+      }
+    }
+    this.driftRefused += refused
+    if (refused > 0) this.log.warn('refused remote versions ahead of local clock', { refused, maxDriftMs: this.maxDrift })
+    const total = entries.length - refused
+    return await this.kv.write(tx => {
+      let applied = 0
+      for (const [rid, slot] of byRoot) {
+        // Within one batch the newest version of a key decides, whatever the order it came in.
+        slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
+        applied += this.mutator.mutate(tx, rid, slot.changes, { remote: true, rootTombstone: slot.root }).touched
+      }
+      if (maxHlc !== undefined) this.hlc.observe(maxHlc)
+      this.persistHlc(tx)
+      return { applied, skipped: total - Math.min(applied, total), refused }
+    })
+  }
+
+  // ================================================================ internals
+
+  private writeTx (tx: Tx, addr: string, changes: ReadonlyArray<[string, string]>, replace: boolean): WriteResult {
+    let rid = this.resolveRoot(addr, tx)
+    let created = false
+    const list = [...changes]
+    if (rid === undefined) {
+      if (isRecordId(addr)) {
+        rid = addr // writing to a deleted root revives it (the new version beats its tombstone)
+      } else {
+        // An unknown CID: a new record, addressed by that CID from now on.
+        rid = newRecordId()
+        list.push([`cids/${addr}`, 'true'])
+        created = true
+      }
+    }
+    const version = this.version()
+    const stamped = list.map(([field, value]) => ({ field, value, version }) as FieldChange)
+    if (replace) {
+      const given = new Set(list.map(([f]) => f))
+      for (const m of membersOf(tx, rid)) {
+        const drop: FieldChange[] = []
+        for (const f of readFields(tx, m).keys()) {
+          if (given.has(f) || OWNED_FIELD_PREFIXES.some(p => f === p || (p.endsWith('/') && f.startsWith(p)))) continue
+          drop.push({ field: f, value: null, version })
+        }
+        if (drop.length > 0 && m !== rid) this.mutator.mutate(tx, m, drop)
+        else if (drop.length > 0) stamped.push(...drop)
+      }
+    }
+    const r = this.mutator.mutate(tx, rid, stamped)
+    this.persistHlc(tx)
+    return { rid, updated: r.changed, created }
+  }
+
+  /** Validates client-supplied fields; returns them as [field, value] pairs. */
+  private checkFields (fields: Record<string, string>, client: boolean): Array<[string, string]> {
+    if (fields === null || typeof fields !== 'object' || Array.isArray(fields)) throw new InvalidValueError('fields must be an object of strings')
+    const out: Array<[string, string]> = []
+    for (const [f, v] of Object.entries(fields)) {
+      if (client) checkWritableField(f)
+      else validateFieldPath(f)
+      validateValue(v)
+      const c = cidMemberOf(f)
+      if (c !== undefined && !isCid(c)) throw new InvalidFieldError(`cids member ${JSON.stringify(c.slice(0, 80))} is not a valid cid (CIDv1, base32 lower-case)`)
+      out.push([f, v])
+    }
+    return out
+  }
+
+  private checkAddress (addr: string): void {
+    if (typeof addr !== 'string' || (!isRecordId(addr) && !isCid(addr))) throw new InvalidAddressError(String(addr))
+  }
+
+  private stamp (changes: ReadonlyArray<[string, string]>): FieldChange[] {
+    const version = this.version()
+    return changes.map(([field, value]) => ({ field, value, version }))
+  }
+
+  private version (): Version {
+    return makeVersion(this.hlc.now(), this.nodeId)
+  }
+
+  private persistHlc (tx: Tx): void {
+    tx.put(HLC_KEY, this.hlc.last())
+  }
+
+  private checkRemote (e: RemoteEntry): { rid: RecordId, field?: string } {
+    const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }
+    if (e === null || typeof e !== 'object') bad('not an object')
+    if (typeof e.key !== 'string' || !e.key.startsWith('file:')) bad('key outside file:')
+    if (Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
+    if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
+    if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
+    if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
+    const rest = e.key.slice(5)
+    const slash = rest.indexOf('/')
+    const rid = slash < 0 ? rest : rest.slice(0, slash)
+    if (!isRecordId(rid)) bad('root is not a record id')
+    if (slash < 0) {
+      if (e.value !== null) bad('a root entry must be a tombstone')
+      return { rid: rid as RecordId }
+    }
+    const field = rest.slice(slash + 1)
+    try {
+      checkWritableField(field)
+    } catch (err) {
+      bad((err as Error).message)
+    }
+    if (field.length > MAX_FIELD_LENGTH) bad('field too long')
+    const c = cidMemberOf(field)
+    if (c !== undefined && !isCid(c)) bad('cids member is not a valid cid')
+    return { rid: rid as RecordId, field }
+  }
+
+  /** Per-key last-writer-wins over the group's roots, by their original versions. */
+  private mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
+    if (members.length === 1) return Object.fromEntries(readFields(r, members[0]))
+    const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
+    for (const m of members) {
+      const vm = VersionMap.parse(r.get(VER + m))
+      const fields = readFields(r, m)
+      const names = new Set([...vm.fields.keys(), ...fields.keys()])
+      for (const f of names) {
+        const v = vm.effective(f)
+        const cur = best.get(f)
+        if (cur === undefined || (v !== undefined && (cur.v === undefined || v > cur.v))) best.set(f, { v, value: fields.get(f) })
+      }
+    }
+    const out: Record<string, string> = {}
+    for (const [f, { value }] of [...best].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (value !== undefined) out[f] = value
+    return out
+  }
+
+  /** Rebuilds the visible-record counter from the rows (a store whose counters were never built). */
+  private rebuildCounters (): void {
+    this.kv.writeSync(tx => {
+      let n = 0
+      for (const k of tx.keys(ROOTS, prefixEnd(ROOTS))) {
+        const rid = k.slice(ROOTS.length)
+        if (canonOf(tx, rid) === rid) n++
+      }
+      if (n === 0) tx.delete(COUNT_ROOTS)
+      else tx.put(COUNT_ROOTS, String(n))
+      tx.put(COUNT_READY, '1')
+    })
+  }
+}

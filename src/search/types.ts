@@ -1,0 +1,75 @@
+/**
+ * The search service's contract, shared with the API (which imports these
+ * types only) and the node composition root (which creates the service).
+ */
+import type { Logger } from '../common/index.js'
+import type { KvStore } from '../kv/index.js'
+import type { RecordStore } from '../records/index.js'
+
+export interface SearchComponents {
+  kv: KvStore
+  records: RecordStore
+  logger?: Logger
+}
+
+export interface SearchInit {
+  /** Field prefixes left out of the index and the results (META_CORE_INDEX_EXCLUDE_PREFIXES; default ['categories/newznab/']). */
+  excludePrefixes?: string[]
+}
+
+export interface SearchFilter {
+  property: string
+  values?: string[]
+  exact?: boolean
+}
+
+/** The original's request body of POST /api/metadata/search, plus paging. */
+export interface SearchRequest {
+  query?: string
+  hashId?: string
+  property?: string
+  propertyValue?: string
+  /** 0/absent → 100. */
+  limit?: number
+  filters?: SearchFilter[]
+  /** Beyond the original: skip this many matches. */
+  offset?: number
+  /** Beyond the original: continue after this opaque cursor (from a previous response's nextCursor). */
+  cursor?: string
+}
+
+export interface SearchHit {
+  hashId: string
+  metadata: Record<string, string>
+}
+
+export interface SearchResponse {
+  results: SearchHit[]
+  count: number
+  /** Number of matches (the original returned the index size; see docs/api.md). */
+  total: number
+  /** Present when more matches follow. */
+  nextCursor?: string
+}
+
+export interface ListItem {
+  hashId: string
+  title?: string
+  fileName?: string
+  filePath?: string
+  type?: string
+  year?: string
+}
+
+export interface ListResponse {
+  items: ListItem[]
+  count: number
+  total: number
+}
+
+export interface SearchService {
+  search: (req: SearchRequest) => SearchResponse
+  list: (offset: number, limit: number) => ListResponse
+  /** Rebuilds the derived structures from the kv rows. */
+  rebuild: () => Promise<void>
+}
