@@ -241,8 +241,16 @@ export class Mutator {
     for (const ix of this.indexers) ix.onGroupChanged?.(tx, roots)
   }
 
-  /** Replaces the membership lists of `oldCanons` with `groups`, and points every member CID at its group's canonical root. */
+  /**
+   * Replaces the membership lists of `oldCanons` with `groups`, and points
+   * each member CID at its group's canonical root. A CID whose entry points
+   * outside the roots involved is one this same write has yet to register
+   * (it links to another group); `aliasAdded` handles it next, so it is left
+   * alone here.
+   */
   private writeGroup (tx: Tx, oldCanons: readonly string[], groups: ReadonlyArray<readonly RecordId[]>): void {
+    const involved = new Set<string>(oldCanons)
+    for (const g of groups) for (const m of g) involved.add(m)
     for (const oc of oldCanons) {
       const lo = `${GRPM}${oc}/`
       for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
@@ -257,7 +265,10 @@ export class Mutator {
         } else {
           tx.delete(GRP + m)
         }
-        for (const c of readCids(tx, m)) tx.put(CID + c, canon)
+        for (const c of readCids(tx, m)) {
+          const cur = tx.get(CID + c)
+          if (cur === undefined || involved.has(cur)) tx.put(CID + c, canon)
+        }
       }
     }
   }

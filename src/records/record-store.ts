@@ -244,13 +244,14 @@ export class RecordStore {
     const changes = this.checkFields(fields, false)
     return await this.kv.write(tx => {
       const rid = newRecordId()
-      this.mutator.mutate(tx, rid, this.stamp(changes))
+      this.mutator.mutate(tx, rid, this.stamp(tx, changes))
       return rid
     })
   }
 
   /** Writes the given fields, leaving the others (PATCH). An unknown CID address creates a record with that CID as a member. */
   async mergeFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
+    this.checkAddress(addr)
     const changes = this.checkFields(fields, true)
     return await this.kv.write(tx => this.writeTx(tx, addr, changes, false))
   }
@@ -260,6 +261,7 @@ export class RecordStore {
    * owns (filePath, sizeByte, mtimeNano, cids/, holders/).
    */
   async setFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
+    this.checkAddress(addr)
     const changes = this.checkFields(fields, true)
     return await this.kv.write(tx => this.writeTx(tx, addr, changes, true))
   }
@@ -275,7 +277,7 @@ export class RecordStore {
     return await this.kv.write(tx => {
       const rid = this.resolveRoot(addr, tx)
       if (rid === undefined) return { rid, deleted: false }
-      const version = this.version()
+      const version = this.version(tx)
       let deleted = false
       for (const m of membersOf(tx, rid)) {
         if (tx.get(fieldKey(m, field)) === undefined) continue
@@ -323,7 +325,7 @@ export class RecordStore {
     return await this.kv.write(tx => {
       const rid = this.resolveRoot(addr, tx)
       if (rid === undefined) return { rid, deleted: 0 }
-      const version = this.version()
+      const version = this.version(tx)
       let deleted = 0
       for (const m of membersOf(tx, rid)) {
         deleted += this.mutator.mutate(tx, m, [], { rootTombstone: version }).changed
@@ -369,7 +371,7 @@ export class RecordStore {
         if (dups.length === 0) return { kind: 'last-copy', rid }
         const [owner, promoted] = dups[0]
         tx.delete(`${DUP}${owner}/${promoted}`)
-        this.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: this.version() }])
+        this.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: this.version(tx) }])
         return { kind: 'promoted', rid, promoted }
       }
       return { kind: 'not-found' }
@@ -431,7 +433,7 @@ export class RecordStore {
         created = true
       }
     }
-    const version = this.version()
+    const version = this.version(tx)
     const stamped = list.map(([field, value]) => ({ field, value, version }) as FieldChange)
     if (replace) {
       const given = new Set(list.map(([f]) => f))
@@ -446,7 +448,6 @@ export class RecordStore {
       }
     }
     const r = this.mutator.mutate(tx, rid, stamped)
-    this.persistHlc(tx)
     return { rid, updated: r.changed, created }
   }
 
@@ -469,13 +470,16 @@ export class RecordStore {
     if (typeof addr !== 'string' || (!isRecordId(addr) && !isCid(addr))) throw new InvalidAddressError(String(addr))
   }
 
-  private stamp (changes: ReadonlyArray<[string, string]>): FieldChange[] {
-    const version = this.version()
+  private stamp (tx: Tx, changes: ReadonlyArray<[string, string]>): FieldChange[] {
+    const version = this.version(tx)
     return changes.map(([field, value]) => ({ field, value, version }))
   }
 
-  private version (): Version {
-    return makeVersion(this.hlc.now(), this.nodeId)
+  /** Issues a version for a local write and persists the clock in the same transaction, so a restart never goes back. */
+  private version (tx: Tx): Version {
+    const v = makeVersion(this.hlc.now(), this.nodeId)
+    this.persistHlc(tx)
+    return v
   }
 
   private persistHlc (tx: Tx): void {

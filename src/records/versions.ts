@@ -48,9 +48,16 @@ export class VersionMap {
     return new VersionMap(o.r, fields)
   }
 
+  /** Canonical form (versions and names sorted), so replicas holding the same versions hold the same bytes. */
   serialize (): string {
+    const byVersion = new Map<string, string[]>()
+    for (const [n, v] of this.fields) {
+      const names = byVersion.get(v)
+      if (names === undefined) byVersion.set(v, [n])
+      else names.push(n)
+    }
     const g: Record<string, string[]> = {}
-    for (const [n, v] of this.fields) (g[v] ??= []).push(n)
+    for (const v of [...byVersion.keys()].sort()) g[v] = byVersion.get(v)!.sort()
     return JSON.stringify(this.root === undefined ? { g } : { r: this.root, g })
   }
 

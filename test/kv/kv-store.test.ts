@@ -1,0 +1,205 @@
+import path from 'node:path'
+import Database from 'better-sqlite3'
+import { afterEach, describe, expect, it } from 'vitest'
+import {
+  AsyncWriteError, KvStore, META_EVENTS, SchemaGateError, compareEventIds, openKv, parseEventId, prefixEnd
+} from '../../src/kv/index.js'
+import { tmpDir } from '../helpers/tmp.js'
+
+const cleanups: Array<() => void> = []
+afterEach(() => { while (cleanups.length > 0) cleanups.pop()!() })
+
+function open (opts: Partial<ConstructorParameters<typeof KvStore>[0]> = {}): { kv: KvStore, file: string } {
+  const t = tmpDir()
+  const file = path.join(t.dir, 'nested', 'store.db')
+  const kv = openKv({ path: file, ...opts })
+  cleanups.push(() => { kv.close(); t.cleanup() })
+  return { kv, file }
+}
+
+function metaEvents (kv: KvStore): Array<Record<string, string>> {
+  return kv.readStream(META_EVENTS, undefined, 10_000).map(e => e.fields)
+}
+
+describe('kv store', () => {
+  it('creates the file and its folders, in WAL mode, with the schema sentinel', () => {
+    const { kv, file } = open()
+    expect(kv.get('meta-core:schema-version')).toBe('2')
+    const raw = new Database(file, { readonly: true })
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal')
+    const ddl = raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'kv'").pluck().get() as string
+    expect(ddl).toMatch(/WITHOUT ROWID/)
+    raw.close()
+  })
+
+  it('gets, puts, deletes and reads ranges in key order', async () => {
+    const { kv } = open()
+    await kv.write(tx => { tx.put('a/2', 'two'); tx.put('a/1', 'one'); tx.put('b/1', 'other') })
+    expect(kv.get('a/1')).toBe('one')
+    expect(kv.prefix('a/')).toEqual([['a/1', 'one'], ['a/2', 'two']])
+    expect(kv.keys('a/', prefixEnd('a/'), 1)).toEqual(['a/1'])
+    expect(kv.count('a/', prefixEnd('a/'))).toBe(2)
+    const deleted = await kv.write(tx => tx.delete('a/1'))
+    expect(deleted).toBe(true)
+    expect(kv.get('a/1')).toBeUndefined()
+    expect(await kv.write(tx => tx.delete('a/1'))).toBe(false)
+  })
+
+  it('publishes set and del for file: keys in the same transaction, and nothing for no-ops', async () => {
+    const { kv } = open()
+    await kv.write(tx => { tx.put('file:R/title', 'x'); tx.put('other:key', 'y') })
+    expect(metaEvents(kv)).toEqual([{ type: 'set', key: 'file:R/title', ts: expect.stringMatching(/^\d+$/) }])
+    const changed = await kv.write(tx => tx.put('file:R/title', 'x'))
+    expect(changed).toBe(false)
+    await kv.write(tx => { tx.delete('file:R/missing') })
+    expect(metaEvents(kv)).toHaveLength(1)
+    await kv.write(tx => { tx.delete('file:R/title') })
+    expect(metaEvents(kv).map(e => e.type)).toEqual(['set', 'del'])
+  })
+
+  it('commits concurrent writes together but rolls back a failing one alone', async () => {
+    const { kv } = open()
+    const seen: number[] = []
+    kv.onCommit(entries => { seen.push(entries.length) })
+    const a = kv.write(tx => { tx.put('file:A/x', '1'); return 'a' })
+    const b = kv.write(tx => { tx.put('file:B/x', '1'); throw new Error('boom') })
+    const c = kv.write(tx => { tx.put('file:C/x', '1'); return 'c' })
+    await expect(a).resolves.toBe('a')
+    await expect(b).rejects.toThrow('boom')
+    await expect(c).resolves.toBe('c')
+    expect(kv.get('file:A/x')).toBe('1')
+    expect(kv.get('file:B/x')).toBeUndefined()
+    expect(kv.get('file:C/x')).toBe('1')
+    // One commit carried both surviving writes' events; the failed write's event is gone.
+    expect(seen).toEqual([2])
+    expect(metaEvents(kv).map(e => e.key)).toEqual(['file:A/x', 'file:C/x'])
+  })
+
+  it('reads see only committed state', async () => {
+    const { kv } = open()
+    const p = kv.write(tx => { tx.put('k', 'v') })
+    expect(kv.get('k')).toBeUndefined()
+    await p
+    expect(kv.get('k')).toBe('v')
+  })
+
+  it('refuses asynchronous write functions and rolls them back', async () => {
+    const { kv } = open()
+    await expect(kv.write(async tx => { tx.put('k', 'v') })).rejects.toBeInstanceOf(AsyncWriteError)
+    expect(kv.get('k')).toBeUndefined()
+  })
+
+  it('keeps event ids strictly increasing when the clock steps back, across restarts', async () => {
+    let now = 1_700_000_000_000
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 's.db')
+    let kv = openKv({ path: file, now: () => now })
+    const ids: string[] = []
+    for (let i = 0; i < 5; i++) ids.push(await kv.write(tx => tx.appendEvent('s', { i: String(i) })))
+    now -= 60_000 // the wall clock steps back a minute
+    for (let i = 5; i < 10; i++) ids.push(await kv.write(tx => tx.appendEvent('s', { i: String(i) })))
+    kv.close()
+    kv = openKv({ path: file, now: () => now - 1000 })
+    ids.push(await kv.write(tx => tx.appendEvent('s', { i: 'after-restart' })))
+    for (let i = 1; i < ids.length; i++) expect(compareEventIds(parseEventId(ids[i - 1]), parseEventId(ids[i]))).toBe(-1)
+    expect(kv.get('evhwm:s')).toBe(ids[ids.length - 1])
+    expect(kv.readStream('s', parseEventId(ids[8]), 10).map(e => e.fields.i)).toEqual(['9', 'after-restart'])
+    kv.close()
+  })
+
+  it('trims a stream to its retention every trimEvery appends', async () => {
+    const { kv } = open({ streamRetention: 50, trimEvery: 20 })
+    for (let i = 0; i < 200; i++) await kv.write(tx => { tx.appendEvent('s', { i: String(i) }) })
+    const n = kv.streamLength('s')
+    expect(n).toBeGreaterThanOrEqual(50)
+    expect(n).toBeLessThan(50 + 20)
+    const rows = kv.readStream('s', undefined, 1000)
+    expect(rows[rows.length - 1].fields.i).toBe('199')
+    expect(kv.streamFirst('s')).toBe(rows[0].id)
+  })
+
+  it('clears a stream but keeps issuing larger ids', async () => {
+    const { kv } = open()
+    const first = await kv.write(tx => tx.appendEvent('s', { a: '1' }))
+    const reset = await kv.write(tx => { tx.clearStream('s'); return tx.appendEvent('s', { type: 'reset' }) })
+    expect(kv.readStream('s', undefined, 10).map(e => e.id)).toEqual([reset])
+    expect(compareEventIds(parseEventId(first), parseEventId(reset))).toBe(-1)
+  })
+
+  it('applies counters once per commit and drops a rolled-back write\'s deltas', async () => {
+    const { kv } = open()
+    await Promise.allSettled([
+      kv.write(tx => { tx.addCounter('c', 2) }),
+      kv.write(tx => { tx.addCounter('c', 5); throw new Error('no') }),
+      kv.write(tx => { tx.addCounter('c', 3) })
+    ])
+    expect(kv.get('c')).toBe('5')
+    await kv.write(tx => { tx.addCounter('c', -5) })
+    expect(kv.get('c')).toBeUndefined()
+  })
+
+  it('runs afterCommit hooks only for writes that committed', async () => {
+    const { kv } = open()
+    const ran: string[] = []
+    await Promise.allSettled([
+      kv.write(tx => { tx.afterCommit(() => ran.push('ok')) }),
+      kv.write(tx => { tx.afterCommit(() => ran.push('failed')); throw new Error('x') })
+    ])
+    expect(ran).toEqual(['ok'])
+  })
+
+  it('refuses a store with records and no schema sentinel, naming the file', () => {
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 'legacy.db')
+    const raw = new Database(file)
+    raw.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID')
+    raw.prepare('INSERT INTO kv VALUES (?, ?)').run('idx:roots/X', '')
+    raw.close()
+    expect(() => openKv({ path: file })).toThrow(SchemaGateError)
+    expect(() => openKv({ path: file })).toThrow(file)
+  })
+
+  it('refuses a store with another schema version', () => {
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 'v1.db')
+    const raw = new Database(file)
+    raw.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID')
+    raw.prepare('INSERT INTO kv VALUES (?, ?)').run('meta-core:schema-version', '1')
+    raw.close()
+    expect(() => openKv({ path: file })).toThrow(/schema version "1".*version "2"/)
+  })
+
+  it('stamps an empty store and reopens it', () => {
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 'e.db')
+    openKv({ path: file }).close()
+    const kv = openKv({ path: file })
+    expect(kv.get('meta-core:schema-version')).toBe('2')
+    expect(kv.integrityCheck()).toBe('ok')
+    kv.close()
+  })
+
+  it('rejects writes after close', async () => {
+    const { kv } = open()
+    kv.close()
+    await expect(kv.write(tx => { tx.put('a', 'b') })).rejects.toThrow(/closed/)
+    expect(() => kv.get('a')).toThrow(/closed/)
+  })
+
+  it('commits writes queued before close', async () => {
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 'q.db')
+    const kv = openKv({ path: file })
+    const p = kv.write(tx => { tx.put('queued', 'yes') })
+    kv.close()
+    await p
+    const again = openKv({ path: file })
+    expect(again.get('queued')).toBe('yes')
+    again.close()
+  })
+})

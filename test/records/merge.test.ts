@@ -1,0 +1,232 @@
+import { createHash } from 'node:crypto'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { encodeCidV1 } from '../../src/cid/index.js'
+import { META_EVENTS, prefixEnd } from '../../src/kv/index.js'
+import {
+  InvalidRemoteEntryError, VersionMap, formatHlc, openNodeStore, type NodeStore, type RecordId, type RemoteEntry
+} from '../../src/records/index.js'
+import { pick, prng, shuffle } from '../helpers/prng.js'
+import { tmpDir } from '../helpers/tmp.js'
+import { groupInvariantErrors } from './invariants.js'
+
+const cleanups: Array<() => void> = []
+afterEach(() => { while (cleanups.length > 0) cleanups.pop()!() })
+
+function store (nodeId: string, now?: () => number): NodeStore {
+  const t = tmpDir()
+  const s = openNodeStore({ path: path.join(t.dir, 'm.db'), nodeId, now })
+  cleanups.push(() => { s.close(); t.cleanup() })
+  return s
+}
+
+function cid (n: number): string {
+  return encodeCidV1(0x55, 0x12, createHash('sha256').update(String(n)).digest())
+}
+
+const RID = '01M8ME6YDNEBQ9WHRFBFD4HMGQ' as RecordId
+const hlcAt = (ms: number, c = 0): string => formatHlc({ ms, counter: c })
+
+/** Every replicated entry a store holds (live keys, tombstones, root tombstones). */
+function exportAll (s: NodeStore): RemoteEntry[] {
+  return s.kv.keys('ver:', prefixEnd('ver:')).flatMap(k => s.records.exportRoot(k.slice(4) as RecordId))
+}
+
+/** The replicated state and everything derived from it; excludes per-node bookkeeping (events, clock, dup paths). */
+function state (s: NodeStore): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const p of ['file:', 'ver:', 'cid:', 'idx:roots/', 'idx:grp/', 'idx:grpm/', 'idx:schema/']) {
+    for (const [k, v] of s.kv.prefix(p)) out[k] = v
+  }
+  out.count = String(s.records.countRecords())
+  return out
+}
+
+describe('applyRemote', () => {
+  it('applies an entry iff its (hlc, origin) is greater, idempotently', async () => {
+    const s = store('local')
+    const now = Date.now()
+    const e = (v: string | null, ms: number, origin = 'peer'): RemoteEntry => ({ key: `file:${RID}/title`, value: v, hlc: hlcAt(ms), origin })
+    expect((await s.records.applyRemote([e('b', now)])).applied).toBe(1)
+    expect((await s.records.applyRemote([e('a', now - 10)])).applied).toBe(0)
+    expect(s.records.getProperty(RID, 'title')).toBe('b')
+    // Same hlc: origin breaks the tie.
+    await s.records.applyRemote([e('z', now, 'aaa')])
+    expect(s.records.getProperty(RID, 'title')).toBe('b')
+    await s.records.applyRemote([e('c', now, 'zzz')])
+    expect(s.records.getProperty(RID, 'title')).toBe('c')
+    const events = s.kv.streamLength(META_EVENTS)
+    expect((await s.records.applyRemote([e('c', now, 'zzz')])).applied).toBe(0)
+    expect(s.kv.streamLength(META_EVENTS)).toBe(events)
+  })
+
+  it('lets a root tombstone shadow older keys that arrive later, and a newer write revive the record', async () => {
+    const s = store('local')
+    const now = Date.now()
+    await s.records.applyRemote([
+      { key: `file:${RID}/title`, value: 't', hlc: hlcAt(now - 100), origin: 'p' },
+      { key: `file:${RID}/year`, value: '2000', hlc: hlcAt(now + 5), origin: 'p' },
+      { key: `file:${RID}`, value: null, hlc: hlcAt(now), origin: 'p' }
+    ])
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    // A stale peer's older key does not come back.
+    await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now - 1), origin: 'q' }])
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now + 1), origin: 'q' }])
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', genre: 'x' })
+  })
+
+  it('refuses versions too far ahead of local time and does not advance the clock', async () => {
+    const now = 1_800_000_000_000
+    const s = store('local', () => now)
+    const r = await s.records.applyRemote([
+      { key: `file:${RID}/a`, value: '1', hlc: hlcAt(now + 60_000), origin: 'p' },
+      { key: `file:${RID}/b`, value: '2', hlc: hlcAt(now + 1_000), origin: 'p' }
+    ])
+    expect(r).toEqual({ applied: 1, skipped: 0, refused: 1 })
+    expect(s.records.getFlat(RID)).toEqual({ b: '2' })
+    expect(s.records.driftRefusedCount).toBe(1)
+    expect(s.records.hlc.last() < hlcAt(now + 60_000)).toBe(true)
+  })
+
+  it('refuses a batch with any malformed entry and applies none of it', async () => {
+    const s = store('local')
+    const ok: RemoteEntry = { key: `file:${RID}/title`, value: 'x', hlc: hlcAt(Date.now()), origin: 'p' }
+    const bad: RemoteEntry[] = [
+      { ...ok, key: `cid:${cid(1)}` },
+      { ...ok, key: 'file:not-a-root/title' },
+      { ...ok, key: `file:${RID}/a//b` },
+      { ...ok, key: `file:${RID}/cid_sha256` },
+      { ...ok, key: `file:${RID}/cids/notacid` },
+      { ...ok, key: `file:${RID}/${'x'.repeat(1100)}` },
+      { ...ok, value: 'v'.repeat(256 * 1024 + 1) },
+      { ...ok, hlc: 'nothex' },
+      { ...ok, origin: '' },
+      { ...ok, key: `file:${RID}`, value: 'root entries are tombstones' }
+    ]
+    for (const b of bad) {
+      await expect(s.records.applyRemote([ok, b]), JSON.stringify(b).slice(0, 80)).rejects.toBeInstanceOf(InvalidRemoteEntryError)
+    }
+    expect(s.kv.prefix('file:')).toEqual([])
+  })
+
+  it('passes on version-only changes and unseen tombstones so peers pulling from this node learn them', async () => {
+    const s = store('local')
+    const now = Date.now()
+    await s.records.applyRemote([{ key: `file:${RID}/t`, value: 'same', hlc: hlcAt(now), origin: 'p' }])
+    const n = s.kv.streamLength(META_EVENTS)
+    await s.records.applyRemote([
+      { key: `file:${RID}/t`, value: 'same', hlc: hlcAt(now + 1), origin: 'p' },
+      { key: `file:${RID}/never`, value: null, hlc: hlcAt(now + 1), origin: 'p' }
+    ])
+    expect(s.kv.streamLength(META_EVENTS)).toBe(n + 2)
+    const vm = VersionMap.parse(s.kv.get(`ver:${RID}`))
+    expect(vm.fields.get('t')).toBe(hlcAt(now + 1) + 'p')
+    expect(vm.fields.get('never')).toBe(hlcAt(now + 1) + 'p')
+  })
+
+  it('groups two roots minted for the same content on two nodes identically on both', async () => {
+    const a = store('node-a')
+    const b = store('node-b')
+    const shared = cid(42)
+    const ra = await a.records.mint('/files/x.mkv', 5, 1, { [`cids/${shared}`]: 'true', title: 'from a' })
+    const rb = await b.records.mint('/files/y.mkv', 5, 2, { [`cids/${shared}`]: 'true', year: '1999' })
+    const ea = exportAll(a)
+    const eb = exportAll(b)
+    await a.records.applyRemote(eb)
+    await b.records.applyRemote(ea)
+    expect(state(a)).toEqual(state(b))
+    const canon = ra < rb ? ra : rb
+    for (const s of [a, b]) {
+      expect(s.records.resolveRoot(shared)).toBe(canon)
+      expect(s.records.countRecords()).toBe(1)
+      const doc = s.records.getDocument(shared)!
+      expect(doc.metadata.title).toBe('from a')
+      expect(doc.metadata.year).toBe('1999')
+    }
+    expect(a.records.getDocument(shared)).toEqual(b.records.getDocument(shared))
+  })
+})
+
+describe('convergence (property)', () => {
+  const FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0']
+  const VALUES = ['a', 'b', 'Ünïcode ✓', '', '2001', 'true']
+  const CIDS = Array.from({ length: 6 }, (_, i) => cid(i))
+
+  async function randomOps (s: NodeStore, rand: () => number, known: RecordId[], n: number): Promise<void> {
+    for (let i = 0; i < n; i++) {
+      const roll = rand()
+      const live = s.records.listRoots()
+      const target = (): string => (live.length > 0 && rand() < 0.8 ? pick(rand, live) : pick(rand, known.length > 0 ? known : live))
+      try {
+        if (roll < 0.2 || live.length === 0) {
+          const extra: Record<string, string> = { title: pick(rand, VALUES) }
+          if (rand() < 0.7) extra[`cids/${pick(rand, CIDS)}`] = 'true'
+          known.push(await s.records.mint(`/files/${i}`, i, i, extra))
+        } else if (roll < 0.55) {
+          const f: Record<string, string> = {}
+          for (let j = 0; j < 1 + Math.floor(rand() * 3); j++) f[pick(rand, FIELDS)] = pick(rand, VALUES)
+          if (rand() < 0.3) f[`cids/${pick(rand, CIDS)}`] = 'true'
+          await s.records.mergeFlat(target(), f)
+        } else if (roll < 0.7) {
+          await s.records.deleteProperty(target(), rand() < 0.3 ? `cids/${pick(rand, CIDS)}` : pick(rand, FIELDS))
+        } else if (roll < 0.8) {
+          await s.records.setFlat(target(), { [pick(rand, FIELDS)]: pick(rand, VALUES) })
+        } else if (roll < 0.88) {
+          await s.records.deleteRoot(target())
+        } else {
+          await s.records.mergeFlat(pick(rand, CIDS), { [pick(rand, FIELDS)]: pick(rand, VALUES) })
+        }
+        const errs = groupInvariantErrors(s)
+        if (errs.length > 0) throw new Error(`derived state broke after local op ${roll}: ${errs.join('; ')}`)
+      } catch (err) {
+        // Only address errors are expected (a target that was deleted); anything else is a bug.
+        if (!(err instanceof Error) || !/neither|not found/.test(err.message)) throw err
+      }
+    }
+  }
+
+  async function applyInRandomBatches (s: NodeStore, entries: RemoteEntry[], rand: () => number): Promise<void> {
+    const shuffled = shuffle(rand, entries)
+    while (shuffled.length > 0) {
+      const batch = shuffled.splice(0, 1 + Math.floor(rand() * 12))
+      const before = groupInvariantErrors(s)
+      await s.records.applyRemote(batch)
+      const errs = groupInvariantErrors(s)
+      if (errs.length > 0 && before.length === 0) throw new Error(`derived state broke applying ${JSON.stringify(batch, null, 1)}:\n${errs.join('\n')}`)
+    }
+  }
+
+  it('random operations on three nodes, exchanged in random orders and batches, end in identical states', async () => {
+    // META_CORE_PROPERTY_SEEDS runs more seeds (a few hundred take a minute or two).
+    const seeds = Number(process.env.META_CORE_PROPERTY_SEEDS ?? 25)
+    for (let seed = 1; seed <= seeds; seed++) {
+      const rand = prng(seed)
+      const nodes = [store('n1'), store('n2'), store('n3')]
+      const known: RecordId[] = []
+      for (let round = 0; round < 3; round++) {
+        for (const n of nodes) await randomOps(n, rand, known, 8)
+        // A partial exchange: one random pair syncs one way, in a random order.
+        const [from, to] = shuffle(rand, nodes)
+        await applyInRandomBatches(to, exportAll(from), rand)
+      }
+      const all = nodes.flatMap(exportAll)
+      for (const n of nodes) await applyInRandomBatches(n, all, rand)
+      const ref = state(nodes[0])
+      for (const n of nodes.slice(1)) expect(state(n), `seed ${seed}`).toEqual(ref)
+      // Documents read the same everywhere too, by any CID.
+      for (const c of CIDS) {
+        const docs = nodes.map(n => n.records.getDocument(c))
+        expect(docs[1], `seed ${seed} cid ${c}`).toEqual(docs[0])
+        expect(docs[2], `seed ${seed} cid ${c}`).toEqual(docs[0])
+      }
+      // The derived state equals a rebuild from scratch: the counters match the rows.
+      for (const n of nodes) {
+        const liveCanon = n.records.listRoots().length
+        expect(n.records.countRecords(), `seed ${seed}`).toBe(liveCanon)
+        expect(n.kv.integrityCheck()).toBe('ok')
+      }
+      for (const n of nodes) n.close()
+    }
+  }, 600_000)
+})
