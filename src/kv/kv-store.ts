@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { silentLogger, type Logger } from '../common/index.js'
+import { Checkpointer } from './checkpointer.js'
 import { AsyncWriteError, KvClosedError, SchemaGateError, StorageError } from './errors.js'
 import { FILE_PREFIX, SCHEMA_VERSION, SCHEMA_VERSION_KEY, isFileKey, prefixEnd } from './keys.js'
 import {
@@ -26,6 +27,8 @@ export interface KvOptions {
   /** SQLite page cache in KiB (default 32 MiB): the node's memory budget matters more than cache hits. */
   cacheKiB?: number
   logger?: Logger
+  /** Checkpoint the WAL on a worker thread instead of inside commits (default true). */
+  backgroundCheckpoint?: boolean
   /** Wall clock in ms, injectable for tests of clock steps. */
   now?: () => number
 }
@@ -48,6 +51,12 @@ export interface Tx {
    * saves the point read.
    */
   putKnown: (k: string, v: string, old: string | undefined) => boolean
+  /**
+   * Many `putKnown`s in one go: unchanged rows are skipped, the rest written
+   * with multi-row statements (far fewer calls into SQLite than one put per
+   * row). Returns how many rows changed.
+   */
+  putMany: (rows: ReadonlyArray<readonly [k: string, v: string, old: string | undefined]>) => number
   /** Deletes `k`; returns false (and emits nothing) when it did not exist. */
   delete: (k: string) => boolean
   range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
@@ -80,9 +89,13 @@ interface StreamState {
   last: EventIdParts | undefined
   /** Appends since the last trim; in memory only, so a restart merely delays the next trim. */
   sinceTrim: number
+  /** Retained entries, counted once on first use and kept up to date after. */
+  length: number | undefined
 }
 
 const HWM_PREFIX = 'evhwm:'
+/** Rows per multi-row statement: amortises the per-statement cost while staying far under SQLite's 32766 bound parameters. */
+const MULTI_ROWS = 32
 const EV_PREFIX = 'ev:'
 
 /**
@@ -125,7 +138,7 @@ export class KvStore {
     keysLimit: Database.Statement
     lastKey: Database.Statement
     firstKey: Database.Statement
-    keyAtOffsetDesc: Database.Statement
+    keyAtOffset: Database.Statement
     delRange: Database.Statement
     count: Database.Statement
     begin: Database.Statement
@@ -137,6 +150,9 @@ export class KvStore {
   }
 
   private readonly tx: Tx
+  private checkpointer: Checkpointer | undefined
+  /** Multi-row upserts by row count (prepared on first use). */
+  private readonly putN = new Map<number, Database.Statement>()
 
   constructor (opts: KvOptions) {
     this.path = opts.path
@@ -173,7 +189,7 @@ export class KvStore {
       keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
       lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
       firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
-      keyAtOffsetDesc: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1 OFFSET ?').pluck(),
+      keyAtOffset: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1 OFFSET ?').pluck(),
       delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
       count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
       begin: p('BEGIN IMMEDIATE'),
@@ -189,6 +205,17 @@ export class KvStore {
     } catch (err) {
       this.db.close()
       throw err
+    }
+    if (opts.path !== ':memory:' && opts.backgroundCheckpoint !== false) {
+      this.db.pragma('wal_autocheckpoint = 0')
+      this.checkpointer = new Checkpointer({
+        path: path.resolve(opts.path),
+        logger: this.log,
+        onFailure: () => {
+          this.checkpointer = undefined
+          if (!this.closed) this.db.pragma('wal_autocheckpoint = 1000')
+        }
+      })
     }
   }
 
@@ -381,6 +408,18 @@ export class KvStore {
         if (isFileKey(k)) self.appendEventIn(frame(), META_EVENTS, { type: 'set', key: k, ts: String(self.now()) })
         return true
       },
+      putMany (rows) {
+        const f = frame()
+        const changed: Array<[string, string]> = []
+        for (const [k, v, old] of rows) if (old !== v) changed.push([k, v])
+        if (changed.length === 0) return 0
+        self.writeRows(changed)
+        const ts = String(self.now())
+        const events: Array<[string, string]> = []
+        for (const [k] of changed) if (isFileKey(k)) events.push([k, ts])
+        if (events.length > 0) self.appendSetEvents(f, events)
+        return changed.length
+      },
       putKnown (k, v, old) {
         const f = frame()
         if (old === v) return false
@@ -402,6 +441,7 @@ export class KvStore {
         frame()
         const lo = `${EV_PREFIX}${stream}/`
         st.delRange.run(lo, prefixEnd(lo))
+        self.streamState(stream).length = 0
       },
       addCounter (k, delta) {
         const f = frame()
@@ -411,6 +451,46 @@ export class KvStore {
     }
   }
 
+  /** Upserts rows with statements of up to MULTI_ROWS rows each. */
+  private writeRows (rows: ReadonlyArray<readonly [string, string]>): void {
+    let i = 0
+    while (i < rows.length) {
+      const left = rows.length - i
+      const n = left >= MULTI_ROWS ? MULTI_ROWS : left >= 8 ? 8 : 1
+      const args: string[] = []
+      for (let j = 0; j < n; j++) args.push(rows[i + j][0], rows[i + j][1])
+      this.multiPut(n).run(args)
+      i += n
+    }
+  }
+
+  private multiPut (n: number): Database.Statement {
+    let st = this.putN.get(n)
+    if (st === undefined) {
+      st = this.db.prepare(`INSERT INTO kv (k, v) VALUES ${Array.from({ length: n }, () => '(?, ?)').join(', ')} ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
+      this.putN.set(n, st)
+    }
+    return st
+  }
+
+  /** Appends one `set` entry per key to meta:events, as one multi-row write. */
+  private appendSetEvents (frame: Frame, keys: ReadonlyArray<readonly [key: string, ts: string]>): void {
+    const s = this.streamState(META_EVENTS)
+    const rows: Array<[string, string]> = []
+    const now = this.now()
+    const prefix = `${EV_PREFIX}${META_EVENTS}/`
+    for (const [key, ts] of keys) {
+      const parts = nextEventId(s.last, now)
+      s.last = parts
+      s.sinceTrim++
+      if (s.length !== undefined) s.length++
+      const fields = { type: 'set', key, ts }
+      rows.push([prefix + padEventId(parts), `{"type":"set","key":${JSON.stringify(key)},"ts":"${ts}"}`])
+      frame.events.push({ stream: META_EVENTS, id: formatEventId(parts), fields })
+    }
+    this.writeRows(rows)
+  }
+
   // ---------------------------------------------------------------- streams
 
   private appendEventIn (frame: Frame, stream: string, fields: Record<string, string>): EventId {
@@ -418,6 +498,7 @@ export class KvStore {
     const parts = nextEventId(s.last, this.now())
     s.last = parts
     s.sinceTrim++
+    if (s.length !== undefined) s.length++
     const id = formatEventId(parts)
     this.st.put.run(`${EV_PREFIX}${stream}/${padEventId(parts)}`, JSON.stringify(fields))
     frame.events.push({ stream, id, fields })
@@ -434,7 +515,7 @@ export class KvStore {
         const k = this.st.lastKey.get(lo, prefixEnd(lo)) as string | undefined
         if (k !== undefined) last = parseEventId(k.slice(lo.length))
       }
-      s = { last, sinceTrim: 0 }
+      s = { last, sinceTrim: 0, length: undefined }
       this.streams.set(stream, s)
     }
     return s
@@ -463,8 +544,14 @@ export class KvStore {
         s.sinceTrim = 0
         const lo = `${EV_PREFIX}${stream}/`
         const hi = prefixEnd(lo)
-        const cut = this.st.keyAtOffsetDesc.get(lo, hi, this.retention) as string | undefined
-        if (cut !== undefined) this.st.delRange.run(lo, cut + '\u0000')
+        s.length ??= this.st.count.get(lo, hi) as number
+        const excess = s.length - this.retention
+        if (excess > 0) {
+          // Walk only the `excess` oldest keys (not the retained ones) to find where to cut.
+          const cut = this.st.keyAtOffset.get(lo, hi, excess - 1) as string | undefined
+          if (cut !== undefined) this.st.delRange.run(lo, cut + '\u0000')
+          s.length = this.retention
+        }
       }
     }
   }
@@ -539,6 +626,8 @@ export class KvStore {
     if (this.closed) return
     while (this.queue.length > 0) this.flush()
     this.closed = true
+    this.checkpointer?.terminate()
+    this.checkpointer = undefined
     try {
       this.db.pragma('wal_checkpoint(TRUNCATE)')
     } catch (err) {

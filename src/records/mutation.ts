@@ -72,10 +72,21 @@ export class Mutator {
     const cidRemoves: string[] = []
     let touched = 0
 
+    // Puts are collected and written at the end with multi-row statements;
+    // `pending` maps a key to the value it held before this mutation.
+    const pending = new Map<string, { value: string, before: string | undefined }>()
     const del = (field: string): void => {
       const old = cur.get(field)
       if (old === undefined) return
-      tx.delete(fieldKey(rid, field))
+      const k = fieldKey(rid, field)
+      const p = pending.get(k)
+      if (p !== undefined) {
+        // Set earlier in this same mutation: drop the pending put; delete only what was there before.
+        pending.delete(k)
+        if (p.before !== undefined) tx.delete(k)
+      } else {
+        tx.delete(k)
+      }
       cur.delete(field)
       tx.addCounter(schemaCounterKey(field, old), -1)
       changed.add(field)
@@ -121,7 +132,8 @@ export class Mutator {
         }
         continue
       }
-      tx.putKnown(k, value, old)
+      const p = pending.get(k)
+      pending.set(k, { value, before: p === undefined ? old : p.before })
       cur.set(field, value)
       vm.fields.set(field, version)
       touched++
@@ -131,6 +143,9 @@ export class Mutator {
       const c = cidMemberOf(field)
       if (c !== undefined && old === undefined) cidAdds.push(c)
     }
+
+    // Field rows go in with multi-row statements (deletes above were applied one by one).
+    if (pending.size > 0) tx.putMany([...pending].map(([k, p]) => [k, p.value, p.before] as const))
 
     if (touched > 0) {
       const s = vm.serialize()

@@ -52,10 +52,20 @@ export function classifyValue (v: string): { prim: string, hint: string } {
 export const SCHEMA_PREFIX = 'idx:schema/'
 const SEP = '\u001f'
 
+// Field names repeat across records: remember their generalised prefix (bounded, cleared when full).
+const fieldPrefixCache = new Map<string, string>()
+const FIELD_CACHE_MAX = 50_000
+
 export function schemaCounterKey (field: string, value: string): string {
-  const g = generaliseField(field)
+  let prefix = fieldPrefixCache.get(field)
+  if (prefix === undefined) {
+    const g = generaliseField(field)
+    prefix = SCHEMA_PREFIX + g.field + SEP + g.keyHint + SEP
+    if (fieldPrefixCache.size >= FIELD_CACHE_MAX) fieldPrefixCache.clear()
+    fieldPrefixCache.set(field, prefix)
+  }
   const t = classifyValue(value)
-  return SCHEMA_PREFIX + g.field + SEP + g.keyHint + SEP + t.prim + SEP + t.hint
+  return prefix + t.prim + SEP + t.hint
 }
 
 export function parseSchemaCounterKey (k: string): FieldType | undefined {
