@@ -11,6 +11,7 @@ import {
   readDuplicates, readFields, type Reader
 } from './layout.js'
 import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
+import { nest, type Nested } from './flatten.js'
 import { isRecordId, newRecordId, type RecordId } from './record-id.js'
 import { VersionMap, makeVersion, versionHlc, versionOrigin, type Version } from './versions.js'
 
@@ -155,6 +156,21 @@ export class RecordStore {
     const canon = canonicalCid(cids)
     if (canon !== undefined) doc.canonical_cid = canon
     return doc
+  }
+
+  /**
+   * The document nested for people (flatten/nest rules in flatten.ts): the
+   * `cids/` key-set hoisted into the `cids` array, `canonical_cid` derived,
+   * `duplicates` listed. Undefined when nothing is live at `addr`.
+   */
+  getNestedDocument (addr: string): Record<string, Nested> | undefined {
+    const doc = this.getDocument(addr)
+    if (doc === undefined) return undefined
+    const fields: Record<string, string> = {}
+    for (const [k, v] of Object.entries(doc.metadata)) if (cidMemberOf(k) === undefined) fields[k] = v
+    const out: Record<string, Nested> = { ...nest(fields), cids: [...doc.cids].sort(), duplicates: doc.duplicates }
+    if (doc.canonical_cid !== undefined) out.canonical_cid = doc.canonical_cid
+    return out
   }
 
   /** Visible records (a group counts once). */

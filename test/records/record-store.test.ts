@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { META_EVENTS, prefixEnd } from '../../src/kv/index.js'
 import {
   DeprecatedFieldError, InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError,
-  VersionMap, isRecordId, openNodeStore, type NodeStore, type RecordId
+  VersionMap, isRecordId, openNodeStore, type NodeStore
 } from '../../src/records/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -167,6 +167,29 @@ describe('documents', () => {
     expect(doc.metadata.title).toBe('T')
     expect(s.kv.keys('', '\uffff').filter(k => k.includes('canonical'))).toEqual([])
     expect(s.records.getDocument(MID2)).toBeUndefined()
+  })
+
+  it('nests the document for people, with the cids key-set hoisted into an array', async () => {
+    const s = store()
+    await s.records.mint('/files/a', 1, 1, {
+      title: 'T',
+      'fileinfo/streamdetails/video/0/codec': 'h264',
+      'streams/0/language': 'eng',
+      [`cids/${MID}`]: 'true',
+      [`cids/${SHA}`]: 'true'
+    })
+    expect(s.records.getNestedDocument(MID)).toEqual({
+      title: 'T',
+      filePath: '/files/a',
+      sizeByte: '1',
+      mtimeNano: '1',
+      fileinfo: { streamdetails: { video: [{ codec: 'h264' }] } },
+      streams: [{ language: 'eng' }],
+      cids: [MID, SHA].sort(),
+      canonical_cid: SHA,
+      duplicates: []
+    })
+    expect(s.records.getNestedDocument(MID2)).toBeUndefined()
   })
 })
 
