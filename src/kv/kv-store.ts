@@ -60,6 +60,8 @@ export interface Tx {
   /** Deletes `k`; returns false (and emits nothing) when it did not exist. */
   delete: (k: string) => boolean
   range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
+  /** The rows under `prefix` as an object keyed by the rest of each key (one allocation per row, not three). */
+  suffixes: (prefix: string) => Record<string, string>
   keys: (lo: string, hi: string, limit?: number) => string[]
   /** Appends an entry to an event stream; the entry is visible to listeners only after commit. */
   appendEvent: (stream: string, fields: Record<string, string>) => EventId
@@ -135,6 +137,7 @@ export class KvStore {
     range: Database.Statement
     rangeLimit: Database.Statement
     keys: Database.Statement
+    suffixRange: Database.Statement
     keysLimit: Database.Statement
     lastKey: Database.Statement
     firstKey: Database.Statement
@@ -142,6 +145,7 @@ export class KvStore {
     delRange: Database.Statement
     count: Database.Statement
     begin: Database.Statement
+    beginRead: Database.Statement
     commit: Database.Statement
     rollback: Database.Statement
     sp: Database.Statement
@@ -186,6 +190,7 @@ export class KvStore {
       range: p('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
       rangeLimit: p('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').raw(),
       keys: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k').pluck(),
+      suffixRange: p('SELECT substr(k, ?), v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
       keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
       lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
       firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
@@ -193,6 +198,7 @@ export class KvStore {
       delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
       count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
       begin: p('BEGIN IMMEDIATE'),
+      beginRead: p('BEGIN DEFERRED'),
       commit: p('COMMIT'),
       rollback: p('ROLLBACK'),
       sp: p('SAVEPOINT w'),
@@ -242,6 +248,20 @@ export class KvStore {
     yield * (this.st.range.iterate(lo, hi) as IterableIterator<[string, string]>)
   }
 
+  /** The rows under `prefix` as an object keyed by the rest of each key. */
+  suffixes (prefix: string): Record<string, string> {
+    this.assertOpen()
+    return this.suffixesOf(prefix)
+  }
+
+  private suffixesOf (prefix: string): Record<string, string> {
+    // SQLite cuts the prefix off, so only the short suffix becomes a JS string.
+    const rows = this.st.suffixRange.all(prefix.length + 1, prefix, prefixEnd(prefix)) as Array<[string, string]>
+    const out: Record<string, string> = {}
+    for (const [k, v] of rows) out[k] = v
+    return out
+  }
+
   keys (lo: string, hi: string, limit?: number): string[] {
     this.assertOpen()
     return (limit === undefined ? this.st.keys.all(lo, hi) : this.st.keysLimit.all(lo, hi, limit)) as string[]
@@ -254,6 +274,24 @@ export class KvStore {
   count (lo: string, hi: string): number {
     this.assertOpen()
     return this.st.count.get(lo, hi) as number
+  }
+
+  /**
+   * Runs synchronous reads inside one read transaction: one snapshot, and
+   * one WAL read lock instead of one per statement (outside a transaction
+   * each statement takes and drops its own, which costs several times a
+   * primary-key lookup). Inside a write function it simply runs `fn`.
+   */
+  read<T> (fn: () => T): T {
+    this.assertOpen()
+    if (this.db.inTransaction) return fn()
+    this.st.beginRead.run()
+    try {
+      return fn()
+    } finally {
+      // A read-only transaction cannot fail to commit; this releases the snapshot.
+      this.st.commit.run()
+    }
   }
 
   /** Prepares a statement on the store's connection, for derived structures (search) that need SQL of their own. */
@@ -436,6 +474,7 @@ export class KvStore {
       },
       range: (lo, hi, limit) => (limit === undefined ? st.range.all(lo, hi) : st.rangeLimit.all(lo, hi, limit)) as Array<[string, string]>,
       keys: (lo, hi, limit) => (limit === undefined ? st.keys.all(lo, hi) : st.keysLimit.all(lo, hi, limit)) as string[],
+      suffixes: (prefix) => self.suffixesOf(prefix),
       appendEvent: (stream, fields) => self.appendEventIn(frame(), stream, fields),
       clearStream (stream) {
         frame()

@@ -29,7 +29,7 @@ export const DUP = 'dup:'
 export const HLC_KEY = 'meta-core:hlc'
 
 /** What both a transaction and the store offer for reading. */
-export type Reader = Pick<Tx, 'get' | 'range' | 'keys'>
+export type Reader = Pick<Tx, 'get' | 'range' | 'keys' | 'suffixes'>
 
 export function fieldKey (rid: string, field: string): string {
   return `file:${rid}/${field}`
@@ -42,11 +42,12 @@ export function recordRange (rid: string): [string, string] {
 
 /** A record's live fields as a map, read with one range scan. */
 export function readFields (r: Reader, rid: string): Map<string, string> {
-  const [lo, hi] = recordRange(rid)
-  const m = new Map<string, string>()
-  const cut = lo.length
-  for (const [k, v] of r.range(lo, hi)) m.set(k.slice(cut), v)
-  return m
+  return new Map(Object.entries(r.suffixes(`file:${rid}/`)))
+}
+
+/** A record's live fields as a plain object (the read path: no intermediate map). */
+export function readFieldsObject (r: Reader, rid: string): Record<string, string> {
+  return r.suffixes(`file:${rid}/`)
 }
 
 export function readCids (r: Reader, rid: string): string[] {

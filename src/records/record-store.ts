@@ -8,7 +8,7 @@ import { checkWritableField, cidMemberOf, validateFieldPath, validateValue, MAX_
 import { Hlc, parseHlc } from './hlc.js'
 import {
   CID, COUNT_READY, COUNT_ROOTS, DUP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
-  readDuplicates, readFields, type Reader
+  readDuplicates, readFields, readFieldsObject, type Reader
 } from './layout.js'
 import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
 import { nest, type Nested } from './flatten.js'
@@ -128,19 +128,28 @@ export class RecordStore {
 
   /** The record's flat fields (the group merged), or undefined. */
   getFlat (addr: string): Record<string, string> | undefined {
-    const rid = this.resolveRoot(addr)
-    return rid === undefined ? undefined : this.mergedFields(this.kv, rid)
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      return rid === undefined ? undefined : this.mergedFields(this.kv, rid)
+    })
   }
 
   getProperty (addr: string, field: string): string | undefined {
-    const rid = this.resolveRoot(addr)
-    if (rid === undefined) return undefined
-    const members = membersOf(this.kv, rid)
-    if (members.length === 1) return this.kv.get(fieldKey(rid, field))
-    return this.mergedFields(this.kv, rid)[field]
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      if (rid === undefined) return undefined
+      const members = membersOf(this.kv, rid)
+      if (members.length === 1) return this.kv.get(fieldKey(rid, field))
+      return this.mergedFields(this.kv, rid)[field]
+    })
   }
 
+  /** One snapshot read of the record at `addr`: every statement under one read lock. */
   getDocument (addr: string): RecordDocument | undefined {
+    return this.kv.read(() => this.readDocument(addr))
+  }
+
+  private readDocument (addr: string): RecordDocument | undefined {
     const rid = this.resolveRoot(addr)
     if (rid === undefined) return undefined
     const members = membersOf(this.kv, rid)
@@ -532,7 +541,7 @@ export class RecordStore {
 
   /** Per-key last-writer-wins over the group's roots, by their original versions. */
   private mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
-    if (members.length === 1) return Object.fromEntries(readFields(r, members[0]))
+    if (members.length === 1) return readFieldsObject(r, members[0])
     const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
     for (const m of members) {
       const vm = VersionMap.parse(r.get(VER + m))

@@ -1,0 +1,277 @@
+/**
+ * bench:api — `GET /api/meta/{cid}` under load, against the machine's ceiling.
+ *
+ * A store of BENCH_API_RECORDS records (default 169 000, the original's
+ * library; ~20 realistic fields and two CIDs each) is built once through the
+ * record write path with search attached and cached under .bench-tmp/. A
+ * real node (`src/node/main.ts`, file watcher off) serves it from a child
+ * process, so the load generator (autocannon, in this process) and the
+ * server each have a core. Each route gets a warm-up, then a measured run:
+ * first `/health` (a trivial route: the ceiling of fastify on this machine),
+ * then `/api/meta/{cid}` with a random CID of the store per request. The
+ * figure that matters is the ratio of the two, measured in the same run.
+ *
+ * Targets (issue): ≥ 10 000 requests/s and p99 ≤ 10 ms for /api/meta/{cid}
+ * with 50 connections on loopback.
+ *
+ * Env: BENCH_API_RECORDS (default 169000; e.g. 2000 for a smoke run),
+ * BENCH_API_DURATION_S (measured seconds per route, default 10),
+ * BENCH_API_CONNECTIONS (default 50), BENCH_NO_DOC=1 (leave docs alone),
+ * BENCH_API_BUILD_ONLY=1 (build or check the cached store, measure nothing).
+ */
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import fs from 'node:fs'
+import os from 'node:os'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { encodeCidV1, midhashCidFromDigest, CODEC_RAW, MH_SHA2_256 } from '../src/cid/index.js'
+import { waitFor, withTimeout } from '../src/common/index.js'
+import { openNodeStore } from '../src/records/index.js'
+import { createSearch } from '../src/search/index.js'
+import { pick, prng } from '../test/helpers/prng.js'
+import { machineLine, report } from './lib/report.js'
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+const N = Number(process.env.BENCH_API_RECORDS ?? 169_000)
+const DURATION_S = Number(process.env.BENCH_API_DURATION_S ?? 10)
+const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 50)
+const WARMUP_S = Math.min(3, DURATION_S)
+/** Bump when the generated records change shape, so an old cached store is rebuilt. */
+const DATA_VERSION = 1
+/** Writes in flight while building: enough for group commit to batch well. */
+const IN_FLIGHT = 1000
+
+// autocannon ships no types; this is the part of its API used here.
+interface AutocannonRequest { method?: string, path?: string }
+interface AutocannonResult {
+  requests: { average: number, total: number }
+  latency: { p50: number, p90: number, p99: number, max: number, average: number }
+  non2xx: number
+  errors: number
+  timeouts: number
+  duration: number
+}
+type Autocannon = (opts: {
+  url: string
+  connections: number
+  duration: number
+  requests?: Array<{ setupRequest?: (req: AutocannonRequest) => AutocannonRequest }>
+}) => Promise<AutocannonResult>
+const autocannon = createRequire(import.meta.url)('autocannon') as Autocannon
+
+// ------------------------------------------------------------------ the store
+
+const WORDS = ('the of night dark man last day life war star king world girl house dead time black blood city story return secret ' +
+  'lost red white big little first heart moon sun fire ice water wild death road home game knight shadow dream summer winter').split(' ')
+const GENRES = ['Action', 'Comedy', 'Crime', 'Drama', 'Fantasy', 'Horror', 'Mystery', 'Romance', 'Science Fiction', 'Thriller']
+
+function digest (seed: string): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(seed).digest())
+}
+
+function recordFields (i: number, rand: () => number): { filePath: string, size: number, fields: Record<string, string> } {
+  const title = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => pick(rand, WORDS)).join(' ')
+  const year = String(1950 + Math.floor(rand() * 75))
+  const midhash = midhashCidFromDigest(digest(`m${i}`))
+  const sha = encodeCidV1(CODEC_RAW, MH_SHA2_256, digest(`s${i}`))
+  const fields: Record<string, string> = {
+    [`cids/${midhash}`]: 'true',
+    [`cids/${sha}`]: 'true',
+    title,
+    year,
+    type: 'movie',
+    fileType: 'video',
+    mimeType: 'video/x-matroska',
+    extension: 'mkv',
+    tmdbid: String(10_000 + i),
+    imdbid: `tt${String(1_000_000 + i)}`,
+    'fileinfo/duration': (3600 + rand() * 5400).toFixed(1),
+    'fileinfo/formatName': 'matroska,webm',
+    'stream/0': JSON.stringify({ type: 'video', codec: 'h264', index: 0, width: 1920, height: 1080, frameRate: '24000/1001' }),
+    'stream/1': JSON.stringify({ type: 'audio', codec: 'aac', index: 1, language: 'eng', channelLayout: '5.1' }),
+    [`genres/${pick(rand, GENRES)}`]: 'true',
+    [`genres/${pick(rand, GENRES)}`]: 'true',
+    'titles/eng': title,
+    'description/eng': Array.from({ length: 30 }, () => pick(rand, WORDS)).join(' ')
+  }
+  return { filePath: `/files/watch/movies/${title.replace(/ /g, '.')}.${year}.${i}.mkv`, size: Math.floor(rand() * 2 ** 34), fields }
+}
+
+async function buildStore (dbPath: string): Promise<{ cached: boolean, ms: number }> {
+  if (fs.existsSync(dbPath)) {
+    const s = openNodeStore({ path: dbPath })
+    const n = s.records.countRecords()
+    s.close()
+    if (n === N) return { cached: true, ms: 0 }
+    for (const suffix of ['', '-wal', '-shm']) fs.rmSync(dbPath + suffix, { force: true })
+  }
+  const t0 = Date.now()
+  const s = openNodeStore({ path: dbPath })
+  const search = createSearch({ kv: s.kv, records: s.records })
+  const rand = prng(4242)
+  let next = 0
+  const worker = async (): Promise<void> => {
+    while (next < N) {
+      const i = next++
+      const r = recordFields(i, rand)
+      await s.records.mint(r.filePath, r.size, BigInt(1_700_000_000_000 + i) * 1_000_000n, r.fields)
+      if (i % 20_000 === 0) process.stderr.write(`built ${i} / ${N}\n`)
+    }
+  }
+  await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+  await search.whenReady()
+  await search.stop()
+  s.close()
+  return { cached: false, ms: Date.now() - t0 }
+}
+
+/**
+ * The store's CIDs, and what one document read costs in process (the same
+ * call the route makes, which reads in one snapshot), to tell the store's share of a
+ * request from the HTTP layer's.
+ */
+function storeProbe (dbPath: string): { cids: string[], getDocumentMicros: number } {
+  const s = openNodeStore({ path: dbPath })
+  try {
+    const cids = s.kv.keys('cid:', 'cid;').map(k => k.slice(4))
+    const rand = prng(11)
+    const n = 20_000
+    const t0 = performance.now()
+    for (let i = 0; i < n; i++) s.records.getDocument(cids[Math.floor(rand() * cids.length)])
+    return { cids, getDocumentMicros: Math.round((performance.now() - t0) / n * 1000) }
+  } finally {
+    s.close()
+  }
+}
+
+// ------------------------------------------------------------------ the server
+
+interface Server { url: string, pid: number, stop: () => Promise<number | null> }
+
+async function startServer (dbPath: string, filesPath: string): Promise<Server> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/node/main.ts', '--port', '0', '--db-path', dbPath,
+    '--files-path', filesPath, '--enable-file-watcher=false', '--log-level', 'warn'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.on('data', (b: Buffer) => { out += b.toString() })
+  const exited = new Promise<number | null>(resolve => { child.on('exit', code => { resolve(code) }) })
+  await waitFor(() => /listening on (\S+)/.test(out) || child.exitCode !== null, { timeoutMs: 120_000, what: 'the node to listen' })
+  const m = /listening on (\S+)/.exec(out)
+  if (m === null) throw new Error('the node exited before listening')
+  return {
+    url: m[1],
+    pid: child.pid ?? 0,
+    stop: async () => {
+      child.kill('SIGTERM')
+      return await withTimeout(exited, 30_000, 'the node to stop')
+    }
+  }
+}
+
+function rssMiB (pid: number): { rss: number, peak: number } | undefined {
+  try {
+    const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (name: string): number => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN)
+    return { rss: Math.round(kb('VmRSS') / 1024), peak: Math.round(kb('VmHWM') / 1024) }
+  } catch {
+    return undefined // not on Linux: the figure is left out
+  }
+}
+
+// ------------------------------------------------------------------ load
+
+interface RouteFigures { requestsPerSecond: number, p50Ms: number, p90Ms: number, p99Ms: number, maxMs: number, total: number, non2xx: number, errors: number }
+
+async function load (url: string, pathFor: () => string, seconds: number): Promise<RouteFigures> {
+  const r = await autocannon({
+    url,
+    connections: CONNECTIONS,
+    duration: seconds,
+    requests: [{ setupRequest: (req) => ({ ...req, method: 'GET', path: pathFor() }) }]
+  })
+  return {
+    requestsPerSecond: Math.round(r.requests.total / r.duration),
+    p50Ms: r.latency.p50,
+    p90Ms: r.latency.p90,
+    p99Ms: r.latency.p99,
+    maxMs: r.latency.max,
+    total: r.requests.total,
+    non2xx: r.non2xx,
+    errors: r.errors + r.timeouts
+  }
+}
+
+async function main (): Promise<void> {
+  const dir = path.join(ROOT, '.bench-tmp', `api-${N}-v${DATA_VERSION}`)
+  fs.mkdirSync(path.join(dir, 'files'), { recursive: true })
+  const dbPath = path.join(dir, 'meta-core.db')
+  const build = await buildStore(dbPath)
+  if (process.env.BENCH_API_BUILD_ONLY === '1') {
+    process.stdout.write(`store ready at ${dbPath} (${build.cached ? 'cached' : `built in ${Math.round(build.ms / 1000)} s`})\n`)
+    return
+  }
+  const { cids, getDocumentMicros } = storeProbe(dbPath)
+  const loadBefore = os.loadavg()[0]
+  const rand = prng(7)
+  const server = await startServer(dbPath, path.join(dir, 'files'))
+  let health: RouteFigures
+  let meta: RouteFigures
+  let memory: { rss: number, peak: number } | undefined
+  let loadAfter = 0
+  try {
+    const randomCid = (): string => `/api/meta/${cids[Math.floor(rand() * cids.length)]}`
+    const check = await fetch(server.url + randomCid())
+    if (check.status !== 200) throw new Error(`GET /api/meta/{cid} answered ${check.status}`)
+    await load(server.url, () => '/health', WARMUP_S)
+    health = await load(server.url, () => '/health', DURATION_S)
+    await load(server.url, randomCid, WARMUP_S)
+    meta = await load(server.url, randomCid, DURATION_S)
+    memory = rssMiB(server.pid)
+  } finally {
+    loadAfter = os.loadavg()[0]
+    await server.stop()
+  }
+  const ratio = Math.round((meta.requestsPerSecond / health.requestsPerSecond) * 100) / 100
+  const json = {
+    bench: 'api',
+    machine: machineLine(),
+    records: N,
+    cids: cids.length,
+    connections: CONNECTIONS,
+    durationSeconds: DURATION_S,
+    store: build.cached ? 'cached' : { builtSeconds: Math.round(build.ms / 1000) },
+    health,
+    apiMetaCid: meta,
+    ratioToHealth: ratio,
+    getDocumentMicrosInProcess: getDocumentMicros,
+    loadAverage1m: { before: Math.round(loadBefore * 100) / 100, after: Math.round(loadAfter * 100) / 100 },
+    serverMemoryMiB: memory,
+    targets: {
+      requestsPerSecond10k: meta.requestsPerSecond >= 10_000,
+      p99AtMost10ms: meta.p99Ms <= 10,
+      noErrors: meta.non2xx === 0 && meta.errors === 0
+    }
+  }
+  const md = `## API (\`npm run bench:api\`)
+
+${machineLine()}. A node (\`src/node/main.ts\`, watcher off) in a child process serves a store of ${N.toLocaleString('en')} records
+(~20 fields, two CIDs each); autocannon in the parent drives it with ${CONNECTIONS} connections on loopback, ${DURATION_S} s per route after a ${WARMUP_S} s warm-up.
+
+| route | requests/s | p50 | p90 | p99 | max | non-2xx |
+|---|---:|---:|---:|---:|---:|---:|
+| \`GET /health\` (trivial: the machine's ceiling) | ${health.requestsPerSecond.toLocaleString('en')} | ${health.p50Ms} ms | ${health.p90Ms} ms | ${health.p99Ms} ms | ${health.maxMs} ms | ${health.non2xx} |
+| \`GET /api/meta/{cid}\` (random CID per request) | ${meta.requestsPerSecond.toLocaleString('en')} | ${meta.p50Ms} ms | ${meta.p90Ms} ms | ${meta.p99Ms} ms | ${meta.maxMs} ms | ${meta.non2xx} |
+
+\`/api/meta/{cid}\` runs at **${ratio}×** the trivial route's rate. Target ≥ 10 000 requests/s with p99 ≤ 10 ms:
+${json.targets.requestsPerSecond10k && json.targets.p99AtMost10ms ? 'met' : 'not met in this run'}. In process, one document read (the route's
+\`records.getDocument\`, in one read transaction) took ${getDocumentMicros} µs. Load average (1 min) of the shared machine:
+${json.loadAverage1m.before} before, ${json.loadAverage1m.after} after (2 cores): absolute rates fall with it, the ratio much less.${memory === undefined ? '' : ` Server memory after the run: ${memory.rss} MiB resident, ${memory.peak} MiB peak.`}
+${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s through the record write path, search attached.`}`
+  report('api', json, md)
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:api failed: ${err instanceof Error ? err.stack ?? err.message : String(err)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,146 @@
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
+import swagger from '@fastify/swagger'
+import { silentLogger } from '../common/index.js'
+import { makeTokenCheck } from './auth.js'
+import type { ApiComponents, ApiContext, ApiInit } from './context.js'
+import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
+import { LibrarySweep } from './library-sweep.js'
+import { cidRoutes } from './routes/cid-routes.js'
+import { eventRoutes } from './routes/event-routes.js'
+import { fileRoutes } from './routes/file-routes.js'
+import { kvRoutes } from './routes/kv-routes.js'
+import { metaRoutes } from './routes/meta-routes.js'
+import { metaPropertyRoutes } from './routes/meta-property-routes.js'
+import { metadataRoutes } from './routes/metadata-routes.js'
+import { systemRoutes } from './routes/system-routes.js'
+import { SseHub } from './sse/sse-hub.js'
+
+const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
+const DEFAULT_HEARTBEAT_MS = 30_000
+const DEFAULT_STATS_TTL_MS = 60_000
+/** Longest path parameter: a 512-character field path, percent-encoded, fits; longer is a 414. */
+const MAX_PARAM_LENGTH = 2048
+const REQUEST_TIMEOUT_MS = 30_000
+
+/**
+ * Builds the HTTP API over a store (not listening: call `listen`, or
+ * `inject` in tests). Closing the app ends open event streams and stops
+ * the background stats sweep; it does not close the store.
+ */
+export function buildApp (components: ApiComponents, init: ApiInit): FastifyInstance {
+  const log = components.logger ?? silentLogger
+  let closing = false
+
+  const app = Fastify({
+    logger: false,
+    bodyLimit: init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    // A client gets this long to send its whole request (the original's 30 s read timeout); a slow sender cannot hold a socket forever.
+    requestTimeout: REQUEST_TIMEOUT_MS,
+    // JSON bodies carrying __proto__ or constructor.prototype are refused, never merged into objects.
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // Our own 503 envelope answers requests that arrive while closing (below).
+    return503OnClosing: false,
+    ajv: {
+      // No coercion: a number where a string belongs is refused, not stored as "5".
+      customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false }
+    },
+    frameworkErrors: (err, _req, reply) => { sendError(reply, err) }
+  })
+
+  const ctx: ApiContext = {
+    kv: components.kv,
+    records: components.records,
+    search: components.search,
+    watcher: components.watcher,
+    log,
+    filesPath: init.filesPath,
+    version: init.version ?? '0.0.0',
+    serviceName: init.serviceName ?? 'meta-core',
+    startedAt: Date.now(),
+    hub: new SseHub({ kv: components.kv, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
+    sweep: new LibrarySweep(components.kv, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
+    read: (fn) => components.kv.read(fn)
+  }
+
+  function sendError (reply: FastifyReply, err: unknown): void {
+    const r = toErrorReply(err)
+    if (r.unexpected) log.error('request failed', { method: reply.request.method, url: reply.request.url.slice(0, 200), err: errorText(err) })
+    if (reply.sent) return
+    if (r.headers !== undefined) reply.headers(r.headers)
+    void reply.code(r.statusCode).type('application/json; charset=utf-8').send(r.body)
+  }
+
+  app.addSchema(errorEnvelopeSchema)
+  app.setErrorHandler((err: FastifyError, _req, reply) => { sendError(reply, err) })
+  app.setNotFoundHandler((req, reply) => {
+    sendError(reply, new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0].slice(0, 200)}`))
+  })
+
+  const checkToken = init.apiToken === undefined || init.apiToken === '' ? undefined : makeTokenCheck(init.apiToken)
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.header('access-control-allow-origin', '*')
+    if (closing) {
+      done(new ApiError(503, 'shutting_down', 'the node is shutting down', { retryable: true }))
+      return
+    }
+    if (checkToken !== undefined && req.method !== 'OPTIONS' && !req.is404 && req.routeOptions.config.public !== true) {
+      try {
+        checkToken(req.headers.authorization)
+      } catch (err) {
+        done(err as Error)
+        return
+      }
+    }
+    done()
+  })
+
+  app.addHook('preClose', (done) => {
+    closing = true
+    ctx.hub.closeAll()
+    done()
+  })
+  app.addHook('onClose', (_app, done) => {
+    ctx.hub.dispose()
+    ctx.sweep.stop()
+    done()
+  })
+
+  void app.register(swagger, {
+    openapi: {
+      info: {
+        title: 'meta-core',
+        version: ctx.version,
+        description: 'Peer-replicated metadata store for a media library. Error answers are always {error, message, retryable}.'
+      },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }]
+    }
+  })
+
+  // CORS preflight (spec §4.1), answered before auth: browsers send it without credentials.
+  app.options('*', { schema: { hide: true }, config: { public: true } }, (_req, reply) => {
+    void reply.code(204).headers({
+      'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
+      'access-control-allow-headers': 'Content-Type, Authorization, Last-Event-ID',
+      'access-control-max-age': '600'
+    }).send()
+  })
+  app.get('/docs', { schema: { hide: true }, config: { public: true } }, async () => app.swagger())
+
+  void app.register(async (scope) => { systemRoutes(scope, ctx) })
+  void app.register(async (scope) => { metaRoutes(scope, ctx) })
+  void app.register(async (scope) => { metaPropertyRoutes(scope, ctx) })
+  void app.register(async (scope) => { cidRoutes(scope, ctx) })
+  void app.register(async (scope) => { fileRoutes(scope, ctx) })
+  void app.register(async (scope) => { kvRoutes(scope, ctx) })
+  void app.register(async (scope) => { metadataRoutes(scope, ctx) })
+  void app.register(async (scope) => { eventRoutes(scope, ctx) })
+  return app
+}
+
+function errorText (err: unknown): string {
+  if (err instanceof Error) return `${err.name}: ${err.message}${err.stack === undefined ? '' : '\n' + err.stack}`
+  return String(err)
+}

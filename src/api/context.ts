@@ -1,0 +1,49 @@
+import type { Logger } from '../common/index.js'
+import type { KvStore } from '../kv/index.js'
+import type { RecordStore } from '../records/index.js'
+import type { SearchService } from '../search/types.js'
+import type { Watcher } from '../watcher/types.js'
+import type { LibrarySweep } from './library-sweep.js'
+import type { SseHub } from './sse/sse-hub.js'
+
+/** What the API serves from. `search` and `watcher` are optional: their routes answer 503 without them. */
+export interface ApiComponents {
+  kv: KvStore
+  records: RecordStore
+  search?: SearchService
+  watcher?: Watcher
+  logger?: Logger
+}
+
+export interface ApiInit {
+  /** FILES_PATH: the only folder bytes are served from. */
+  filesPath: string
+  /** META_CORE_API_TOKEN: when set, every route but the public ones needs `Authorization: Bearer <token>`. */
+  apiToken?: string
+  /** Silence after which an SSE stream gets a `:keep-alive` comment (default 30 000 ms, spec §6). */
+  heartbeatMs?: number
+  /** Largest request body (default 4 MiB; a record PATCH of many fields is the largest legitimate body). */
+  bodyLimitBytes?: number
+  /** Age after which `/api/stats` figures are recomputed in the background (default 60 000 ms). */
+  statsTtlMs?: number
+  /** Shown by `/status` and the OpenAPI document. */
+  version?: string
+  serviceName?: string
+}
+
+/** Shared by the route plugins. */
+export interface ApiContext {
+  kv: KvStore
+  records: RecordStore
+  search: SearchService | undefined
+  watcher: Watcher | undefined
+  log: Logger
+  filesPath: string
+  version: string
+  serviceName: string
+  startedAt: number
+  hub: SseHub
+  sweep: LibrarySweep
+  /** Runs synchronous reads in one snapshot (`kv.read`). */
+  read: <T>(fn: () => T) => T
+}

@@ -1,0 +1,24 @@
+/**
+ * api: the HTTP surface of a node (fastify). It owns the routes, their
+ * schemas (which also generate the OpenAPI document at /docs), the mapping
+ * of error classes to status codes and the `{error, message, retryable}`
+ * envelope (errors.ts, the only place that does it), and the SSE mirrors of
+ * the event streams.
+ *
+ * Guarantees:
+ * - Bad input of any kind is a 4xx envelope, never a 5xx and never a partial
+ *   write: every write is one record-layer transaction, made only after the
+ *   request is fully validated.
+ * - With a token configured, only the public CID surface (`GET /api/meta/{cid}`,
+ *   `GET|HEAD /file/{cid}` and `/api/file/{cid}[/info]`), `/health` and
+ *   `/docs` answer without it.
+ * - File bytes come only from inside FILES_PATH.
+ * - An SSE subscriber never misses or repeats an entry of the retained
+ *   stream; `app.close()` ends open streams and returns.
+ * The app does not own the store: closing it leaves the store open.
+ */
+export { buildApp } from './app.js'
+export type { ApiComponents, ApiInit } from './context.js'
+export { toErrorReply, ApiError, UnknownCidError, UnauthorizedError, ComponentUnavailableError } from './errors.js'
+export type { ErrorEnvelope, ErrorReply } from './errors.js'
+export { FILE_EVENTS } from './routes/event-routes.js'

@@ -1,0 +1,86 @@
+/**
+ * The figures of `/api/stats` and `/api/kv/info` that no counter keeps (the
+ * number of `file:` keys, file-backed records and their total size), taken
+ * by a background sweep over the roots in small pages, so a request never
+ * scans: it answers with the last sweep's figures and, when they are older
+ * than the TTL, starts the next sweep (single flight), as the original's
+ * stats endpoint did.
+ */
+import type { Logger } from '../common/index.js'
+import { prefixEnd, type KvStore } from '../kv/index.js'
+import { ROOTS, fieldKey, recordRange } from '../records/index.js'
+
+export interface SweepFigures {
+  /** Keys under `file:` (every field of every root). */
+  fileKeys: number
+  /** Live roots that carry filePath, sizeByte and mtimeNano. */
+  fileCount: number
+  /** Sum of their sizeByte, as a decimal string (exact beyond 2^53). */
+  totalSize: string
+  /** When the sweep finished (ms since epoch). */
+  sweptAt: number
+  /** How long it took (ms). */
+  tookMs: number
+}
+
+/** Roots per step: one step is a few ms of synchronous reads, then the event loop runs. */
+const PAGE = 500
+
+export class LibrarySweep {
+  private last: SweepFigures | undefined
+  private running = false
+  private stopped = false
+
+  constructor (private readonly kv: KvStore, private readonly ttlMs: number, private readonly log: Logger) {}
+
+  get sweeping (): boolean {
+    return this.running
+  }
+
+  /** The last figures (undefined before the first sweep ends); starts a sweep if they are stale. */
+  figures (): SweepFigures | undefined {
+    if (this.last === undefined || Date.now() - this.last.sweptAt > this.ttlMs) this.refresh()
+    return this.last
+  }
+
+  /** Starts a sweep unless one is running. */
+  refresh (): void {
+    if (this.running || this.stopped) return
+    this.running = true
+    this.run().catch((err: unknown) => {
+      // Figures stay as they were: the next request retries. A closed store on shutdown lands here too.
+      if (!this.stopped) this.log.warn('stats sweep failed', { err })
+    }).finally(() => { this.running = false })
+  }
+
+  stop (): void {
+    this.stopped = true
+  }
+
+  private async run (): Promise<void> {
+    const t0 = Date.now()
+    let fileKeys = 0
+    let fileCount = 0
+    let totalSize = 0n
+    let lo = ROOTS
+    const hi = prefixEnd(ROOTS)
+    for (;;) {
+      if (this.stopped || this.kv.isClosed) return
+      const keys = this.kv.keys(lo, hi, PAGE)
+      if (keys.length === 0) break
+      const rids = keys.map(k => k.slice(ROOTS.length))
+      // Roots are contiguous in the file: range, so one count covers the page.
+      fileKeys += this.kv.count(recordRange(rids[0])[0], recordRange(rids[rids.length - 1])[1])
+      for (const rid of rids) {
+        const size = this.kv.get(fieldKey(rid, 'sizeByte'))
+        if (size === undefined || this.kv.get(fieldKey(rid, 'filePath')) === undefined || this.kv.get(fieldKey(rid, 'mtimeNano')) === undefined) continue
+        fileCount++
+        if (/^\d{1,30}$/.test(size)) totalSize += BigInt(size)
+      }
+      if (keys.length < PAGE) break
+      lo = keys[keys.length - 1] + '\u0000'
+      await new Promise<void>(resolve => setImmediate(resolve))
+    }
+    this.last = { fileKeys, fileCount, totalSize: totalSize.toString(), sweptAt: Date.now(), tookMs: Date.now() - t0 }
+  }
+}

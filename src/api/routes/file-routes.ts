@@ -1,0 +1,188 @@
+/**
+ * File bytes by CID (spec §4.3, §4.4): `GET|HEAD /file/{cid}` and its alias
+ * `/api/file/{cid}`, `GET /api/file/{cid}/info`, `POST /file/cid`,
+ * `POST /api/files/register`, `GET /api/files/tuples`.
+ *
+ * Bytes come only from this node's own copy under FILES_PATH (see
+ * file-serving/local-path.ts for how a stored path is checked).
+ */
+import { Readable } from 'node:stream'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { CODEC_YT_VIDEO, decodeCid, parseCid, sha256FileCid } from '../../cid/index.js'
+import type { ApiContext } from '../context.js'
+import { ApiError, ComponentUnavailableError, UnknownCidError } from '../errors.js'
+import { contentTypeFor } from '../file-serving/content-type.js'
+import { findLocalCopy } from '../file-serving/local-copy.js'
+import { checkClientRelative, resolveInside } from '../file-serving/local-path.js'
+import { sendFile } from '../file-serving/send-file.js'
+import { cidParam, withErrors } from '../schemas.js'
+
+const pathBody = {
+  type: 'object',
+  required: ['path'],
+  properties: { path: { type: 'string', minLength: 1, maxLength: 4096, description: 'path relative to FILES_PATH' } }
+} as const
+
+/** A yt-video locator names a stream, not bytes: its byte route answers 400 (spec §1.5). */
+function refuseUnfetchable (cid: string): void {
+  if (decodeCid(cid)?.codec === CODEC_YT_VIDEO) throw new ApiError(400, 'not_fetchable', 'a yt-video CID has no bytes to serve')
+}
+
+export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
+    const cid = parseCid(req.params.cid)
+    refuseUnfetchable(cid)
+    const doc = ctx.read(() => ctx.records.getDocument(cid))
+    if (doc === undefined) throw new UnknownCidError('file not found for CID')
+    const copy = await findLocalCopy(ctx.kv, ctx.filesPath, doc)
+    if (copy === undefined) throw new UnknownCidError('file does not exist on disk')
+    return await sendFile(req, reply, copy.file, copy.rel)
+  }
+
+  const byteSchema = (summary: string): Record<string, unknown> => ({
+    summary,
+    tags: ['file'],
+    security: [],
+    params: cidParam,
+    produces: ['application/octet-stream'],
+    response: withErrors({
+      200: { description: 'the whole file', type: 'string', format: 'binary' },
+      206: { description: 'one byte range', type: 'string', format: 'binary' },
+      304: { description: 'not modified', type: 'null' }
+    }, 404, 416)
+  })
+
+  // HEAD is registered with GET on purpose (not fastify's automatic HEAD route) so a HEAD never opens a read stream.
+  for (const url of ['/file/:cid', '/api/file/:cid']) {
+    app.route<{ Params: { cid: string } }>({
+      method: ['GET', 'HEAD'],
+      url,
+      exposeHeadRoute: false,
+      config: { public: true },
+      schema: byteSchema(url === '/file/:cid' ? 'The file\'s bytes (Range, If-Range, If-Modified-Since, HEAD)' : 'Alias of /file/{cid}'),
+      handler: serve
+    })
+  }
+
+  app.get<{ Params: { cid: string } }>('/api/file/:cid/info', {
+    config: { public: true },
+    schema: {
+      summary: 'Whether this node holds the file, and what it is',
+      tags: ['file'],
+      security: [],
+      params: cidParam,
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: { exists: { type: 'boolean' }, contentType: { type: 'string' }, size: { type: 'integer' }, filePath: { type: 'string', description: 'relative to FILES_PATH' } }
+        }
+      })
+    }
+  }, async (req) => {
+    const cid = parseCid(req.params.cid)
+    const doc = ctx.read(() => ctx.records.getDocument(cid))
+    if (doc === undefined) return { exists: false }
+    const copy = await findLocalCopy(ctx.kv, ctx.filesPath, doc)
+    if (copy === undefined) return { exists: false }
+    await copy.file.fh.close()
+    return { exists: true, contentType: contentTypeFor(copy.rel), size: copy.file.size, filePath: copy.rel }
+  })
+
+  app.post<{ Body: { path: string } }>('/file/cid', {
+    schema: {
+      summary: 'Full-file SHA-256 of a file under FILES_PATH, as a raw-codec CIDv1',
+      tags: ['file'],
+      body: pathBody,
+      response: withErrors({
+        200: { type: 'object', properties: { cid: { type: 'string' }, path: { type: 'string' }, size: { type: 'integer' } } }
+      }, 404, 409)
+    }
+  }, async (req) => {
+    const rel = checkClientRelative(req.body.path)
+    const r = await resolveInside(ctx.filesPath, rel)
+    if (r.kind === 'missing') throw new ApiError(404, 'not_found', 'no such file under FILES_PATH')
+    if (r.kind === 'outside') throw new ApiError(400, 'invalid_path', 'path leads outside FILES_PATH')
+    const d = await sha256FileCid(r.real)
+    return { cid: d.cid, path: r.rel, size: d.size }
+  })
+
+  app.post<{ Body: { path: string } }>('/api/files/register', {
+    schema: {
+      summary: 'Hash and record a file under plugin/ (for nodes without the file watcher)',
+      tags: ['file'],
+      body: pathBody,
+      response: withErrors({
+        200: registerReply,
+        201: registerReply
+      }, 404, 409)
+    }
+  }, async (req, reply) => {
+    if (ctx.watcher === undefined) throw new ComponentUnavailableError('watcher')
+    const rel = checkClientRelative(req.body.path)
+    try {
+      const r = await ctx.watcher.registerFile(rel)
+      return reply.code(r.created ? 201 : 200).send(r)
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new ApiError(404, 'not_found', 'no such file under FILES_PATH')
+      if (code === 'EISDIR') throw new ApiError(400, 'not_a_file', 'path is a directory')
+      throw err
+    }
+  })
+
+  app.get<{ Querystring: { summary?: string } }>('/api/files/tuples', {
+    schema: {
+      summary: 'Every file-backed record as (hashId, filePath, sizeByte, mtimeNano); ?summary=1 gives only the totals',
+      tags: ['file'],
+      querystring: { type: 'object', properties: { summary: { type: 'string', enum: ['0', '1', 'true', 'false'] } }, additionalProperties: false },
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            files: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: { hashId: { type: 'string' }, filePath: { type: 'string' }, sizeByte: { type: 'integer' }, mtimeNano: { type: 'integer', description: 'exact: written as JSON digits, beyond 2^53' } }
+              }
+            },
+            count: { type: 'integer' },
+            totalSize: { type: 'integer' }
+          }
+        }
+      })
+    }
+  }, async (req, reply) => {
+    const summary = req.query.summary === '1' || req.query.summary === 'true'
+    reply.type('application/json; charset=utf-8')
+    // Streamed in pages: a 169k-record library is tens of MB of JSON that need never be held at once.
+    return reply.send(Readable.from(tuplesJson(ctx, summary)))
+  })
+}
+
+const registerReply = {
+  type: 'object',
+  properties: { root: { type: 'string' }, cid: { type: 'string' }, created: { type: 'boolean' }, path: { type: 'string' }, size: { type: 'integer' } }
+} as const
+
+/** A JSON integer literal for a stored decimal string; a malformed value is written as 0 rather than breaking the document. */
+function jsonInt (s: string): string {
+  return /^-?\d{1,30}$/.test(s) ? String(BigInt(s)) : '0'
+}
+
+function * tuplesJson (ctx: ApiContext, summary: boolean): Generator<string> {
+  let count = 0
+  let total = 0n
+  let buf = summary ? '{' : '{"files":['
+  for (const t of ctx.records.iterateFileTuples()) {
+    if (!summary) {
+      buf += (count === 0 ? '' : ',') +
+        `{"hashId":${JSON.stringify(t.rid)},"filePath":${JSON.stringify(t.filePath)},"sizeByte":${jsonInt(t.sizeByte)},"mtimeNano":${jsonInt(t.mtimeNano)}}`
+      if (buf.length > 64 * 1024) { yield buf; buf = '' }
+    }
+    count++
+    if (/^\d{1,30}$/.test(t.sizeByte)) total += BigInt(t.sizeByte)
+  }
+  buf += (summary ? '' : '],') + `"count":${count},"totalSize":${total.toString()}}`
+  yield buf
+}

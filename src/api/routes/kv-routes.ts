@@ -1,0 +1,319 @@
+/**
+ * The KV browser `/api/kv/*` (spec §4.6) over our layout.
+ *
+ * Reads see the whole table (behind the token when one is set). Writes never
+ * touch derived state directly: a `file:<rid>/<field>` key is written through
+ * the record layer (so versions, aliases, counters, search rows and events
+ * stay right), the store's own namespaces are refused, and anything else
+ * (`btmagnet:`, `searchcov:`, `nzb:` … written by other services) is a
+ * plain row. Key searches examine a bounded number of keys per request and
+ * return a cursor to continue, so no request scans the whole store.
+ */
+import type { FastifyInstance } from 'fastify'
+import { InvalidInputError } from '../../common/index.js'
+import { prefixEnd } from '../../kv/index.js'
+import { UnknownRecordError, isRecordId, readFields } from '../../records/index.js'
+import type { ApiContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
+
+/** Namespaces the store derives or owns: never written raw (a raw write would desynchronise versions, indexes or streams). */
+export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'dup:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'fts']
+
+/** The 1 KiB key limit peers enforce (replication.md). */
+const MAX_KEY_BYTES = 1024
+/** Keys examined per search request before it answers with a cursor. */
+const SCAN_BUDGET = 20_000
+/** Above every key the table can hold (the largest code point): the end of an unbounded range. */
+const KEY_MAX = '\u{10FFFF}'
+// eslint-disable-next-line no-control-regex
+const CONTROL_RE = /[\u0000-\u001f\u007f]/
+
+function checkKey (key: unknown): string {
+  if (typeof key !== 'string' || key.length === 0) throw new InvalidInputError('key must be a non-empty string', { code: 'invalid_key' })
+  if (Buffer.byteLength(key) > MAX_KEY_BYTES) throw new InvalidInputError(`key is longer than ${MAX_KEY_BYTES} bytes`, { code: 'invalid_key' })
+  if (CONTROL_RE.test(key)) throw new InvalidInputError('key contains a control character', { code: 'invalid_key' })
+  return key
+}
+
+/** `file:<rid>/<field>` → its parts; 400 for a file: key of any other shape. */
+function splitFileKey (key: string): { rid: string, field: string } {
+  const rest = key.slice('file:'.length)
+  const slash = rest.indexOf('/')
+  const rid = slash < 0 ? rest : rest.slice(0, slash)
+  if (slash < 0 || !isRecordId(rid)) throw new InvalidInputError('a file: key must be file:<record id>/<field>', { code: 'invalid_key' })
+  return { rid, field: rest.slice(slash + 1) }
+}
+
+function checkWritable (key: string): void {
+  if (RESERVED_PREFIXES.some(p => key.startsWith(p))) {
+    throw new InvalidInputError(`keys under ${key.slice(0, key.indexOf(':') + 1) || key.slice(0, 8)} belong to the store and cannot be written directly`, { code: 'reserved_key' })
+  }
+}
+
+const valueReply = {
+  type: 'object',
+  properties: { key: { type: 'string' }, type: { type: 'string' }, value: { type: 'string', nullable: true }, exists: { type: 'boolean' } }
+} as const
+
+const keyQuery = {
+  type: 'object',
+  required: ['key'],
+  properties: { key: { type: 'string', minLength: 1 } },
+  additionalProperties: false
+} as const
+
+export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  const { kv, records } = ctx
+
+  app.get('/api/kv/info', {
+    schema: {
+      summary: 'Store figures (keyCount and totalSize come from the background sweep; null before it first ends)',
+      tags: ['kv'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            prefix: { type: 'string' },
+            fileCount: { type: 'integer' },
+            keyCount: { type: 'integer', nullable: true },
+            totalSize: { type: 'integer', nullable: true },
+            memoryUsage: { type: 'integer' },
+            sweptAt: { type: 'integer', nullable: true }
+          }
+        }
+      })
+    }
+  }, async () => {
+    const f = ctx.sweep.figures()
+    return {
+      prefix: 'file:',
+      fileCount: records.countRecords(),
+      keyCount: f?.fileKeys ?? null,
+      totalSize: f === undefined ? null : Number(f.totalSize),
+      memoryUsage: process.memoryUsage().rss,
+      sweptAt: f?.sweptAt ?? null
+    }
+  })
+
+  app.get<{ Querystring: { cursor?: string, count?: string } }>('/api/kv/keys', {
+    schema: {
+      summary: 'Record keys (file:<root>) in id order; cursor "0" starts, and comes back "0" at the end',
+      tags: ['kv'],
+      querystring: { type: 'object', properties: { cursor: { type: 'string', maxLength: 64 }, count: intString }, additionalProperties: false },
+      response: withErrors({ 200: { type: 'object', properties: { keys: stringArray, cursor: { type: 'string' }, hasMore: { type: 'boolean' } } } })
+    }
+  }, async (req) => {
+    const count = queryInt(req.query.count, 'count', 50, 1, 1000)
+    const cur = req.query.cursor
+    const after = cur === undefined || cur === '' || cur === '0' ? undefined : cur
+    const page = records.listRoots({ after, limit: count + 1 })
+    const hasMore = page.length > count
+    const keys = page.slice(0, count)
+    return { keys: keys.map(r => `file:${r}`), cursor: hasMore ? keys[keys.length - 1] : '0', hasMore }
+  })
+
+  app.get<{ Params: { '*': string } }>('/api/kv/key/*', {
+    schema: {
+      summary: 'A record as its flat map (key file:<root>), or a plain key\'s value',
+      tags: ['kv'],
+      response: withErrors({ 200: { type: 'object', properties: { key: { type: 'string' }, type: { type: 'string' }, value: {} } } }, 404)
+    }
+  }, async (req) => {
+    const key = checkKey(req.params['*'])
+    const m = /^file:([^/]+)$/.exec(key)
+    if (m !== null) {
+      if (!isRecordId(m[1])) throw new InvalidInputError('a record key is file:<record id>', { code: 'invalid_key' })
+      const fields = readFields(kv, m[1])
+      if (fields.size === 0) throw new UnknownRecordError(m[1])
+      return { key, type: 'hash', value: Object.fromEntries(fields) }
+    }
+    const v = kv.get(key)
+    if (v === undefined) throw new ApiError(404, 'not_found', 'no such key')
+    return { key, type: 'string', value: v }
+  })
+
+  app.get<{ Querystring: { prefix?: string, delimiter?: string, cursor?: string, max?: string } }>('/api/kv/tree', {
+    schema: {
+      summary: 'One level of the key space under a prefix: branches (prefixes ending in the delimiter) and leaves (keys)',
+      tags: ['kv'],
+      querystring: {
+        type: 'object',
+        properties: { prefix: { type: 'string', maxLength: 1024 }, delimiter: { type: 'string', minLength: 1, maxLength: 1 }, cursor: { type: 'string', maxLength: 2048 }, max: intString },
+        additionalProperties: false
+      },
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: { prefix: { type: 'string' }, delimiter: { type: 'string' }, branches: stringArray, leaves: stringArray, cursor: { type: 'string' }, hasMore: { type: 'boolean' } }
+        }
+      })
+    }
+  }, async (req) => {
+    const prefix = req.query.prefix ?? ''
+    const delimiter = req.query.delimiter ?? '/'
+    const max = queryInt(req.query.max, 'max', 500, 1, 5000)
+    const hi = prefix === '' ? KEY_MAX : prefixEnd(prefix)
+    // The cursor is the last branch or leaf sent. A leaf never holds the delimiter past the prefix, so a cursor that does is a branch.
+    const cur = req.query.cursor
+    let lo = prefix
+    if (cur !== undefined && cur !== '' && cur !== '0' && cur >= prefix) {
+      lo = cur.indexOf(delimiter, prefix.length) >= 0 ? prefixEnd(cur) : cur + '\u0000'
+    }
+    const branches: string[] = []
+    const leaves: string[] = []
+    let last: string | undefined
+    // Skip-scan: one indexed read per branch or leaf, however many keys a branch holds.
+    while (branches.length + leaves.length < max) {
+      const next = kv.keys(lo, hi, 1)[0]
+      if (next === undefined) break
+      const d = next.indexOf(delimiter, prefix.length)
+      if (d < 0) {
+        leaves.push(next)
+        last = next
+        lo = next + '\u0000'
+      } else {
+        const branch = next.slice(0, d + 1)
+        branches.push(branch)
+        last = branch
+        lo = prefixEnd(branch)
+      }
+    }
+    const hasMore = last !== undefined && kv.keys(lo, hi, 1).length > 0
+    return { prefix, delimiter, branches, leaves, cursor: hasMore && last !== undefined ? last : '0', hasMore }
+  })
+
+  app.get<{ Querystring: { contains?: string, prefix?: string, limit?: string, cursor?: string } }>('/api/kv/search', {
+    schema: {
+      summary: `Keys whose name contains a substring (case-insensitive), examining at most ${SCAN_BUDGET} keys per request`,
+      tags: ['kv'],
+      querystring: {
+        type: 'object',
+        properties: { contains: { type: 'string', maxLength: 256 }, prefix: { type: 'string', maxLength: 1024 }, limit: intString, cursor: { type: 'string', maxLength: 2048 } },
+        additionalProperties: false
+      },
+      response: withErrors({
+        200: { type: 'object', properties: { contains: { type: 'string' }, keys: stringArray, truncated: { type: 'boolean' }, cursor: { type: 'string' } } }
+      })
+    }
+  }, async (req) => {
+    const contains = (req.query.contains ?? '').toLowerCase()
+    const prefix = req.query.prefix ?? 'file:'
+    const limit = queryInt(req.query.limit, 'limit', 500, 1, 5000)
+    const r = scan(ctx, prefix, req.query.cursor, limit, (k) => k.toLowerCase().includes(contains))
+    return { contains, keys: r.hits.map(([k]) => k), truncated: r.cursor !== undefined, cursor: r.cursor ?? '0' }
+  })
+
+  app.get<{ Querystring: { contains?: string, fields?: string, limit?: string, cursor?: string } }>('/api/kv/find', {
+    schema: {
+      summary: `Record fields whose value contains a substring (case-insensitive), examining at most ${SCAN_BUDGET} keys per request`,
+      tags: ['kv'],
+      querystring: {
+        type: 'object',
+        properties: { contains: { type: 'string', maxLength: 256 }, fields: { type: 'string', maxLength: 2048 }, limit: intString, cursor: { type: 'string', maxLength: 2048 } },
+        additionalProperties: false
+      },
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            contains: { type: 'string' },
+            fields: stringArray,
+            matches: { type: 'array', items: { type: 'object', properties: { key: { type: 'string' }, value: { type: 'string' } } } },
+            truncated: { type: 'boolean' },
+            cursor: { type: 'string' }
+          }
+        }
+      })
+    }
+  }, async (req) => {
+    const contains = (req.query.contains ?? '').toLowerCase()
+    const fields = (req.query.fields ?? '').split(',').map(s => s.trim()).filter(s => s !== '')
+    const limit = queryInt(req.query.limit, 'limit', 200, 1, 5000)
+    const r = scan(ctx, 'file:', req.query.cursor, limit, (k, v) =>
+      (fields.length === 0 || fields.some(f => k.endsWith('/' + f))) && v.toLowerCase().includes(contains))
+    return { contains, fields, matches: r.hits.map(([key, value]) => ({ key, value })), truncated: r.cursor !== undefined, cursor: r.cursor ?? '0' }
+  })
+
+  app.get<{ Querystring: { key: string } }>('/api/kv/value', {
+    schema: { summary: 'One key\'s value', tags: ['kv'], querystring: keyQuery, response: withErrors({ 200: valueReply }) }
+  }, async (req) => {
+    const key = checkKey(req.query.key)
+    const v = kv.get(key)
+    return { key, type: v === undefined ? 'none' : 'string', value: v ?? null, exists: v !== undefined }
+  })
+
+  app.put<{ Body: { key: string, value: string } }>('/api/kv/value', {
+    schema: {
+      summary: 'Write one key: file:<rid>/<field> goes through the record layer; the store\'s own namespaces are refused',
+      tags: ['kv'],
+      body: {
+        type: 'object',
+        required: ['key', 'value'],
+        properties: { key: { type: 'string', minLength: 1 }, value: { type: 'string', maxLength: 256 * 1024 } },
+        additionalProperties: false
+      },
+      response: withErrors({ 200: valueReply }, 413, 415)
+    }
+  }, async (req) => {
+    const key = checkKey(req.body.key)
+    const { value } = req.body
+    if (key.startsWith('file:')) {
+      const { rid, field } = splitFileKey(key)
+      await records.mergeFlat(rid, { [field]: value })
+    } else {
+      checkWritable(key)
+      await kv.write(tx => { tx.put(key, value) })
+    }
+    return { key, type: 'string', value, exists: true }
+  })
+
+  app.delete<{ Querystring: { key: string } }>('/api/kv/value', {
+    schema: {
+      summary: 'Delete one key (file: keys through the record layer)',
+      tags: ['kv'],
+      querystring: keyQuery,
+      response: withErrors({ 200: { type: 'object', properties: { key: { type: 'string' }, deleted: { type: 'boolean' } } } })
+    }
+  }, async (req) => {
+    const key = checkKey(req.query.key)
+    if (key.startsWith('file:')) {
+      const { rid, field } = splitFileKey(key)
+      const r = await records.deleteProperty(rid, field)
+      return { key, deleted: r.deleted }
+    }
+    checkWritable(key)
+    const deleted = await kv.write(tx => tx.delete(key))
+    return { key, deleted }
+  })
+}
+
+/**
+ * Walks keys after `cursor` (or from `prefix`) within `prefix`, keeping those
+ * `pred` accepts, until `limit` hits or SCAN_BUDGET keys examined. The
+ * answer's `cursor` is the last key examined, undefined when the range is
+ * exhausted.
+ */
+function scan (ctx: ApiContext, prefix: string, cursor: string | undefined, limit: number, pred: (k: string, v: string) => boolean):
+{ hits: Array<[string, string]>, cursor: string | undefined } {
+  const hi = prefix === '' ? KEY_MAX : prefixEnd(prefix)
+  let lo = cursor === undefined || cursor === '' || cursor === '0' || cursor < prefix ? prefix : cursor + '\u0000'
+  const hits: Array<[string, string]> = []
+  let examined = 0
+  let last: string | undefined
+  const more = (): string | undefined => (last !== undefined && ctx.kv.keys(lo, hi, 1).length > 0 ? last : undefined)
+  while (examined < SCAN_BUDGET) {
+    const rows = ctx.kv.range(lo, hi, Math.min(1000, SCAN_BUDGET - examined))
+    if (rows.length === 0) return { hits, cursor: undefined }
+    for (const [k, v] of rows) {
+      examined++
+      last = k
+      lo = k + '\u0000'
+      if (pred(k, v)) {
+        hits.push([k, v])
+        if (hits.length >= limit) return { hits, cursor: more() }
+      }
+    }
+  }
+  return { hits, cursor: more() }
+}

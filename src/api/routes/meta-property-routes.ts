@@ -1,0 +1,151 @@
+/**
+ * Single-field routes under `/meta/{hash}/{key…}` (spec §4.2). The key may
+ * contain `/`. Reads answer text/plain. Writes take `{"value": "…"}` as JSON
+ * or the raw body as the value (any other content type, decoded as strict
+ * UTF-8), as the original did.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { InvalidInputError } from '../../common/index.js'
+import { UnknownRecordError, validateFieldPath } from '../../records/index.js'
+import type { ApiContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { withErrors } from '../schemas.js'
+import { checkAddress } from './meta-routes.js'
+
+/** Largest single value body: the original read property bodies up to 1 MiB. */
+const PROPERTY_BODY_LIMIT = 1024 * 1024
+
+const params = {
+  type: 'object',
+  required: ['hash', '*'],
+  properties: {
+    hash: { type: 'string', minLength: 1, maxLength: 256, description: 'a record id or any CID of the record' },
+    '*': { type: 'string', description: 'field path; may contain /' }
+  }
+} as const
+
+const propertyReply = {
+  type: 'object',
+  properties: {
+    success: { type: 'boolean' },
+    hashId: { type: 'string' },
+    property: { type: 'string' },
+    created: { type: 'boolean' },
+    deleted: { type: 'boolean' },
+    added: { type: 'boolean' }
+  }
+} as const
+
+const valueBody = {
+  description: '{"value": "<string>"} as application/json, or the raw value in any other content type',
+  oneOf: [
+    { type: 'object', required: ['value'], properties: { value: { type: 'string' } } },
+    { type: 'string' }
+  ]
+}
+
+type P = { Params: { hash: string, '*': string }, Body: unknown }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/** The value a write carries: the JSON `value` member or the raw text. */
+function bodyValue (req: FastifyRequest<P>): string {
+  const b = req.body
+  if (typeof b === 'string') return b
+  if (b !== null && typeof b === 'object' && !Array.isArray(b)) {
+    const v = (b as Record<string, unknown>).value
+    if (typeof v === 'string') return v
+    if (v === undefined) throw new ApiError(400, 'schema_violation', 'value is required: send {"value": "<string>"} or the raw value')
+    throw new ApiError(400, 'schema_violation', 'value must be a string')
+  }
+  if (b === undefined) throw new ApiError(400, 'schema_violation', 'value is required: send {"value": "<string>"} or the raw value')
+  throw new ApiError(400, 'schema_violation', 'body must be {"value": "<string>"} or the raw value')
+}
+
+function fieldOf (req: FastifyRequest<P>): string {
+  const field = req.params['*']
+  validateFieldPath(field)
+  return field
+}
+
+export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  const { records } = ctx
+
+  // Raw values: anything that is not JSON is the value itself, as strict UTF-8 (mis-encoded bytes are refused, not replaced).
+  app.removeContentTypeParser('text/plain')
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit: PROPERTY_BODY_LIMIT }, (_req, body, done) => {
+    try {
+      done(null, utf8.decode(body as Buffer))
+    } catch {
+      done(new InvalidInputError('body is not valid UTF-8', { code: 'invalid_value' }), undefined)
+    }
+  })
+
+  app.get<P>('/meta/:hash/*', {
+    schema: {
+      summary: 'One field\'s value as text/plain (an empty value is 200 with an empty body)',
+      tags: ['meta'],
+      params,
+      produces: ['text/plain'],
+      response: withErrors({ 200: { type: 'string' } }, 404)
+    }
+  }, async (req, reply) => {
+    checkAddress(req.params.hash)
+    const field = fieldOf(req)
+    const v = ctx.read(() => {
+      const rid = records.resolveRoot(req.params.hash)
+      if (rid === undefined) throw new UnknownRecordError(req.params.hash)
+      return records.getProperty(rid, field)
+    })
+    if (v === undefined) throw new ApiError(404, 'unknown_property', 'property not found')
+    return reply.type('text/plain; charset=utf-8').send(v)
+  })
+
+  app.put<P>('/meta/:hash/*', {
+    bodyLimit: PROPERTY_BODY_LIMIT,
+    schema: {
+      summary: 'Set one field',
+      tags: ['meta'],
+      params,
+      body: valueBody,
+      response: withErrors({ 200: propertyReply }, 413)
+    }
+  }, async (req) => {
+    checkAddress(req.params.hash)
+    const field = fieldOf(req)
+    const r = await records.setProperty(req.params.hash, field, bodyValue(req))
+    return { success: true, hashId: r.rid, property: field, created: r.created }
+  })
+
+  app.delete<P>('/meta/:hash/*', {
+    schema: {
+      summary: 'Delete one field',
+      tags: ['meta'],
+      params,
+      response: withErrors({ 200: propertyReply })
+    }
+  }, async (req) => {
+    checkAddress(req.params.hash)
+    const field = fieldOf(req)
+    const r = await records.deleteProperty(req.params.hash, field)
+    return { success: true, hashId: r.rid ?? req.params.hash, property: field, deleted: r.deleted }
+  })
+
+  app.post<P>('/meta/:hash/_add/*', {
+    bodyLimit: PROPERTY_BODY_LIMIT,
+    schema: {
+      summary: 'Add a member to a pipe-delimited set field (a|b|c); a member already present is a no-op',
+      tags: ['meta'],
+      params,
+      body: valueBody,
+      response: withErrors({ 200: propertyReply }, 413)
+    }
+  }, async (req) => {
+    checkAddress(req.params.hash)
+    const field = fieldOf(req)
+    const value = bodyValue(req)
+    if (value === '') throw new ApiError(400, 'schema_violation', 'value is required')
+    const r = await records.addToSet(req.params.hash, field, value)
+    return { success: true, hashId: r.rid, property: field, added: r.added }
+  })
+}

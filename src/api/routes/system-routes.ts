@@ -1,0 +1,187 @@
+/**
+ * `/health`, `/status`, `/api/stats`, `/api/schema` (spec §4.7). All answer
+ * from counters and the background sweep: none scans the store per request.
+ */
+import fs from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+import { COUNT_ROOTS, SCHEMA_PREFIX, parseSchemaCounterKey } from '../../records/index.js'
+import { prefixEnd } from '../../kv/index.js'
+import type { ApiContext } from '../context.js'
+import { withErrors } from '../schemas.js'
+
+/** `/health` must answer even when storage is gone: it reports, it does not fail. */
+function storageUp (ctx: ApiContext): boolean {
+  if (ctx.kv.isClosed) return false
+  try {
+    ctx.kv.get(COUNT_ROOTS)
+    return true
+  } catch {
+    return false // a failing read is exactly what "degraded" reports
+  }
+}
+
+interface FieldSchema {
+  type: string
+  hint?: string
+  key_hint?: string
+  breakdown: Record<string, number>
+}
+
+/** `/api/schema` from the `idx:schema/` counters the record layer keeps in every write transaction. */
+function schemaFromCounters (ctx: ApiContext): Record<string, FieldSchema> {
+  const fields: Record<string, FieldSchema> = {}
+  const acc = new Map<string, { keyHints: Set<string>, prims: Set<string>, hints: Set<string>, breakdown: Record<string, number> }>()
+  for (const [k, v] of ctx.kv.range(SCHEMA_PREFIX, prefixEnd(SCHEMA_PREFIX))) {
+    const t = parseSchemaCounterKey(k)
+    const n = Number(v)
+    if (t === undefined || !Number.isFinite(n) || n <= 0) continue
+    let a = acc.get(t.field)
+    if (a === undefined) { a = { keyHints: new Set(), prims: new Set(), hints: new Set(), breakdown: {} }; acc.set(t.field, a) }
+    if (t.keyHint !== '') a.keyHints.add(t.keyHint)
+    if (t.prim !== 'undefined') { a.prims.add(t.prim); a.hints.add(t.hint) }
+    const label = t.hint === '' ? t.prim : `${t.prim}:${t.hint}`
+    a.breakdown[label] = (a.breakdown[label] ?? 0) + n
+  }
+  for (const [name, a] of acc) {
+    const f: FieldSchema = { type: a.prims.size === 0 ? 'undefined' : a.prims.size === 1 ? [...a.prims][0] : 'mixed', breakdown: a.breakdown }
+    if (a.hints.size === 1 && !a.hints.has('')) f.hint = [...a.hints][0]
+    if (a.keyHints.size === 1) f.key_hint = [...a.keyHints][0]
+    fields[name] = f
+  }
+  return fields
+}
+
+export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  app.get('/health', {
+    config: { public: true },
+    schema: {
+      summary: 'Liveness: always 200, status degraded when storage is unavailable',
+      tags: ['system'],
+      security: [],
+      response: {
+        200: {
+          type: 'object',
+          properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, storage: { type: 'boolean' }, redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' }, timestamp: { type: 'string' } }
+        }
+      }
+    }
+  }, async () => {
+    const up = storageUp(ctx)
+    return { status: up ? 'ok' : 'degraded', storage: up, redis: up, timestamp: new Date().toISOString() }
+  })
+
+  app.get('/status', {
+    schema: {
+      summary: 'Service status and counts',
+      tags: ['system'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            status: { type: 'string' },
+            storage: { type: 'boolean' },
+            redis: { type: 'boolean' },
+            serviceName: { type: 'string' },
+            version: { type: 'string' },
+            nodeId: { type: 'string' },
+            uptimeSeconds: { type: 'integer' },
+            fileCount: { type: 'integer', description: 'visible records (a group of roots sharing a CID counts once)' },
+            eventStreams: { type: 'integer', description: 'open SSE connections' },
+            search: { type: 'boolean' },
+            watcher: { type: 'object', additionalProperties: true, nullable: true }
+          }
+        }
+      })
+    }
+  }, async () => {
+    const up = storageUp(ctx)
+    return {
+      status: up ? 'ok' : 'degraded',
+      storage: up,
+      redis: up,
+      serviceName: ctx.serviceName,
+      version: ctx.version,
+      nodeId: ctx.records.nodeId,
+      uptimeSeconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
+      fileCount: up ? ctx.records.countRecords() : 0,
+      eventStreams: ctx.hub.size,
+      search: ctx.search !== undefined,
+      watcher: ctx.watcher?.status() ?? null
+    }
+  })
+
+  app.get('/api/stats', {
+    schema: {
+      summary: 'Store figures; the expensive half comes from a background sweep and is null until the first one ends',
+      tags: ['system'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            records: { type: 'integer' },
+            redisKeys: { type: 'integer', nullable: true, description: 'keys under file: (name kept from the original)' },
+            redisMemory: { type: 'integer', nullable: true, description: 'bytes of the store file and its WAL' },
+            identities: { type: 'integer', nullable: true },
+            files: { type: 'object', nullable: true, properties: { count: { type: 'integer' }, totalSize: { type: 'integer' } } },
+            udlUsers: { type: 'integer', nullable: true },
+            sweptAt: { type: 'integer', nullable: true },
+            sweeping: { type: 'boolean' }
+          }
+        }
+      })
+    }
+  }, async () => {
+    const records = ctx.records.countRecords()
+    const f = ctx.sweep.figures()
+    return {
+      records,
+      redisKeys: f?.fileKeys ?? null,
+      redisMemory: storeBytes(ctx.kv.path),
+      identities: null,
+      files: f === undefined ? null : { count: f.fileCount, totalSize: Number(f.totalSize) },
+      udlUsers: null,
+      sweptAt: f?.sweptAt ?? null,
+      sweeping: ctx.sweep.sweeping
+    }
+  })
+
+  app.get('/api/schema', {
+    schema: {
+      summary: 'Per-field value types, from counters kept with every write',
+      tags: ['system'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            fields: {
+              type: 'object',
+              additionalProperties: {
+                type: 'object',
+                properties: {
+                  type: { type: 'string' },
+                  hint: { type: 'string' },
+                  key_hint: { type: 'string' },
+                  breakdown: { type: 'object', additionalProperties: { type: 'integer' } }
+                }
+              }
+            },
+            generated_at: { type: 'string' },
+            source: { type: 'string' }
+          }
+        }
+      })
+    }
+  }, async () => ({ fields: schemaFromCounters(ctx), generated_at: new Date().toISOString(), source: 'counters' }))
+}
+
+function storeBytes (dbPath: string): number | null {
+  let total = 0
+  let any = false
+  for (const p of [dbPath, dbPath + '-wal']) {
+    try {
+      total += fs.statSync(p).size
+      any = true
+    } catch { /* an absent WAL (or an in-memory store) adds nothing */ }
+  }
+  return any ? total : null
+}

@@ -1,0 +1,26 @@
+/**
+ * SSE wire format (spec §6): one event per stream entry, `id:` only where a
+ * resume point exists, `event:` the entry's `type` (or `message`), `data:`
+ * the JSON of the other fields on a single line.
+ */
+import type { StreamEntry } from '../../kv/index.js'
+
+/** An event name is a single token on its line: CR/LF would let a value forge further fields. */
+function eventName (type: string | undefined): string {
+  if (type === undefined || type === '') return 'message'
+  return type.replace(/[\r\n]/g, '')
+}
+
+/** Formats one stream entry; `withId: false` leaves the id line out (snapshot events but the last). */
+export function formatEntry (entry: StreamEntry, withId = true): string {
+  const { type, ...rest } = entry.fields
+  // JSON.stringify escapes CR and LF, so the data stays on one line.
+  return formatEvent(eventName(type), JSON.stringify(rest), withId ? entry.id : undefined)
+}
+
+export function formatEvent (event: string, data: string, id?: string): string {
+  return (id === undefined ? '' : `id: ${id}\n`) + `event: ${eventName(event)}\ndata: ${data}\n\n`
+}
+
+/** The heartbeat comment a proxy or client sees after a silence (spec §6). */
+export const KEEP_ALIVE = ':keep-alive\n\n'

@@ -1,0 +1,92 @@
+/**
+ * Start order and stop order of a node. Start: store → search (it registers
+ * its indexer before any write runs) → watcher → API listening. Stop runs in
+ * reverse, every step even when one fails (stopAll), so the store is always
+ * closed last and nothing writes into a closed store.
+ */
+import fs from 'node:fs'
+import { createLogger, stopAll, type Logger } from '../common/index.js'
+import { buildApp } from '../api/index.js'
+import { openNodeStore, type NodeStore } from '../records/index.js'
+import { createSearch, type Search } from '../search/index.js'
+import { createWatcher, type WatcherHandle } from '../watcher/index.js'
+import type { FastifyInstance } from 'fastify'
+import type { NodeConfig } from './config.js'
+
+export interface RunningNode {
+  config: NodeConfig
+  store: NodeStore
+  app: FastifyInstance
+  search: Search
+  watcher: WatcherHandle
+  /** `http://host:port` with the port actually bound (for `--port 0`). */
+  url: string
+  port: number
+  /** Stops everything in reverse start order. Idempotent. */
+  stop: () => Promise<void>
+}
+
+export interface StartOptions {
+  logger?: Logger
+  version?: string
+}
+
+type Maybe<T> = T | Promise<T>
+
+export async function startNode (config: NodeConfig, opts: StartOptions = {}): Promise<RunningNode> {
+  const log = opts.logger ?? createLogger({ level: config.logLevel, name: 'meta-core' })
+  const stops: Array<() => Maybe<void>> = []
+  const unwind = async (): Promise<void> => { await stopAll([...stops].reverse()) }
+
+  fs.mkdirSync(config.filesPath, { recursive: true })
+  const store = openNodeStore({ path: config.dbPath, logger: log.child('kv') })
+  stops.push(() => { store.close() })
+  try {
+    const { kv, records } = store
+
+    // Search first: it registers its record hook before anything can write. A large store's
+    // rows are rebuilt in the background; answers are correct (slower) meanwhile.
+    const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
+    stops.push(() => search.stop())
+
+    const watcher = createWatcher({ kv, records, logger: log.child('watcher') }, {
+      filesPath: config.filesPath,
+      enabled: config.enableFileWatcher,
+      rescanIntervalMs: config.rescanIntervalMs,
+      settleMs: config.settleMs,
+      hashConcurrency: config.hashConcurrency
+    })
+    stops.push(() => watcher.stop())
+    // Starts watching and the initial scan in the background; the API can serve meanwhile.
+    await watcher.start()
+
+    const app = buildApp({ kv, records, search, watcher, logger: log.child('api') }, {
+      filesPath: config.filesPath,
+      apiToken: config.apiToken,
+      version: opts.version
+    })
+    stops.push(() => app.close())
+    await app.listen({ host: config.httpHost, port: config.httpPort })
+    const addr = app.server.address()
+    const port = addr !== null && typeof addr === 'object' ? addr.port : config.httpPort
+    const hostForUrl = config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost
+
+    let stopping: Promise<void> | undefined
+    return {
+      config,
+      store,
+      app,
+      search,
+      watcher,
+      url: `http://${hostForUrl}:${port}`,
+      port,
+      stop: async () => {
+        stopping ??= unwind()
+        await stopping
+      }
+    }
+  } catch (err) {
+    await unwind().catch((e: unknown) => { log.error('cleanup after a failed start also failed', { err: e }) }) // the start error is the one to report
+    throw err
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The real CLI as a child process (`node --import tsx src/node/main.ts`,
+ * what `npm start` runs): it listens on an ephemeral port and prints it,
+ * serves, stops cleanly on SIGTERM, and refuses bad configuration fast.
+ */
+import fs from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { waitFor, withTimeout } from '../../src/common/index.js'
+import { listeningUrl, runCli, type Cli } from '../helpers/node-cli.js'
+
+const started: Cli[] = []
+const dirs: string[] = []
+afterEach(async () => {
+  for (const c of started.splice(0)) {
+    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL')
+    await c.exited
+  }
+  for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
+})
+
+function tmp (): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-'))
+  dirs.push(d)
+  return d
+}
+
+describe('meta-core CLI', () => {
+  it('listens on --port 0, prints the real port, serves, and exits 0 on SIGTERM', async () => {
+    const dir = tmp()
+    const cli = runCli(['--port', '0', '--log-level', 'warn'], { META_CORE_DB_PATH: path.join(dir, 'db', 'm.db'), FILES_PATH: path.join(dir, 'files') })
+    started.push(cli)
+    const url = await listeningUrl(cli)
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    expect(url).not.toMatch(/:0$/)
+    await waitFor(() => cli.stdout().includes('store: '), { timeoutMs: 5000, what: 'the store line' })
+    expect(cli.stdout()).toContain(`store: ${path.join(dir, 'db', 'm.db')}`)
+    const health = await fetch(`${url}/health`)
+    expect(health.status, cli.stderr()).toBe(200)
+    expect(await health.json()).toMatchObject({ status: 'ok' })
+    const w = await fetch(`${url}/meta/bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku`, {
+      method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'x' })
+    })
+    expect(w.status, await w.text()).toBe(200)
+    cli.child.kill('SIGTERM')
+    expect(await withTimeout(cli.exited, 15_000, 'the node to exit after SIGTERM'), cli.stderr()).toBe(0)
+    expect(fs.existsSync(path.join(dir, 'files'))).toBe(true)
+  }, 60_000)
+
+  it('fails fast with a clear message on bad configuration', async () => {
+    const bad = runCli(['--port', '70000', '--http-host', '0.0.0.0'])
+    started.push(bad)
+    expect(await withTimeout(bad.exited, 30_000, 'the CLI to refuse bad config')).toBe(2)
+    expect(bad.stderr()).toContain('invalid META_CORE_HTTP_PORT (--http-port) "70000"')
+    expect(bad.stderr()).toContain('0.0.0.0 is not a loopback address')
+    expect(bad.stdout()).not.toContain('listening')
+
+    const help = runCli(['--help'])
+    started.push(help)
+    expect(await withTimeout(help.exited, 30_000, '--help')).toBe(0)
+    expect(help.stdout()).toContain('META_CORE_HTTP_PORT')
+  }, 60_000)
+})

@@ -1,0 +1,140 @@
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, OPTIONS, isLoopback, parseConfig, type NodeConfig } from '../../src/node/index.js'
+
+const CWD = '/srv/mc'
+
+function cfg (argv: string[], env: Record<string, string> = {}): NodeConfig {
+  const r = parseConfig(argv, env, CWD)
+  if (r.kind !== 'config') throw new Error('expected a config')
+  return r.config
+}
+
+function problems (argv: string[], env: Record<string, string> = {}): string {
+  try {
+    parseConfig(argv, env, CWD)
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError)
+    return (err as Error).message
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('parseConfig', () => {
+  it('uses the agreed defaults', () => {
+    expect(cfg([])).toEqual({
+      dbPath: path.resolve(CWD, 'data/meta-core.db'),
+      httpHost: '127.0.0.1',
+      httpPort: 9000,
+      apiToken: undefined,
+      filesPath: path.resolve(CWD, 'files'),
+      enableFileWatcher: true,
+      rescanIntervalMs: 300_000,
+      settleMs: 2000,
+      hashConcurrency: 4,
+      indexExcludePrefixes: ['categories/newznab/'],
+      logLevel: 'info'
+    })
+  })
+
+  it('reads every option from its environment variable and from its flag, the flag winning', () => {
+    const env = {
+      META_CORE_DB_PATH: '/db/x.db',
+      META_CORE_HTTP_HOST: '0.0.0.0',
+      META_CORE_HTTP_PORT: '8080',
+      META_CORE_API_TOKEN: 'secret-token',
+      FILES_PATH: 'lib',
+      ENABLE_FILE_WATCHER: 'false',
+      META_CORE_RESCAN_INTERVAL_MS: '60000',
+      META_CORE_SETTLE_MS: '0',
+      META_CORE_HASH_CONCURRENCY: '2',
+      META_CORE_INDEX_EXCLUDE_PREFIXES: 'a/, b/',
+      META_CORE_LOG_LEVEL: 'debug'
+    }
+    expect(cfg([], env)).toEqual({
+      dbPath: '/db/x.db',
+      httpHost: '0.0.0.0',
+      httpPort: 8080,
+      apiToken: 'secret-token',
+      filesPath: path.resolve(CWD, 'lib'),
+      enableFileWatcher: false,
+      rescanIntervalMs: 60_000,
+      settleMs: 0,
+      hashConcurrency: 2,
+      indexExcludePrefixes: ['a/', 'b/'],
+      logLevel: 'debug'
+    })
+    const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
+      '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
+      '--index-exclude-prefixes=', '--log-level', 'warn']
+    expect(cfg(flags, env)).toEqual({
+      dbPath: '/other.db',
+      httpHost: 'localhost',
+      httpPort: 0,
+      apiToken: 't2',
+      filesPath: '/f',
+      enableFileWatcher: true,
+      rescanIntervalMs: 1000,
+      settleMs: 5,
+      hashConcurrency: 8,
+      indexExcludePrefixes: [],
+      logLevel: 'warn'
+    })
+    // Every option has both spellings.
+    for (const o of OPTIONS) {
+      expect(o.env).toMatch(/^[A-Z_]+$/)
+      expect(o.flag).toMatch(/^[a-z-]+$/)
+    }
+  })
+
+  it('treats an empty variable as unset, except the exclude list where empty means none', () => {
+    expect(cfg([], { META_CORE_HTTP_PORT: '', META_CORE_API_TOKEN: '' })).toMatchObject({ httpPort: 9000, apiToken: undefined })
+    expect(cfg([], { META_CORE_INDEX_EXCLUDE_PREFIXES: '' }).indexExcludePrefixes).toEqual([])
+  })
+
+  it('accepts boolean spellings', () => {
+    expect(cfg(['--enable-file-watcher', 'false']).enableFileWatcher).toBe(false)
+    expect(cfg(['--enable-file-watcher', '--port', '1']).enableFileWatcher).toBe(true)
+    expect(cfg([], { ENABLE_FILE_WATCHER: 'NO' }).enableFileWatcher).toBe(false)
+    expect(cfg([], { ENABLE_FILE_WATCHER: '1' }).enableFileWatcher).toBe(true)
+  })
+
+  it('reports every bad value at once, naming the variable, the flag and where the value came from', () => {
+    const msg = problems(['--port', '70000', '--hash-concurrency=0', '--bogus', 'stray'], {
+      META_CORE_LOG_LEVEL: 'loud', ENABLE_FILE_WATCHER: 'maybe', META_CORE_SETTLE_MS: '-1', META_CORE_HTTP_HOST: 'bad host!'
+    })
+    expect(msg).toContain('invalid META_CORE_HTTP_PORT (--http-port) "70000" from --port: must be an integer from 0 to 65535')
+    expect(msg).toContain('META_CORE_HASH_CONCURRENCY (--hash-concurrency) "0" from --hash-concurrency')
+    expect(msg).toContain('unknown option --bogus')
+    expect(msg).toContain('unexpected argument "stray"')
+    expect(msg).toContain('META_CORE_LOG_LEVEL (--log-level) "loud" from META_CORE_LOG_LEVEL: must be one of debug, info, warn, error, silent')
+    expect(msg).toContain('ENABLE_FILE_WATCHER (--enable-file-watcher) "maybe"')
+    expect(msg).toContain('META_CORE_SETTLE_MS (--settle-ms) "-1"')
+    expect(msg).toContain('META_CORE_HTTP_HOST (--http-host) "bad host!"')
+    expect(msg.split('\n')).toHaveLength(8)
+    expect(problems(['--port'])).toContain('--port needs a value')
+  })
+
+  it('refuses a non-loopback address without a token, and never echoes a token', () => {
+    for (const host of ['0.0.0.0', '192.168.1.10', '::', 'example.org']) {
+      expect(problems(['--host', host])).toContain('is not a loopback address: set META_CORE_API_TOKEN (--api-token)')
+      expect(cfg(['--host', host, '--api-token', 'tok']).httpHost).toBe(host)
+    }
+    const msg = problems(['--api-token', 'has space inside'])
+    expect(msg).toContain('(value hidden)')
+    expect(msg).not.toContain('has space')
+  })
+
+  it('prints usage for --help', () => {
+    const r = parseConfig(['--port', 'x', '--help'], {}, CWD)
+    expect(r.kind).toBe('help')
+    if (r.kind === 'help') for (const o of OPTIONS) expect(r.text).toContain(o.env)
+  })
+})
+
+describe('isLoopback', () => {
+  it('knows the loopback spellings', () => {
+    for (const h of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) expect(isLoopback(h), h).toBe(true)
+    for (const h of ['0.0.0.0', '::', '10.0.0.1', '128.0.0.1', 'localhost.example.org', '::ffff:10.0.0.1']) expect(isLoopback(h), h).toBe(false)
+  })
+})
