@@ -349,14 +349,50 @@ export class RecordStore {
     this.checkAddress(addr)
     return await this.kv.write(tx => {
       const rid = this.resolveRoot(addr, tx)
-      if (rid === undefined) return { rid, deleted: 0 }
-      const version = this.version(tx)
-      let deleted = 0
-      for (const m of membersOf(tx, rid)) {
-        deleted += this.mutator.mutate(tx, m, [], { rootTombstone: version }).changed
-      }
-      return { rid, deleted }
+      return { rid, deleted: rid === undefined ? 0 : this.deleteRootTx(tx, rid) }
     })
+  }
+
+  /**
+   * This node's last local copy of the content at `path` went away
+   * (replication.md, holders): in one transaction, the path leaves the record
+   * and this node's `holders/<holderId>` member goes; when that leaves no
+   * holder at all, the record is deleted. A record that never had holders
+   * (written only through the API) is not deleted. Deciding inside the write
+   * means a holder a peer added a moment ago is always seen.
+   */
+  async releaseCopy (addr: string, path: string, holderId: string): Promise<{ kind: 'deleted' | 'released' | 'not-found', rid?: RecordId }> {
+    this.checkAddress(addr)
+    const holder = `holders/${holderId}`
+    validateFieldPath(holder)
+    return await this.kv.write(tx => {
+      const rid = this.resolveRoot(addr, tx)
+      if (rid === undefined) return { kind: 'not-found' as const }
+      const fields = this.mergedFields(tx, rid)
+      const mine = fields[holder] !== undefined
+      const others = Object.keys(fields).some(f => f.startsWith('holders/') && f !== holder)
+      if (mine && !others) {
+        this.deleteRootTx(tx, rid)
+        return { kind: 'deleted' as const, rid }
+      }
+      this.removePathTx(tx, rid, path)
+      if (mine) {
+        const version = this.version(tx)
+        for (const m of membersOf(tx, rid)) {
+          if (tx.get(fieldKey(m, holder)) !== undefined) this.mutator.mutate(tx, m, [{ field: holder, value: null, version }])
+        }
+      }
+      return { kind: 'released' as const, rid }
+    })
+  }
+
+  private deleteRootTx (tx: Tx, rid: RecordId): number {
+    const version = this.version(tx)
+    let deleted = 0
+    for (const m of membersOf(tx, rid)) {
+      deleted += this.mutator.mutate(tx, m, [], { rootTombstone: version }).changed
+    }
+    return deleted
   }
 
   /** Records another path on this node's disk with the same content. */
@@ -382,25 +418,28 @@ export class RecordStore {
     this.checkAddress(addr)
     return await this.kv.write((tx): RemovePathResult => {
       const rid = this.resolveRoot(addr, tx)
-      if (rid === undefined) return { kind: 'not-found' }
-      const members = membersOf(tx, rid)
-      for (const m of members) {
-        if (tx.get(`${DUP}${m}/${path}`) !== undefined) {
-          tx.delete(`${DUP}${m}/${path}`)
-          return { kind: 'duplicate-removed', rid }
-        }
-      }
-      for (const m of members) {
-        if (tx.get(fieldKey(m, 'filePath')) !== path) continue
-        const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : 1))
-        if (dups.length === 0) return { kind: 'last-copy', rid }
-        const [owner, promoted] = dups[0]
-        tx.delete(`${DUP}${owner}/${promoted}`)
-        this.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: this.version(tx) }])
-        return { kind: 'promoted', rid, promoted }
-      }
-      return { kind: 'not-found' }
+      return rid === undefined ? { kind: 'not-found' } : this.removePathTx(tx, rid, path)
     })
+  }
+
+  private removePathTx (tx: Tx, rid: RecordId, path: string): RemovePathResult {
+    const members = membersOf(tx, rid)
+    for (const m of members) {
+      if (tx.get(`${DUP}${m}/${path}`) !== undefined) {
+        tx.delete(`${DUP}${m}/${path}`)
+        return { kind: 'duplicate-removed', rid }
+      }
+    }
+    for (const m of members) {
+      if (tx.get(fieldKey(m, 'filePath')) !== path) continue
+      const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : 1))
+      if (dups.length === 0) return { kind: 'last-copy', rid }
+      const [owner, promoted] = dups[0]
+      tx.delete(`${DUP}${owner}/${promoted}`)
+      this.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: this.version(tx) }])
+      return { kind: 'promoted', rid, promoted }
+    }
+    return { kind: 'not-found' }
   }
 
   /**

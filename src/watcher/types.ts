@@ -5,6 +5,7 @@
 import type { Logger, Startable } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
 import type { RecordStore } from '../records/index.js'
+import type { EventSourceStatus, FileEventSource } from './file-event-source.js'
 
 /** The stream the watcher appends file events to (served by GET /api/events/files). */
 export const FILE_EVENTS = 'file:events'
@@ -13,6 +14,8 @@ export interface WatcherComponents {
   kv: KvStore
   records: RecordStore
   logger?: Logger
+  /** Where live change hints come from; default: the OS (`createFsEventSource`) when enabled. */
+  eventSource?: FileEventSource
 }
 
 export interface WatcherInit {
@@ -28,6 +31,10 @@ export interface WatcherInit {
   hashConcurrency?: number
   /** This node's holder id for `holders/<id>` (its peer id in a mesh; else records.nodeId). */
   holderId?: string
+  /** Named in `reset` events and the status (default `files`). */
+  watcherId?: string
+  /** How often a running scan logs its progress (default 5 000 ms). */
+  progressIntervalMs?: number
 }
 
 export interface WatcherProgress {
@@ -39,9 +46,13 @@ export interface WatcherProgress {
   /** Estimated seconds left in the current scan, when known. */
   etaSeconds?: number
   startedAt?: string
+  /** Files found changed and not yet hashed (settling, queued or being hashed). */
+  filesPending?: number
 }
 
 export interface WatcherStatus {
+  /** The watcher id (`watcherId`). */
+  id?: string
   filesPath: string
   enabled: boolean
   active: boolean
@@ -49,6 +60,8 @@ export interface WatcherStatus {
   fileCount: number
   lastScan?: string
   progress: WatcherProgress
+  /** The live event source; absent when the watcher is disabled. */
+  events?: EventSourceStatus
 }
 
 export interface ScanSummary {
@@ -75,4 +88,10 @@ export interface Watcher extends Startable {
   reset: () => Promise<ScanSummary>
   /** POST /api/files/register: hash a file under `plugin/` and record it (works with the watcher disabled). */
   registerFile: (relPath: string) => Promise<RegisterResult>
+}
+
+/** What `createWatcher` returns: the contract, plus a wait for tests, benchmarks and the composition root. */
+export interface WatcherHandle extends Watcher {
+  /** Resolves when no scan runs and no change is settling, hashing, pending or being written. */
+  whenIdle: (opts: { timeoutMs: number }) => Promise<void>
 }

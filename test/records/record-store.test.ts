@@ -211,6 +211,32 @@ describe('duplicates', () => {
   })
 })
 
+describe('releaseCopy (holders)', () => {
+  it('deletes the record when this node was its last holder', async () => {
+    const s = store()
+    const rid = await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', 'holders/node-a': 'true' })
+    expect(await s.records.releaseCopy(MID, '/files/a', 'node-a')).toEqual({ kind: 'deleted', rid })
+    expect(s.records.resolveRoot(MID)).toBeUndefined()
+  })
+
+  it('only drops this node\'s holder member while another node holds the content', async () => {
+    const s = store()
+    const rid = await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', 'holders/node-a': 'true', 'holders/node-b': 'true' })
+    expect(await s.records.releaseCopy(MID, '/files/a', 'node-a')).toEqual({ kind: 'released', rid })
+    const flat = s.records.getFlat(MID)!
+    expect(flat['holders/node-a']).toBeUndefined()
+    expect(flat['holders/node-b']).toBe('true')
+  })
+
+  it('never deletes a record that had no holders (written through the API)', async () => {
+    const s = store()
+    const r = await s.records.mergeFlat(SHA, { title: 'gateway' })
+    expect(await s.records.releaseCopy(SHA, '/files/x', 'node-a')).toEqual({ kind: 'released', rid: r.rid })
+    expect(s.records.getFlat(SHA)!.title).toBe('gateway')
+    expect(await s.records.releaseCopy(MID2, '/files/x', 'node-a')).toEqual({ kind: 'not-found' })
+  })
+})
+
 describe('deleteRoot', () => {
   it('removes every key, alias, duplicate and index entry, leaves a root tombstone, and is idempotent', async () => {
     const s = store()

@@ -1,0 +1,42 @@
+/**
+ * watcher: files on disk under FILES_PATH → the record lifecycle, and the
+ * `file:events` stream that describes it.
+ *
+ * Owns: the initial scan, live changes (OS events taken as hints to re-stat,
+ * never as facts), the periodic rescan that catches what the OS dropped,
+ * settle-then-hash with bounded concurrency, arrival / change / move /
+ * deletion applied to records with this node's `holders/<id>` member, manual
+ * scan and reset, registerFile, and its per-node state rows `watch:f/<path>`.
+ *
+ * Guarantees:
+ * - A file is hashed only after its size and mtime held still for the settle
+ *   window, and is re-stat'ed after hashing; a file written while being read
+ *   is never recorded with that hash.
+ * - Each change's record writes, its `file:events` entry and its state row
+ *   are queued in one turn and commit in one kv transaction; an event is
+ *   published only if its record change committed (see lifecycle-writer.ts
+ *   for the one narrow case where they may commit apart and how the next
+ *   scan repairs it).
+ * - After a restart, files whose size and mtime match their state row cause
+ *   no hashing and no event; files removed while down are announced `delete`,
+ *   moved ones `rename`.
+ * - Hidden paths (a segment starting with `.`) are not part of the library.
+ *   Unreadable files and folders are logged and skipped, never fatal, and an
+ *   unreadable folder never makes its files count as deleted; a missing
+ *   FILES_PATH fails the scan instead of deleting the library's records.
+ * - `stop()` is idempotent, aborts hashing and waits for writes in flight.
+ */
+export { createWatcher } from './watcher.js'
+export { FILE_EVENTS } from './types.js'
+export type {
+  Watcher, WatcherHandle, WatcherComponents, WatcherInit, WatcherStatus, WatcherProgress, ScanSummary, RegisterResult
+} from './types.js'
+export { InvalidPathError, FileNotFoundError, FilesPathUnavailableError } from './errors.js'
+export { createFsEventSource } from './fs-event-source.js'
+export type { FsEventSourceOptions } from './fs-event-source.js'
+export { createScriptedEventSource } from './scripted-event-source.js'
+export type { ScriptedEventSource } from './scripted-event-source.js'
+export { isHiddenPath } from './file-event-source.js'
+export type { FileEventSource, HintHandler, EventSourceStatus } from './file-event-source.js'
+export { WATCH_STATE_PREFIX, FILES_MOUNT } from './file-state.js'
+export { checkRegisterPath, REGISTER_FOLDER } from './register-path.js'

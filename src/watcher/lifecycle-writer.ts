@@ -1,0 +1,401 @@
+import { silentLogger, sleep, type Logger } from '../common/index.js'
+import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
+import { CID, DUP, GRPM, fieldKey, type RecordStore } from '../records/index.js'
+import { FILES_MOUNT, FileState, type FileEntry } from './file-state.js'
+import { FILE_EVENTS } from './types.js'
+
+/** A settled file was hashed: record it at its path (arrival, change, or the new end of a move). */
+export interface SeenStep {
+  kind: 'seen'
+  rel: string
+  size: number
+  mtimeNs: string
+  cid: string
+  /** The scan this step belongs to, for its summary. */
+  tag?: number
+  /** From registerFile: never paired with a pending delete as a move. */
+  register?: boolean
+}
+
+/** A known file has been gone for the settle window without reappearing elsewhere. */
+export interface GoneStep {
+  kind: 'gone'
+  rel: string
+  tag?: number
+}
+
+export type Step = SeenStep | GoneStep
+
+export type FileEventType = 'add' | 'change' | 'delete' | 'rename'
+
+export interface StepOutcome {
+  ok: boolean
+  /** The `file:events` entry written, if any (none when nothing changed). */
+  event?: FileEventType
+  /** A new root was minted. */
+  created?: boolean
+  oldPath?: string
+  error?: unknown
+}
+
+export interface LifecycleWriterOptions {
+  kv: KvStore
+  records: RecordStore
+  state: FileState
+  holderId: string
+  logger?: Logger
+  /** Takes a pending (not yet written) delete of this content, if any: its path becomes the old end of a move. */
+  claimPendingDelete: (cid: string) => string | undefined
+  /** Steps written per transaction (default 256): a few record writes each, well under kv's group-commit cap. */
+  maxBatch?: number
+  /** How long the first step of a batch waits for others to join it (default 20 ms). */
+  gatherMs?: number
+}
+
+interface Queued {
+  step: Step
+  resolve: (o: StepOutcome) => void
+}
+
+interface Plan {
+  queued: Queued
+  /** Record writes, in the order queued. */
+  writes: Array<Promise<unknown>>
+  /** The event and state-row write (shared by the batch), queued after `writes`: resolves true when it committed. */
+  event?: Promise<boolean>
+  /** Writes the event and state rows; with `verify`, first checks the record change is visible in `tx`. */
+  commit?: (tx: Tx, verify: boolean) => boolean
+  /** In-memory state change, applied once the event committed. */
+  apply?: () => void
+  outcome: StepOutcome
+}
+
+/**
+ * Turns lifecycle steps into record writes, `file:events` entries and state
+ * rows, a batch at a time.
+ *
+ * Atomicity: records offers no "record write plus event" call, so a step's
+ * record writes (RecordStore methods, each one kv write function) and then
+ * its event-and-state write function are all queued in the same turn of the
+ * event loop; kv's group commit runs them in one transaction. The event
+ * function first checks, inside that transaction, that the record change is
+ * there (a record write that threw was rolled back alone), so an event is
+ * never published for a change that did not happen. If kv ever splits them
+ * across two transactions (its batch cap), a crash in between leaves a record
+ * change without its event and state row: the next scan finds the file with
+ * no row, hashes it, finds it already recorded and publishes the event then
+ * (`add` is idempotent for consumers); for a removal, the row still names
+ * the vanished path, so the next scan removes it again (a no-op on the
+ * record) and publishes the `delete`. Nothing is lost, at worst re-sent.
+ *
+ * Removals are decided from committed state just before they are queued:
+ * whether other local copies remain (the state's count per content) and
+ * whether another node holds the content (`holders/` members). A holder
+ * member a peer's write adds within that same batch can be shadowed by the
+ * record delete, the outcome replication.md accepts for two nodes deleting
+ * at once; an atomic "remove path, drop holder, delete if no holder left"
+ * call in records would close that window.
+ *
+ * Steps in one batch touch different paths and different contents (a step
+ * that shares either with an earlier one waits for the next batch), so each
+ * step's plan, made from committed state, cannot be invalidated by another
+ * step of its own batch.
+ */
+export class LifecycleWriter {
+  private readonly kv: KvStore
+  private readonly records: RecordStore
+  private readonly state: FileState
+  private readonly holder: string
+  private readonly log: Logger
+  private readonly claim: (cid: string) => string | undefined
+  private readonly maxBatch: number
+  private readonly gatherMs: number
+  private queue: Queued[] = []
+  private running: Promise<void> | undefined
+
+  constructor (opts: LifecycleWriterOptions) {
+    this.kv = opts.kv
+    this.records = opts.records
+    this.state = opts.state
+    this.holder = `holders/${opts.holderId}`
+    this.log = opts.logger ?? silentLogger
+    this.claim = opts.claimPendingDelete
+    this.maxBatch = opts.maxBatch ?? 256
+    this.gatherMs = opts.gatherMs ?? 20
+  }
+
+  get busy (): boolean {
+    return this.running !== undefined || this.queue.length > 0
+  }
+
+  async submit (step: Step): Promise<StepOutcome> {
+    return await new Promise(resolve => {
+      this.queue.push({ step, resolve })
+      this.kick()
+    })
+  }
+
+  /** Resolves once everything submitted so far is written (or failed). */
+  async idle (): Promise<void> {
+    while (this.running !== undefined) await this.running
+  }
+
+  private kick (): void {
+    if (this.running !== undefined) return
+    this.running = this.drain().finally(() => {
+      this.running = undefined
+      if (this.queue.length > 0) this.kick()
+    })
+  }
+
+  private async drain (): Promise<void> {
+    while (this.queue.length > 0) {
+      // Gather steps finishing close together into one batch (and one transaction): during a scan files
+      // finish hashing a few at a time, and a transaction per file costs about twice the work per file.
+      // The wait is small against the settle window every change has already waited.
+      if (this.queue.length < this.maxBatch) await sleep(this.gatherMs)
+      await this.runBatch(this.takeBatch())
+    }
+  }
+
+  private takeBatch (): Queued[] {
+    const used = new Set<string>()
+    const batch: Queued[] = []
+    const rest: Queued[] = []
+    for (const q of this.queue) {
+      // Keys are read now, not at submit: the path's entry may have changed since.
+      const keys = [`p:${q.step.rel}`]
+      if (q.step.kind === 'seen') keys.push(`c:${q.step.cid}`)
+      const prior = this.state.get(q.step.rel)
+      if (prior !== undefined) keys.push(`c:${prior.cid}`)
+      if (batch.length < this.maxBatch && !keys.some(k => used.has(k))) batch.push(q)
+      else rest.push(q)
+      for (const k of keys) used.add(k) // a deferred step still blocks later steps on its keys: order per path and per content holds
+    }
+    this.queue = rest
+    return batch
+  }
+
+  private async runBatch (batch: Queued[]): Promise<void> {
+    const plans: Plan[] = []
+    // Everything below up to the await runs in one turn: all writes of the batch join one kv transaction.
+    for (const q of batch) {
+      try {
+        plans.push(q.step.kind === 'seen' ? this.planSeen(q, q.step) : this.planGone(q, q.step))
+      } catch (err) {
+        q.resolve({ ok: false, error: err })
+      }
+    }
+    // The batch's events and state rows go in one write function, queued after every record write:
+    // one savepoint instead of one per file. Each step is still checked on its own.
+    const publishing = plans.filter(p => p.commit !== undefined)
+    if (publishing.length > 0) {
+      const all = this.kv.write(tx => publishing.map(p => p.commit!(tx, true)))
+      publishing.forEach((p, i) => { p.event = all.then(done => done[i]) })
+    }
+    await Promise.all(plans.map(async p => { await this.finish(p) }))
+  }
+
+  private async finish (p: Plan): Promise<void> {
+    const results = await Promise.allSettled(p.writes)
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+    if (p.event === undefined) {
+      p.apply?.()
+      p.queued.resolve(p.outcome)
+      return
+    }
+    let committed = false
+    let error: unknown = failed?.reason
+    try {
+      committed = await p.event
+    } catch (err) {
+      error ??= err
+    }
+    if (!committed && error === undefined && p.commit !== undefined) {
+      // The record writes committed after the event check ran (not queued in the same turn): publish now.
+      const commit = p.commit
+      try {
+        committed = await this.kv.write(tx => commit(tx, false))
+      } catch (err) {
+        error = err
+      }
+    }
+    const path = p.queued.step.rel
+    if (committed) {
+      p.apply?.()
+      // The event is out and the record holds the file; only a clean-up write (a removal) failed.
+      if (failed !== undefined) this.log.error('a record clean-up write failed', { path, err: failed.reason })
+      p.queued.resolve(p.outcome)
+      return
+    }
+    // Nothing was published and the state row is unchanged: the next scan tries this file again.
+    this.log.warn('could not record a file change', { path, err: error })
+    p.queued.resolve({ ok: false, error })
+  }
+
+  // ------------------------------------------------------------ plans
+
+  private planSeen (q: Queued, s: SeenStep): Plan {
+    const abs = FILES_MOUNT + s.rel
+    const prior = this.state.get(s.rel)
+    if (prior !== undefined && !prior.fresh && prior.cid === s.cid && prior.size === s.size && prior.mtimeNs === s.mtimeNs) {
+      return { queued: q, writes: [], outcome: { ok: true, created: false } }
+    }
+    const writes: Array<Promise<unknown>> = []
+    let event: FileEventType
+    let created = false
+    let oldRel: string | undefined
+    if (prior === undefined) {
+      oldRel = s.register === true ? undefined : this.claim(s.cid)
+      if (oldRel !== undefined) {
+        event = 'rename'
+        created = this.moveOps(writes, FILES_MOUNT + oldRel, abs, s)
+      } else {
+        event = 'add'
+        created = this.arrivalOps(writes, abs, s)
+      }
+    } else {
+      event = prior.fresh ? 'add' : 'change'
+      // New content at a known path: the path leaves its old record first.
+      if (prior.cid !== s.cid) this.removalOps(writes, abs, prior)
+      created = this.arrivalOps(writes, abs, s)
+    }
+    const fields: Record<string, string> = { type: event, path: s.rel, timestamp: String(Date.now()) }
+    if (s.size > 0) fields.size = String(s.size)
+    fields.midhash256 = s.cid
+    if (oldRel !== undefined) fields.oldPath = oldRel
+    const entry: FileEntry = { size: s.size, mtimeNs: s.mtimeNs, cid: s.cid, fresh: false }
+    const from = oldRel
+    // A mint was planned because no record held the cid: the cid resolving now is proof enough (one read, the common case).
+    const check = created
+      ? (tx: Tx) => tx.get(CID + s.cid) !== undefined
+      : (tx: Tx) => this.recordedAt(tx, s.cid, abs)
+    return {
+      queued: q,
+      writes,
+      commit: (tx, verify) => {
+        if (verify && !check(tx)) return false
+        tx.appendEvent(FILE_EVENTS, fields)
+        FileState.putRow(tx, s.rel, entry)
+        if (from !== undefined) FileState.deleteRow(tx, from)
+        return true
+      },
+      apply: () => {
+        this.state.set(s.rel, entry)
+        if (from !== undefined) this.state.delete(from)
+      },
+      outcome: { ok: true, event, created, ...(from !== undefined ? { oldPath: from } : {}) }
+    }
+  }
+
+  private planGone (q: Queued, s: GoneStep): Plan {
+    const prior = this.state.get(s.rel)
+    if (prior === undefined) return { queued: q, writes: [], outcome: { ok: true } }
+    const writes: Array<Promise<unknown>> = []
+    this.removalOps(writes, FILES_MOUNT + s.rel, prior)
+    const fields = { type: 'delete', path: s.rel, timestamp: String(Date.now()) }
+    return {
+      queued: q,
+      writes,
+      commit: (tx) => {
+        tx.appendEvent(FILE_EVENTS, fields)
+        FileState.deleteRow(tx, s.rel)
+        return true
+      },
+      apply: () => { this.state.delete(s.rel) },
+      outcome: { ok: true, event: 'delete' }
+    }
+  }
+
+  // ------------------------------------------------------------ record writes (queued, not awaited)
+
+  /**
+   * Records `abs` as holding `s.cid`: a new root (filePath, size, mtime, the
+   * midhash alias and our holder member in one write), or the known record's
+   * filePath when it has none (an API-written record), a size/mtime refresh
+   * when it is already its filePath, else a duplicate path. Returns whether a
+   * root is minted.
+   */
+  private arrivalOps (writes: Array<Promise<unknown>>, abs: string, s: SeenStep): boolean {
+    const doc = this.records.getFlat(s.cid)
+    if (doc === undefined) {
+      writes.push(this.records.mint(abs, s.size, s.mtimeNs, { [`cids/${s.cid}`]: 'true', [this.holder]: 'true' }))
+      return true
+    }
+    const fields: Record<string, string> = {}
+    const size = String(s.size)
+    if (doc.filePath === undefined) {
+      fields.filePath = abs
+      fields.sizeByte = size
+      fields.mtimeNano = s.mtimeNs
+    } else if (doc.filePath === abs) {
+      if (doc.sizeByte !== size) fields.sizeByte = size
+      if (doc.mtimeNano !== s.mtimeNs) fields.mtimeNano = s.mtimeNs
+    } else if (!this.isDuplicate(s.cid, abs)) {
+      writes.push(this.records.addDuplicatePath(s.cid, abs))
+    }
+    if (doc[this.holder] === undefined) fields[this.holder] = 'true'
+    if (Object.keys(fields).length > 0) writes.push(this.records.mergeFlat(s.cid, fields))
+    return false
+  }
+
+  /** Moves the record's path from `oldAbs` to `abs` (same content); returns whether a root is minted (the record went away meanwhile). */
+  private moveOps (writes: Array<Promise<unknown>>, oldAbs: string, abs: string, s: SeenStep): boolean {
+    const doc = this.records.getFlat(s.cid)
+    if (doc?.filePath === oldAbs) {
+      const fields: Record<string, string> = { filePath: abs, sizeByte: String(s.size), mtimeNano: s.mtimeNs }
+      if (doc[this.holder] === undefined) fields[this.holder] = 'true'
+      writes.push(this.records.mergeFlat(s.cid, fields))
+      return false
+    }
+    if (doc !== undefined && this.isDuplicate(s.cid, oldAbs)) {
+      writes.push(this.records.removeFilePath(s.cid, oldAbs))
+    }
+    return this.arrivalOps(writes, abs, s)
+  }
+
+  /**
+   * `abs` no longer holds `prior.cid`. With another local copy left, the path
+   * just leaves the record (a duplicate removed, or one promoted to
+   * filePath). With none left, this node stops being a holder
+   * (replication.md): the record is deleted when no other holder remains,
+   * else only our holder member goes. A record without any holder member was
+   * written through the API: the watcher never deletes it.
+   */
+  private removalOps (writes: Array<Promise<unknown>>, abs: string, prior: FileEntry): void {
+    const cid = prior.cid
+    const doc = this.records.getFlat(cid)
+    if (doc === undefined) return
+    if (this.state.copiesOf(cid) > 1) {
+      writes.push(this.records.removeFilePath(cid, abs))
+      return
+    }
+    // Decided inside one write: a holder member a peer added since our read is seen.
+    writes.push(this.records.releaseCopy(cid, abs, this.holder.slice('holders/'.length)))
+  }
+
+  // ------------------------------------------------------------ reads
+
+  private isDuplicate (cid: string, abs: string): boolean {
+    const rid = this.records.resolveRoot(cid)
+    if (rid === undefined) return false
+    return groupMembers(this.kv, rid).some(m => this.kv.get(`${DUP}${m}/${abs}`) !== undefined)
+  }
+
+  /** Inside the step's transaction: the record of `cid` names `abs` as its filePath or a duplicate. */
+  private recordedAt (tx: Tx, cid: string, abs: string): boolean {
+    const rid = this.records.resolveRoot(cid, tx)
+    if (rid === undefined) return false
+    for (const m of groupMembers(tx, rid)) {
+      if (tx.get(fieldKey(m, 'filePath')) === abs || tx.get(`${DUP}${m}/${abs}`) !== undefined) return true
+    }
+    return false
+  }
+}
+
+/** Every root of the group whose canonical root is `rid` (records' `idx:grpm/` rows; just `[rid]` when alone). */
+function groupMembers (r: Pick<Tx, 'keys'>, rid: string): string[] {
+  const lo = `${GRPM}${rid}/`
+  const ms = r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
+  return ms.length === 0 ? [rid] : ms
+}

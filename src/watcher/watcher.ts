@@ -1,0 +1,406 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { AbortedError, InvalidInputError, silentLogger, stopAll, waitFor, type Logger } from '../common/index.js'
+import { validateFieldPath } from '../records/index.js'
+import { ChangeTracker } from './change-tracker.js'
+import { FileNotFoundError, FilesPathUnavailableError, InvalidPathError } from './errors.js'
+import { isHiddenPath, isUnder, type FileEventSource } from './file-event-source.js'
+import { FileState } from './file-state.js'
+import { createFsEventSource } from './fs-event-source.js'
+import { LifecycleWriter } from './lifecycle-writer.js'
+import { ProgressMeter } from './progress-meter.js'
+import { checkRegisterPath } from './register-path.js'
+import { statPath, walkTree } from './tree-walk.js'
+import {
+  FILE_EVENTS, type RegisterResult, type ScanSummary, type WatcherComponents, type WatcherHandle, type WatcherInit,
+  type WatcherProgress, type WatcherStatus
+} from './types.js'
+
+const DEFAULT_RESCAN_MS = 300_000
+const DEFAULT_SETTLE_MS = 2_000
+const DEFAULT_HASH_CONCURRENCY = 4
+const DEFAULT_PROGRESS_MS = 5_000
+/** Hints are gathered this long before being looked at: one burst of events for one file costs one stat. */
+const HINT_DELAY_MS = 50
+/** Stats of known files the walk did not see, at once. */
+const RESTAT_BATCH = 32
+
+/** Creates the watcher of FILES_PATH (see index.ts for what it guarantees). */
+export function createWatcher (components: WatcherComponents, init: WatcherInit): WatcherHandle {
+  return new FilesWatcher(components, init)
+}
+
+type ScanKind = Exclude<WatcherProgress['phase'], 'idle'>
+
+class FilesWatcher implements WatcherHandle {
+  private readonly c: WatcherComponents
+  private readonly root: string
+  private readonly filesPath: string
+  private readonly enabled: boolean
+  private readonly rescanMs: number
+  private readonly progressMs: number
+  private readonly watcherId: string
+  private readonly holderId: string
+  private readonly log: Logger
+  private readonly state = new FileState()
+  private readonly writer: LifecycleWriter
+  private readonly tracker: ChangeTracker
+  private readonly progress = new ProgressMeter()
+  private readonly source: FileEventSource | undefined
+  private hydrated = false
+  private started = false
+  private stopping: Promise<void> | undefined
+  private controller = new AbortController()
+  /** Scans run one at a time, in request order. */
+  private scanChain: Promise<unknown> = Promise.resolve()
+  /** A requested scan that has not started yet: later requests join it. */
+  private waitingScan: Promise<ScanSummary> | undefined
+  private scanning = false
+  private lastScan: string | undefined
+  private rescanTimer: NodeJS.Timeout | undefined
+  private hints = new Set<string>()
+  private hintTimer: NodeJS.Timeout | undefined
+  private hintWork: Promise<void> | undefined
+
+  constructor (components: WatcherComponents, init: WatcherInit) {
+    if (typeof init.filesPath !== 'string' || init.filesPath.length === 0) throw new InvalidInputError('filesPath is required')
+    this.c = components
+    this.filesPath = init.filesPath
+    this.root = path.resolve(init.filesPath)
+    this.enabled = init.enabled ?? true
+    this.rescanMs = positive(init.rescanIntervalMs ?? DEFAULT_RESCAN_MS, 'rescanIntervalMs')
+    this.progressMs = positive(init.progressIntervalMs ?? DEFAULT_PROGRESS_MS, 'progressIntervalMs')
+    const settleMs = init.settleMs ?? DEFAULT_SETTLE_MS
+    if (!Number.isFinite(settleMs) || settleMs < 0) throw new InvalidInputError('settleMs must be a number of ms ≥ 0')
+    const hashConcurrency = init.hashConcurrency ?? DEFAULT_HASH_CONCURRENCY
+    if (!Number.isSafeInteger(hashConcurrency) || hashConcurrency < 1) throw new InvalidInputError('hashConcurrency must be an integer ≥ 1')
+    this.watcherId = init.watcherId ?? 'files'
+    this.holderId = init.holderId ?? components.records.nodeId
+    if (this.holderId.includes('/')) throw new InvalidInputError('holderId cannot contain "/"')
+    validateFieldPath(`holders/${this.holderId}`)
+    this.log = (components.logger ?? silentLogger).child('watcher')
+    let tracker: ChangeTracker | undefined
+    this.writer = new LifecycleWriter({
+      kv: components.kv,
+      records: components.records,
+      state: this.state,
+      holderId: this.holderId,
+      logger: this.log,
+      claimPendingDelete: cid => tracker?.claimPendingDelete(cid)
+    })
+    tracker = new ChangeTracker({
+      root: this.root,
+      state: this.state,
+      writer: this.writer,
+      settleMs,
+      hashConcurrency,
+      logger: this.log,
+      recheck: rel => { this.hint(rel) },
+      onHashed: bytes => { this.progress.hashed(bytes) }
+    })
+    this.tracker = tracker
+    this.source = components.eventSource ?? (this.enabled ? createFsEventSource({ root: this.root, logger: this.log }) : undefined)
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  async start (): Promise<void> {
+    if (this.started) return
+    if (this.stopping !== undefined) await this.stopping
+    this.started = true
+    this.stopping = undefined
+    this.controller = new AbortController()
+    this.tracker.restart()
+    await fs.promises.mkdir(this.root, { recursive: true })
+    this.hydrate()
+    if (!this.enabled) return
+    // Live events first: whatever changes while the initial scan runs is hinted rather than missed.
+    await this.source?.start(rel => { this.hint(rel) })
+    this.requestScan('initial-scan').catch(err => { this.scanFailed(err) })
+  }
+
+  async stop (): Promise<void> {
+    if (!this.started) {
+      await this.stopping
+      return
+    }
+    this.started = false
+    this.stopping = (async () => {
+      this.controller.abort()
+      await stopAll([
+        async () => { await this.source?.stop() },
+        () => {
+          clearTimeout(this.rescanTimer)
+          clearTimeout(this.hintTimer)
+          this.hintTimer = undefined
+          this.hints.clear()
+        },
+        async () => { await this.tracker.stop() },
+        async () => { await this.scanChain },
+        async () => { await this.hintWork },
+        async () => { await this.writer.idle() }
+      ])
+    })()
+    await this.stopping
+  }
+
+  private hydrate (): void {
+    if (this.hydrated) return
+    const r = this.state.hydrate(this.c.kv, this.c.records, this.holderId)
+    this.hydrated = true
+    this.log.info('file state loaded', { files: this.state.size, fromRows: r.fromRows, unconfirmed: r.fromRecords })
+  }
+
+  status (): WatcherStatus {
+    const s: WatcherStatus = {
+      id: this.watcherId,
+      filesPath: this.filesPath,
+      enabled: this.enabled,
+      active: this.started && this.enabled,
+      isScanning: this.scanning,
+      fileCount: this.state.size,
+      progress: this.progress.snapshot(this.tracker.pendingWork())
+    }
+    if (this.lastScan !== undefined) s.lastScan = this.lastScan
+    if (this.source !== undefined && this.started) s.events = this.source.status()
+    return s
+  }
+
+  async whenIdle (opts: { timeoutMs: number }): Promise<void> {
+    await waitFor(
+      () => !this.scanning && this.waitingScan === undefined && this.hints.size === 0 && this.hintWork === undefined && this.tracker.idle,
+      { timeoutMs: opts.timeoutMs, what: 'the watcher to finish its work', intervalMs: 20 })
+  }
+
+  // ------------------------------------------------------------ scans
+
+  async scan (): Promise<ScanSummary> {
+    this.hydrate()
+    return await this.requestScan('scan')
+  }
+
+  async reset (): Promise<ScanSummary> {
+    this.hydrate()
+    return await this.enqueueScan('reset')
+  }
+
+  private async requestScan (kind: ScanKind): Promise<ScanSummary> {
+    if (this.waitingScan !== undefined) return await this.waitingScan
+    const p = this.enqueueScan(kind, () => { if (this.waitingScan === p) this.waitingScan = undefined })
+    this.waitingScan = p
+    return await p
+  }
+
+  private async enqueueScan (kind: ScanKind, onStart?: () => void): Promise<ScanSummary> {
+    const run = this.scanChain.then(async () => {
+      onStart?.()
+      return await this.runScan(kind)
+    })
+    this.scanChain = run.catch(() => {})
+    return await run
+  }
+
+  private async runScan (kind: ScanKind): Promise<ScanSummary> {
+    const signal = this.controller.signal
+    if (signal.aborted) throw new AbortedError('watcher stopped')
+    clearTimeout(this.rescanTimer)
+    this.scanning = true
+    const tag = this.tracker.openTag()
+    this.progress.begin(kind)
+    const t0 = performance.now()
+    const ticker = setInterval(() => { this.logProgress() }, this.progressMs)
+    ticker.unref()
+    this.log.info('scan started', { phase: kind, known: this.state.size })
+    try {
+      if (kind === 'reset') await this.resetState()
+      const seen = new Set<string>()
+      try {
+        await walkTree({
+          root: this.root,
+          signal,
+          onFile: (rel, st) => { seen.add(rel); this.progress.seen(); this.tracker.observe(rel, st, tag) },
+          onError: (rel, err) => { this.log.warn('unreadable entry skipped', { path: rel, code: err.code }) }
+        })
+      } catch (err) {
+        if (err instanceof AbortedError) throw err
+        throw new FilesPathUnavailableError(this.filesPath, { cause: err })
+      }
+      const unseen: string[] = []
+      for (const rel of this.state.paths()) if (!seen.has(rel)) unseen.push(rel)
+      await this.restat(unseen, tag, signal)
+      const counts = await this.tracker.closeTag(tag)
+      const summary: ScanSummary = { fileCount: this.state.size, ...counts }
+      this.lastScan = new Date().toISOString()
+      const p = this.progress.snapshot(this.tracker.pendingWork())
+      this.log.info('scan finished', {
+        phase: kind, ...summary, seconds: round1((performance.now() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed, mbPerSecond: p.mbPerSecond
+      })
+      return summary
+    } catch (err) {
+      this.tracker.abandonTag(tag)
+      throw err
+    } finally {
+      clearInterval(ticker)
+      this.progress.end()
+      this.scanning = false
+      this.armRescan()
+    }
+  }
+
+  /** Reset: the stream restarts with a `reset` entry, the state rows go, and every file is hashed and announced again. */
+  private async resetState (): Promise<void> {
+    await this.c.kv.write(tx => {
+      tx.clearStream(FILE_EVENTS)
+      tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(Date.now()) })
+      FileState.clearRows(tx)
+    })
+    // Entries stay in memory (fresh) only so that files gone since can still be cleaned up and announced.
+    this.state.markAllFresh()
+  }
+
+  /** Known files a walk did not see: each is stat'ed (it may have been recorded meanwhile, or sit in an unreadable folder) before it counts as gone. */
+  private async restat (rels: string[], tag: number | undefined, signal: AbortSignal): Promise<void> {
+    for (let i = 0; i < rels.length; i += RESTAT_BATCH) {
+      if (signal.aborted) throw new AbortedError('watcher stopped')
+      await Promise.all(rels.slice(i, i + RESTAT_BATCH).map(async rel => {
+        try {
+          const k = await statPath(path.join(this.root, rel))
+          this.tracker.observe(rel, k.kind === 'file' ? k.st : null, tag)
+        } catch (err) {
+          // Unreadable is not gone: keep what we know.
+          this.log.debug('cannot stat a known file', { path: rel, err })
+        }
+      }))
+    }
+  }
+
+  private armRescan (): void {
+    clearTimeout(this.rescanTimer)
+    if (!this.started || !this.enabled) return
+    this.rescanTimer = setTimeout(() => {
+      this.requestScan('scan').catch(err => { this.scanFailed(err) })
+    }, this.rescanMs)
+    this.rescanTimer.unref()
+  }
+
+  private scanFailed (err: unknown): void {
+    if (err instanceof AbortedError) return
+    // A failed scan leaves the state as it was; the next periodic scan tries again.
+    this.log.error('scan failed', { err })
+  }
+
+  private logProgress (): void {
+    const p = this.progress.snapshot(this.tracker.pendingWork())
+    this.log.info('scan progress', {
+      phase: p.phase, filesSeen: p.filesSeen, filesHashed: p.filesHashed, filesPending: p.filesPending, mbPerSecond: p.mbPerSecond, etaSeconds: p.etaSeconds
+    })
+  }
+
+  // ------------------------------------------------------------ hints
+
+  private hint (rel: string): void {
+    if (!this.started || isHiddenPath(rel)) return
+    this.hints.add(rel)
+    if (this.hintTimer === undefined && this.hintWork === undefined) {
+      this.hintTimer = setTimeout(() => { this.hintTimer = undefined; this.flushHints() }, HINT_DELAY_MS)
+      this.hintTimer.unref()
+    }
+  }
+
+  private flushHints (): void {
+    if (this.hintWork !== undefined) return
+    this.hintWork = (async () => {
+      while (this.hints.size > 0 && this.started) {
+        const batch = [...this.hints].sort()
+        this.hints.clear()
+        let last: string | undefined
+        for (const rel of batch) {
+          // A folder's walk covers what lies below it.
+          if (last !== undefined && isUnder(rel, last)) continue
+          if (rel === '') {
+            this.requestScan('scan').catch(err => { this.scanFailed(err) })
+            break
+          }
+          const dir = await this.lookAt(rel)
+          if (dir !== undefined) last = dir
+        }
+      }
+    })().catch(err => { this.log.error('hint handling failed', { err }) }) // one bad path must not stop live events
+      .finally(() => {
+        this.hintWork = undefined
+        // Hints that arrived after the loop's last look would otherwise wait for the next one.
+        if (this.hints.size > 0 && this.started) this.flushHints()
+      })
+  }
+
+  /** Re-stats what a hint names and feeds the tracker; returns the path when it turned out to be a folder. */
+  private async lookAt (rel: string): Promise<string | undefined> {
+    let k
+    try {
+      k = await statPath(path.join(this.root, rel))
+    } catch (err) {
+      this.log.debug('cannot stat a hinted path', { path: rel, err })
+      return undefined
+    }
+    if (k.kind === 'file') {
+      this.tracker.observe(rel, k.st)
+      return undefined
+    }
+    if (k.kind === 'none') {
+      this.tracker.observe(rel, null)
+      for (const p of this.state.pathsUnder(rel)) this.tracker.observe(p, null)
+      return undefined
+    }
+    this.tracker.observe(rel, null) // a file replaced by a folder
+    const seen = new Set<string>()
+    try {
+      await walkTree({
+        root: this.root,
+        under: rel,
+        signal: this.controller.signal,
+        onFile: (r, st) => { seen.add(r); this.tracker.observe(r, st) },
+        onError: (r, err) => { this.log.warn('unreadable entry skipped', { path: r, code: err.code }) }
+      })
+    } catch (err) {
+      if (err instanceof AbortedError) return rel
+      this.log.debug('cannot walk a hinted folder', { path: rel, err })
+      return rel
+    }
+    await this.restat(this.state.pathsUnder(rel).filter(p => !seen.has(p)), undefined, this.controller.signal)
+    return rel
+  }
+
+  // ------------------------------------------------------------ registerFile
+
+  async registerFile (relPath: string): Promise<RegisterResult> {
+    const rel = checkRegisterPath(relPath)
+    this.hydrate()
+    const abs = path.join(this.root, rel)
+    let st: fs.BigIntStats
+    try {
+      st = await fs.promises.stat(abs, { bigint: true })
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new FileNotFoundError(rel, { cause: err })
+      throw err
+    }
+    if (st.isDirectory()) throw new InvalidPathError(relPath, 'names a directory')
+    if (!st.isFile()) throw new InvalidPathError(relPath, 'not a regular file')
+    const size = Number(st.size)
+    const digest = await this.tracker.hashNow(abs, size)
+    const out = await this.writer.submit({ kind: 'seen', rel, size, mtimeNs: String(st.mtimeNs), cid: digest.cid, register: true })
+    if (!out.ok) throw out.error
+    const root = this.c.records.resolveRoot(digest.cid)
+    if (root === undefined) throw new FileNotFoundError(rel) // deleted again between the write and this read
+    return { root, cid: digest.cid, created: out.created === true, path: rel, size }
+  }
+}
+
+function positive (n: number, name: string): number {
+  if (!Number.isFinite(n) || n <= 0) throw new InvalidInputError(`${name} must be a positive number of ms`)
+  return n
+}
+
+function round1 (x: number): number {
+  return Math.round(x * 10) / 10
+}

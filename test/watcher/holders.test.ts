@@ -1,0 +1,79 @@
+import fs from 'node:fs'
+import path from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openNodeStore } from '../../src/records/index.js'
+import { createWatcher } from '../../src/watcher/index.js'
+import { tmpDir } from '../helpers/tmp.js'
+import { midhashOf, openHarness, type Harness } from './harness.js'
+
+const open: Harness[] = []
+afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
+
+async function harness (): Promise<Harness> {
+  const h = await openHarness({ source: 'scripted' })
+  open.push(h)
+  await h.idle()
+  return h
+}
+
+const ME = 'holders/node-test'
+
+describe('holders (replication.md)', () => {
+  it('when our last copy goes but another node holds the content, only our holder member goes', async () => {
+    const h = await harness()
+    h.fsd.write('film.mkv', 'shared across nodes')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    const cid = await midhashOf(h.abs('film.mkv'))
+    await h.store.records.mergeFlat(cid, { 'holders/peer-b': 'true', title: 'Film' })
+    h.fsd.remove('film.mkv')
+    await h.waitEvents(e => e.length === 2, 'the delete')
+    await h.idle()
+    const flat = h.store.records.getFlat(cid)!
+    expect(flat[ME]).toBeUndefined()
+    expect(flat).toMatchObject({ 'holders/peer-b': 'true', title: 'Film' })
+  })
+
+  it('known content written through the API first gets our filePath and holder, with no new root', async () => {
+    const h = await harness()
+    const outside = path.join(h.root, 'outside.bin') // same bytes, not in the library
+    fs.writeFileSync(outside, 'gateway content')
+    const cid = await midhashOf(outside)
+    const { rid } = await h.store.records.mergeFlat(cid, { title: 'From a gateway' })
+    h.fsd.write('lib/gw.bin', 'gateway content')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    expect(h.store.records.resolveRoot(cid)).toBe(rid)
+    expect(h.store.records.getFlat(cid)).toMatchObject({ title: 'From a gateway', filePath: '/files/lib/gw.bin', sizeByte: '15', [ME]: 'true' })
+    expect(h.store.records.countRecords()).toBe(1)
+  })
+
+  it('a record with no holder member at all is never deleted by the watcher', async () => {
+    const h = await harness()
+    h.fsd.write('kept.bin', 'api owned')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    const cid = await midhashOf(h.abs('kept.bin'))
+    await h.store.records.deleteProperty(cid, ME) // e.g. an operator cleared it through the API
+    h.fsd.remove('kept.bin')
+    await h.waitEvents(e => e.length === 2, 'the delete')
+    await h.idle()
+    expect(h.store.records.resolveRoot(cid)).toBeDefined()
+  })
+
+  it('uses the configured holder id (a mesh peer id) instead of the node id', async () => {
+    const t = tmpDir()
+    const store = openNodeStore({ path: path.join(t.dir, 'm.db'), nodeId: 'node-x' })
+    const files = path.join(t.dir, 'files')
+    const w = createWatcher({ kv: store.kv, records: store.records }, { filesPath: files, enabled: false, holderId: '12D3KooWPeer' })
+    try {
+      await w.start()
+      fs.mkdirSync(path.join(files, 'plugin'), { recursive: true })
+      fs.writeFileSync(path.join(files, 'plugin/x'), 'x')
+      const r = await w.registerFile('plugin/x')
+      expect(store.records.getFlat(r.cid)).toMatchObject({ 'holders/12D3KooWPeer': 'true' })
+      expect(() => createWatcher({ kv: store.kv, records: store.records }, { filesPath: files, holderId: 'a/b' })).toThrow(/holderId/)
+    } finally {
+      await w.stop()
+      store.close()
+      t.cleanup()
+    }
+  })
+})
