@@ -15,6 +15,12 @@ export interface SearchComponents {
 export interface SearchInit {
   /** Field prefixes left out of the index and the results (META_CORE_INDEX_EXCLUDE_PREFIXES; default ['categories/newznab/']). */
   excludePrefixes?: string[]
+  /**
+   * A store needing a rebuild at open with at most this many roots is rebuilt
+   * before createSearch returns; a larger one in the background (default 2000,
+   * well under a second of work).
+   */
+  syncRepairMaxRoots?: number
 }
 
 export interface SearchFilter {
@@ -68,8 +74,19 @@ export interface ListResponse {
 }
 
 export interface SearchService {
+  /** Throws InvalidSearchRequestError (an InvalidInputError, code `invalid_search_request`) for a malformed request. */
   search: (req: SearchRequest) => SearchResponse
+  /** Same errors as search() for a negative or fractional offset or limit. */
   list: (offset: number, limit: number) => ListResponse
   /** Rebuilds the derived structures from the kv rows. */
   rebuild: () => Promise<void>
+  /**
+   * Settles when the FTS rows are complete (a store opened without them is
+   * rebuilt in the background; answers are correct meanwhile, only slower).
+   * Rejects if that rebuild failed. (Optional so a test double need not
+   * have it; createSearch's service always does.)
+   */
+  whenReady?: () => Promise<void>
+  /** Stops background rebuilding (it resumes at next open). Idempotent; call before closing the store. */
+  stop?: () => Promise<void>
 }
