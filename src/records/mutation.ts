@@ -59,7 +59,15 @@ export interface MutationResult {
 }
 
 export class Mutator {
-  constructor (private readonly indexers: readonly RecordIndexer[]) {}
+  private readonly indexers: RecordIndexer[]
+
+  constructor (indexers: readonly RecordIndexer[], private readonly now: () => number = Date.now) {
+    this.indexers = [...indexers]
+  }
+
+  addIndexer (ix: RecordIndexer): void {
+    this.indexers.push(ix)
+  }
 
   mutate (tx: Tx, rid: RecordId, changes: readonly FieldChange[], opts: MutationOptions = {}): MutationResult {
     const cur = readFields(tx, rid)
@@ -114,7 +122,7 @@ export class Mutator {
           if (opts.remote === true) {
             // A tombstone for a key we never held: keep its version and pass it on.
             vm.fields.set(field, version)
-            tx.appendEvent('meta:events', { type: 'del', key: k, ts: String(Date.now()) })
+            tx.appendEvent('meta:events', { type: 'del', key: k, ts: String(this.now()) })
             touched++
           }
           continue
@@ -127,7 +135,7 @@ export class Mutator {
       if (old === value) {
         if (opts.remote === true) {
           vm.fields.set(field, version)
-          tx.appendEvent('meta:events', { type: 'set', key: k, ts: String(Date.now()) })
+          tx.appendEvent('meta:events', { type: 'set', key: k, ts: String(this.now()) })
           touched++
         }
         continue

@@ -99,14 +99,14 @@ export class RecordStore {
     this.nodeId = opts.nodeId
     this.log = opts.logger ?? silentLogger
     this.hlc = new Hlc(opts.now ?? Date.now, kv.get(HLC_KEY))
-    this.mutator = new Mutator(opts.indexers ?? [])
+    this.mutator = new Mutator(opts.indexers ?? [], opts.now)
     this.maxDrift = opts.maxClockDriftMs ?? 10_000
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
   }
 
   /** Adds an indexer (search) before any write runs. */
   addIndexer (ix: RecordIndexer): void {
-    (this.mutator as unknown as { indexers: RecordIndexer[] }).indexers.push(ix)
+    this.mutator.addIndexer(ix)
   }
 
   // ================================================================ reads

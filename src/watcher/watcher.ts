@@ -112,8 +112,9 @@ class FilesWatcher implements WatcherHandle {
     this.controller = new AbortController()
     this.tracker.restart()
     await fs.promises.mkdir(this.root, { recursive: true })
-    this.hydrate()
+    // Disabled: nothing to compare until a scan or a registration asks (each hydrates first).
     if (!this.enabled) return
+    this.hydrate()
     // Live events first: whatever changes while the initial scan runs is hinted rather than missed.
     await this.source?.start(rel => { this.hint(rel) })
     this.requestScan('initial-scan').catch(err => { this.scanFailed(err) })
@@ -146,7 +147,8 @@ class FilesWatcher implements WatcherHandle {
 
   private hydrate (): void {
     if (this.hydrated) return
-    const r = this.state.hydrate(this.c.kv, this.c.records, this.holderId)
+    // One read snapshot for the whole walk: a statement per record, not a read lock per statement.
+    const r = this.c.kv.read(() => this.state.hydrate(this.c.kv, this.c.records, this.holderId))
     this.hydrated = true
     this.log.info('file state loaded', { files: this.state.size, fromRows: r.fromRows, unconfirmed: r.fromRecords })
   }
