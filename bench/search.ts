@@ -255,7 +255,6 @@ async function startServer (dbPath: string, kind: 'node' | 'minimal'): Promise<S
       META_CORE_HTTP_HOST: '127.0.0.1',
       META_CORE_HTTP_PORT: String(port),
       FILES_PATH: filesDir,
-      ENABLE_FILE_WATCHER: 'false',
       META_CORE_LOG_LEVEL: 'warn'
     }
   })

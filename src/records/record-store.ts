@@ -1,6 +1,6 @@
 import { silentLogger, type Logger } from '../common/index.js'
 import { canonicalCid, isCid } from '../cid/index.js'
-import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
+import { prefixEnd, type KvStore, type SqlStatement, type Tx } from '../kv/index.js'
 import {
   InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError
 } from './errors.js'
@@ -92,6 +92,7 @@ export class RecordStore {
   private readonly maxDrift: number
   private readonly log: Logger
   private driftRefused = 0
+  private fieldStmt: SqlStatement | undefined
 
   constructor (kv: KvStore, opts: RecordStoreOptions) {
     if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
@@ -227,6 +228,31 @@ export class RecordStore {
         if (filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined) yield { rid: m, filePath, sizeByte, mtimeNano }
       }
     }
+  }
+
+  /**
+   * File tuples of the roots that hold `field` (e.g. this node's
+   * `holders/<id>`), without walking every record: the query repeats the
+   * field-index expression of the storage layout, so SQLite answers it from
+   * `kv_field_v` when search has created it, and by a scan of the `file:`
+   * range otherwise (same answer, slower).
+   */
+  fileTuplesWithField (field: string): FileTuple[] {
+    this.fieldStmt ??= this.kv.prepare(
+      "SELECT k FROM kv WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0 AND lower(substr(k,instr(k,'/')+1)) = ?").pluck()
+    return this.kv.read(() => {
+      const out: FileTuple[] = []
+      for (const k of this.fieldStmt!.all(field.toLowerCase()) as string[]) {
+        const slash = k.indexOf('/')
+        if (k.slice(slash + 1) !== field) continue
+        const rid = k.slice(5, slash) as RecordId
+        const filePath = this.kv.get(fieldKey(rid, 'filePath'))
+        const sizeByte = this.kv.get(fieldKey(rid, 'sizeByte'))
+        const mtimeNano = this.kv.get(fieldKey(rid, 'mtimeNano'))
+        if (filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined) out.push({ rid, filePath, sizeByte, mtimeNano })
+      }
+      return out
+    })
   }
 
   /** Every duplicate path on this node, as [rid, path]. */

@@ -1,6 +1,6 @@
 import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
 import { decodeCid, MH_MIDHASH256 } from '../cid/index.js'
-import { fieldKey, type RecordStore } from '../records/index.js'
+import { type RecordStore } from '../records/index.js'
 
 /**
  * What this node's watcher last recorded for each library file, in memory
@@ -150,11 +150,11 @@ export class FileState {
       const cid = midhashOf(kv, rid)
       if (cid !== undefined) found.push([rel, cid])
     }
-    const holder = `holders/${holderId}`
-    for (const t of records.iterateFileTuples()) {
+    // Only records this node holds can name a path of ours: found through the field index, not a walk of every record.
+    for (const t of records.fileTuplesWithField(`holders/${holderId}`)) {
       if (!t.filePath.startsWith(FILES_MOUNT)) continue
       const rel = t.filePath.slice(FILES_MOUNT.length)
-      if (this.entries.has(rel) || kv.get(fieldKey(t.rid, holder)) === undefined) continue
+      if (this.entries.has(rel)) continue
       const cid = midhashOf(kv, t.rid)
       if (cid === undefined || this.copiesOf(cid) > 0) continue
       found.push([rel, cid])

@@ -23,6 +23,17 @@ describe('query plans', () => {
     }
   })
 
+  it('lets the record layer find the roots holding a field through kv_field_v (the watcher\'s boot hydration)', async () => {
+    const r = f.store.records
+    const mine = await r.mint('/files/a.mkv', 1, 1, { 'holders/node-a': 'true' })
+    await r.mint('/files/b.mkv', 1, 1, { 'holders/node-b': 'true' })
+    await r.mint('/files/c.mkv', 1, 1, { 'holders/NODE-A': 'true' }) // lower-cases alike; must not be taken for ours
+    expect(r.fileTuplesWithField('holders/node-a')).toEqual([{ rid: mine, filePath: '/files/a.mkv', sizeByte: '1', mtimeNano: '1' }])
+    const sql = "SELECT k FROM kv WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0 AND lower(substr(k,instr(k,'/')+1)) = ?"
+    const plan = (f.store.kv.prepare(`EXPLAIN QUERY PLAN ${sql}`).all('holders/node-a') as Array<{ detail: string }>).map(x => x.detail).join(' | ')
+    expect(plan).toMatch(/SEARCH kv USING COVERING INDEX kv_field_v/)
+  })
+
   it('collects a selective exact filter first and checks the free text on its few candidates', async () => {
     const r = f.store.records
     let target = ''
