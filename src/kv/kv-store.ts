@@ -138,6 +138,7 @@ export class KvStore {
     rangeLimit: Database.Statement
     keys: Database.Statement
     suffixRange: Database.Statement
+    jsonRange: Database.Statement
     keysLimit: Database.Statement
     lastKey: Database.Statement
     firstKey: Database.Statement
@@ -191,6 +192,7 @@ export class KvStore {
       rangeLimit: p('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').raw(),
       keys: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k').pluck(),
       suffixRange: p('SELECT substr(k, ?), v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
+      jsonRange: p('SELECT json_group_object(substr(k, ?), v) FROM (SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k)').pluck(),
       keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
       lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
       firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
@@ -252,6 +254,16 @@ export class KvStore {
   suffixes (prefix: string): Record<string, string> {
     this.assertOpen()
     return this.suffixesOf(prefix)
+  }
+
+  /**
+   * The rows under `prefix` as a JSON object text keyed by the rest of each
+   * key, built by SQLite: for a reply that is JSON anyway this skips making a
+   * JS string per key and value (about half the cost of a record read).
+   */
+  jsonObject (prefix: string): string {
+    this.assertOpen()
+    return this.st.jsonRange.get(prefix.length + 1, prefix, prefixEnd(prefix)) as string
   }
 
   private suffixesOf (prefix: string): Record<string, string> {

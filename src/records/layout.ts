@@ -66,6 +66,8 @@ export function canonOf (r: Reader, rid: string): RecordId {
 
 /** Every root of the group whose canonical root is `canon` (just `[canon]` when alone). */
 export function membersOf (r: Reader, canon: string): RecordId[] {
+  // Most roots are in no group: one point read settles it without a range scan.
+  if (r.get(GRP + canon) === undefined) return [canon as RecordId]
   const lo = `${GRPM}${canon}/`
   const ms = r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length) as RecordId)
   return ms.length === 0 ? [canon as RecordId] : ms

@@ -8,7 +8,7 @@ import { checkWritableField, cidMemberOf, validateFieldPath, validateValue, MAX_
 import { Hlc, parseHlc } from './hlc.js'
 import {
   CID, COUNT_READY, COUNT_ROOTS, DUP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
-  readDuplicates, readFields, readFieldsObject, type Reader
+  readCids, readDuplicates, readFields, readFieldsObject, type Reader
 } from './layout.js'
 import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
 import { nest, type Nested } from './flatten.js'
@@ -142,6 +142,31 @@ export class RecordStore {
       const members = membersOf(this.kv, rid)
       if (members.length === 1) return this.kv.get(fieldKey(rid, field))
       return this.mergedFields(this.kv, rid)[field]
+    })
+  }
+
+  /**
+   * The document with its flat fields as JSON text (`metadataJson`), for
+   * replies that are JSON anyway (`GET /api/meta/{cid}`): a single record's
+   * fields are serialised by SQLite instead of being materialised and then
+   * stringified. Same content as `getDocument`.
+   */
+  getDocumentJson (addr: string): (Omit<RecordDocument, 'metadata'> & { metadataJson: string }) | undefined {
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      if (rid === undefined) return undefined
+      const members = membersOf(this.kv, rid)
+      if (members.length > 1) {
+        const { metadata, ...rest } = this.readDocument(rid)!
+        return { ...rest, metadataJson: JSON.stringify(metadata) }
+      }
+      const cids = readCids(this.kv, rid)
+      const out: Omit<RecordDocument, 'metadata'> & { metadataJson: string } = {
+        rid, members, metadataJson: this.kv.jsonObject(`file:${rid}/`), cids, duplicates: readDuplicates(this.kv, rid)
+      }
+      const canon = canonicalCid(cids)
+      if (canon !== undefined) out.canonical_cid = canon
+      return out
     })
   }
 

@@ -169,6 +169,23 @@ describe('documents', () => {
     expect(s.records.getDocument(MID2)).toBeUndefined()
   })
 
+  it('serves the same document as JSON text, for a single root and for a group', async () => {
+    const s = store()
+    await s.records.mint('/files/a', 1, 1, { title: 'T "quoted" ✓', 'x/y': '\n', [`cids/${MID}`]: 'true' })
+    await s.records.addDuplicatePath(MID, '/files/dup')
+    const same = (addr: string): void => {
+      const { metadataJson, ...rest } = s.records.getDocumentJson(addr)!
+      const { metadata, ...expected } = s.records.getDocument(addr)!
+      expect(JSON.parse(metadataJson)).toEqual(metadata)
+      expect(rest).toEqual(expected)
+    }
+    same(MID)
+    const b = await s.records.mint('/files/b', 1, 1, { year: '1999', [`cids/${SHA}`]: 'true' })
+    await s.records.addAlias(b, MID)
+    same(SHA)
+    expect(s.records.getDocumentJson(MID2)).toBeUndefined()
+  })
+
   it('nests the document for people, with the cids key-set hoisted into an array', async () => {
     const s = store()
     await s.records.mint('/files/a', 1, 1, {
