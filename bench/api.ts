@@ -139,7 +139,7 @@ function storeProbe (dbPath: string): { cids: string[], getDocumentMicros: numbe
     const rand = prng(11)
     const n = 20_000
     const t0 = performance.now()
-    for (let i = 0; i < n; i++) s.records.getDocument(cids[Math.floor(rand() * cids.length)])
+    for (let i = 0; i < n; i++) s.records.getDocumentJson(cids[Math.floor(rand() * cids.length)])
     return { cids, getDocumentMicros: Math.round((performance.now() - t0) / n * 1000) }
   } finally {
     s.close()
@@ -265,7 +265,7 @@ ${machineLine()}. A node (\`src/node/main.ts\`, watcher off) in a child process 
 
 \`/api/meta/{cid}\` runs at **${ratio}×** the trivial route's rate. Target ≥ 10 000 requests/s with p99 ≤ 10 ms:
 ${json.targets.requestsPerSecond10k && json.targets.p99AtMost10ms ? 'met' : 'not met in this run'}. In process, one document read (the route's
-\`records.getDocument\`, in one read transaction) took ${getDocumentMicros} µs. Load average (1 min) of the shared machine:
+\`records.getDocumentJson\`, in one read transaction) took ${getDocumentMicros} µs. Load average (1 min) of the shared machine:
 ${json.loadAverage1m.before} before, ${json.loadAverage1m.after} after (2 cores): absolute rates fall with it, the ratio much less.${memory === undefined ? '' : ` Server memory after the run: ${memory.rss} MiB resident, ${memory.peak} MiB peak.`}
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s through the record write path, search attached.`}`
   report('api', json, md)

@@ -6,6 +6,7 @@ import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
 import { LibrarySweep } from './library-sweep.js'
 import { cidRoutes } from './routes/cid-routes.js'
+import { watcherRoutes } from './routes/watcher-routes.js'
 import { eventRoutes } from './routes/event-routes.js'
 import { fileRoutes } from './routes/file-routes.js'
 import { kvRoutes } from './routes/kv-routes.js'
@@ -137,6 +138,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { kvRoutes(scope, ctx) })
   void app.register(async (scope) => { metadataRoutes(scope, ctx) })
   void app.register(async (scope) => { eventRoutes(scope, ctx) })
+  void app.register(async (scope) => { watcherRoutes(scope, ctx) })
   return app
 }
 
