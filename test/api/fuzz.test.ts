@@ -53,6 +53,7 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     '/api/file/{A}/info', '/file/cid', '/api/files/register', '/api/files/tuples', '/api/kv/info', '/api/kv/keys', '/api/kv/key/{K}',
     '/api/kv/tree', '/api/kv/search', '/api/kv/find', '/api/kv/value', '/health', '/status', '/api/stats', '/api/schema', '/docs',
     '/api/metadata/search', '/api/metadata/list', '/api/metadata/hash-ids', '/api/metadata/{A}', '/api/events/meta', '/api/events/files',
+    '/api/watchers', '/api/watchers/{K}', '/api/watchers/scan', '/api/watchers/{K}/reset',
     '/{A}', '/meta/{A}/{K}/{K}', '//meta', '/meta/../api/kv/info', '/api/kv/value/../../meta']
   const qnames = ['cursor', 'count', 'limit', 'prefix', 'key', 'contains', 'fields', 'summary', 'after', 'delimiter', 'max', 'offset', 'x']
   const qvals = ['0', '-1', '1e9', '99999999999999999999', 'abc', '%ff', long(3000), '', 'file:', `file:${rid}/title`, 'cid:x', '1', 'true', '%00', ',,,']
@@ -167,9 +168,9 @@ describe('fuzz: hostile requests across all routes', () => {
     let visible = 0
     for (const r of indexed) if ((kv.get(`idx:grp/${r}`) ?? r) === r) visible++
     expect(h.store.records.countRecords()).toBe(visible)
-    // Raw kv writes landed only outside the store's namespaces.
+    // Raw kv writes landed only outside the store's namespaces (watch: is the watcher's own state).
     for (const k of kv.keys('', '\u{10FFFF}')) {
-      expect(/^(file:|cid:|idx:|ver:|ev:|evhwm:|dup:|meta-core:|ok:)/.test(k), k).toBe(true)
+      expect(/^(file:|cid:|idx:|ver:|ev:|evhwm:|dup:|meta-core:|watch:|ok:)/.test(k), k).toBe(true)
     }
   })
 })

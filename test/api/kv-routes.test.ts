@@ -103,6 +103,7 @@ describe('/api/kv browser', () => {
       ['ev:meta:events/0000000000001-0000000000', '{}', 'reserved_key'],
       ['meta-core:schema-version', '3', 'reserved_key'],
       [`dup:${rid}/x`, '', 'reserved_key'],
+      ['watch:f/plugin/x.srt', '1/2/cid', 'reserved_key'],
       [`file:${CID_A}/title`, 'x', 'invalid_key'],
       [`file:${rid}`, 'x', 'invalid_key'],
       [`file:${rid}/midhash256`, 'x', 'deprecated_field'],
