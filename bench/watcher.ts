@@ -30,6 +30,8 @@ import { midhash256 } from '../src/cid/index.js'
 import { openNodeStore } from '../src/records/index.js'
 import { createWatcher } from '../src/watcher/index.js'
 import { machineLine, report } from './lib/report.js'
+// The same seeded generator as the tests: the same tree every time for a given count.
+import { prng } from '../test/helpers/prng.js'
 
 const FILES = Number(process.env.BENCH_WATCHER_FILES ?? 20_000)
 const CONCURRENCY = Number(process.env.META_CORE_HASH_CONCURRENCY ?? 4)
@@ -41,18 +43,6 @@ const GENERATOR_VERSION = 1
 
 interface TreeInfo { version: number, files: number, large: number, apparentBytes: number, realBytes: number, sampleBytes: number }
 interface Measure { seconds: number, filesPerSecond: number, sampleMBPerSecond: number, cpuSeconds: number, filesPerCpuSecond: number }
-
-/** mulberry32: the same tree every time for a given count. */
-function prng (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 function generate (): TreeInfo {
   if (fs.existsSync(MARK)) {
