@@ -396,7 +396,7 @@ ${QUERIES} queries per kind drawn from the stored records; baseline: the scan-ev
 | two-token free text (avg ${avgHits} matches) | ${indexed.text.p50} | ${indexed.text.p95} | ≤ 15 | ${reference.text.p50} | ${ratio('text')}× | ${main.latencyMs.text.p50} / ${main.latencyMs.text.p95} |
 | filter + text | ${indexed.both.p50} | ${indexed.both.p95} | ≤ 20 | ${reference.both.p50} | ${ratio('both')}× | ${main.latencyMs.both.p50} / ${main.latencyMs.both.p95} |
 
-Over HTTP: ${main.server}, sequential requests on 127.0.0.1. createSearch on the built store: ${openMs} ms.
+Over HTTP: ${main.server} in its default configuration (file watcher on, over an empty library folder), sequential requests on 127.0.0.1. createSearch on the built store: ${openMs} ms.
 
 | serving process | spawn → first /health ms (target ≤ 2000) | RSS after the queries MiB (target ≤ 250) | peak RSS MiB |
 |---|---|---|---|
