@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { midhash256 } from '../../src/cid/index.js'
 import { silentLogger, waitFor, withTimeout } from '../../src/common/index.js'
 import { parseConfig, startNode, type NodeConfig, type RunningNode } from '../../src/node/index.js'
-import { listeningUrl, runCli, type Cli } from '../helpers/node-cli.js'
+import { listeningUrl, reapClis, runCli, type Cli } from '../helpers/node-cli.js'
 import { openSse, type SseClient } from '../helpers/sse-client.js'
 
 const TOKEN = 'e2e-token-0123456789'
@@ -21,10 +21,7 @@ const streams: SseClient[] = []
 afterEach(async () => {
   for (const s of streams.splice(0)) s.close()
   for (const n of nodes.splice(0)) await n.stop()
-  for (const c of clis.splice(0)) {
-    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL')
-    await c.exited
-  }
+  await reapClis(clis)
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 

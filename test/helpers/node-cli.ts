@@ -36,3 +36,11 @@ export async function listeningUrl (cli: Cli): Promise<string> {
   if (m === null) throw new Error(`node exited: ${cli.stderr()}`)
   return m[1]
 }
+
+/** Kills every CLI child still running and waits for each to exit (for afterEach). */
+export async function reapClis (clis: Cli[]): Promise<void> {
+  for (const c of clis.splice(0)) {
+    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL')
+    await c.exited
+  }
+}

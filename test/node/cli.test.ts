@@ -8,15 +8,12 @@ import os from 'node:os'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor, withTimeout } from '../../src/common/index.js'
-import { listeningUrl, runCli, type Cli } from '../helpers/node-cli.js'
+import { listeningUrl, reapClis, runCli, type Cli } from '../helpers/node-cli.js'
 
 const started: Cli[] = []
 const dirs: string[] = []
 afterEach(async () => {
-  for (const c of started.splice(0)) {
-    if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL')
-    await c.exited
-  }
+  await reapClis(started)
   for (const d of dirs.splice(0)) fs.rmSync(d, { recursive: true, force: true })
 })
 
