@@ -36,11 +36,7 @@ function tick () {
     busy = false
   }
 }
-const timer = setInterval(tick, workerData.intervalMs)
-parentPort.on('message', (m) => {
-  if (m === 'tick') tick()
-  if (m === 'stop') { clearInterval(timer); db.close(); parentPort.postMessage({ stopped: true }) }
-})
+setInterval(tick, workerData.intervalMs)
 `
 
 export interface CheckpointerOptions {
@@ -75,20 +71,7 @@ export class Checkpointer {
     })
   }
 
-  /** Stops the worker and waits until its connection is closed. */
-  async stop (): Promise<void> {
-    if (this.stopped) return
-    this.stopped = true
-    await new Promise<void>((resolve) => {
-      const done = (): void => { resolve() }
-      this.worker.once('exit', done)
-      this.worker.once('message', (m: { stopped?: boolean }) => { if (m.stopped === true) void this.worker.terminate() })
-      this.worker.postMessage('stop')
-      setTimeout(() => { void this.worker.terminate() }, 2000).unref()
-    })
-  }
-
-  /** Synchronous teardown for `close()`: the connection dies with the thread. */
+  /** Teardown for `close()` (synchronous): the worker's connection dies with its thread; SQLite recovers nothing from it, since a PASSIVE checkpoint never leaves the database half written. */
   terminate (): void {
     if (this.stopped) return
     this.stopped = true

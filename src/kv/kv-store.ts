@@ -46,15 +46,11 @@ export interface Tx {
   /** Writes `v`; returns false (and writes and emits nothing) when the key already holds `v`. */
   put: (k: string, v: string) => boolean
   /**
-   * `put` for a caller that already read the key's current value (`old`,
-   * undefined when absent), e.g. with one range read for a whole record:
-   * saves the point read.
-   */
-  putKnown: (k: string, v: string, old: string | undefined) => boolean
-  /**
-   * Many `putKnown`s in one go: unchanged rows are skipped, the rest written
-   * with multi-row statements (far fewer calls into SQLite than one put per
-   * row). Returns how many rows changed.
+   * Many puts for a caller that already read each key's current value
+   * (`old`, undefined when absent), e.g. with one range read for a whole
+   * record: no point reads, unchanged rows skipped, the rest written with
+   * multi-row statements (far fewer calls into SQLite than one put per row).
+   * Returns how many rows changed.
    */
   putMany: (rows: ReadonlyArray<readonly [k: string, v: string, old: string | undefined]>) => number
   /** Deletes `k`; returns false (and emits nothing) when it did not exist. */
@@ -469,13 +465,6 @@ export class KvStore {
         for (const [k] of changed) if (isFileKey(k)) events.push([k, ts])
         if (events.length > 0) self.appendSetEvents(f, events)
         return changed.length
-      },
-      putKnown (k, v, old) {
-        const f = frame()
-        if (old === v) return false
-        st.put.run(k, v)
-        if (isFileKey(k)) self.appendEventIn(f, META_EVENTS, { type: 'set', key: k, ts: String(self.now()) })
-        return true
       },
       delete (k) {
         frame()
