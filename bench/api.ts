@@ -5,8 +5,10 @@
  * library; ~20 realistic fields and two CIDs each) is built once through the
  * record write path with search attached and cached under .bench-tmp/. A
  * real node (`src/node/main.ts`, file watcher off) serves it from a child
- * process, so the load generator (autocannon, in this process) and the
- * server each have a core. Each route gets a warm-up, then a measured run:
+ * process, so the load generator and the server each have a core. The load
+ * generator is wrk when it is installed (Debian: `apt-get install wrk`; a C
+ * client that leaves the server more of a two-core machine), else autocannon
+ * in this process. Each route gets a warm-up, then a measured run:
  * first `/health` (a trivial route: the ceiling of fastify on this machine),
  * then `/api/meta/{cid}` with a random CID of the store per request. The
  * figure that matters is the ratio of the two, measured in the same run.
@@ -16,7 +18,8 @@
  *
  * Env: BENCH_API_RECORDS (default 169000; e.g. 2000 for a smoke run),
  * BENCH_API_DURATION_S (measured seconds per route, default 10),
- * BENCH_API_CONNECTIONS (default 50), BENCH_NO_DOC=1 (leave docs alone),
+ * BENCH_API_CONNECTIONS (default 50), BENCH_API_LOADGEN (wrk | autocannon; default
+ * wrk when installed), BENCH_NO_DOC=1 (leave docs alone),
  * BENCH_API_BUILD_ONLY=1 (build or check the cached store, measure nothing).
  */
 import { spawn } from 'node:child_process'
@@ -32,12 +35,13 @@ import { openNodeStore } from '../src/records/index.js'
 import { createSearch } from '../src/search/index.js'
 import { pick, prng } from '../test/helpers/prng.js'
 import { machineLine, report } from './lib/report.js'
+import { wrk, wrkVersion, writeRandomPathScript, type LoadFigures } from './lib/wrk.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const N = Number(process.env.BENCH_API_RECORDS ?? 169_000)
 const DURATION_S = Number(process.env.BENCH_API_DURATION_S ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 50)
-const WARMUP_S = Math.min(3, DURATION_S)
+const WARMUP_S = Math.min(5, DURATION_S)
 /** Bump when the generated records change shape, so an old cached store is rebuilt. */
 const DATA_VERSION = 1
 /** Writes in flight while building: enough for group commit to batch well. */
@@ -181,9 +185,28 @@ function rssMiB (pid: number): { rss: number, peak: number } | undefined {
 
 // ------------------------------------------------------------------ load
 
-interface RouteFigures { requestsPerSecond: number, p50Ms: number, p90Ms: number, p99Ms: number, maxMs: number, total: number, non2xx: number, errors: number }
+type RouteFigures = LoadFigures
 
-async function load (url: string, pathFor: () => string, seconds: number): Promise<RouteFigures> {
+/** wrk when installed (less CPU per request than a Node.js client), else autocannon; BENCH_API_LOADGEN forces one. */
+const WRK = process.env.BENCH_API_LOADGEN === 'autocannon' ? undefined : wrkVersion()
+if (process.env.BENCH_API_LOADGEN === 'wrk' && WRK === undefined) throw new Error('BENCH_API_LOADGEN=wrk but wrk is not installed (Debian: apt-get install wrk)')
+const LOADGEN = WRK ?? `autocannon ${(createRequire(import.meta.url)('autocannon/package.json') as { version: string }).version}`
+
+/** A route to load: a fixed path, or paths drawn at random from a list. */
+interface Target { path: string, paths?: string[] }
+
+async function load (url: string, target: Target, seconds: number): Promise<RouteFigures> {
+  if (WRK !== undefined) {
+    let script: string | undefined
+    if (target.paths !== undefined) {
+      script = path.join(ROOT, '.bench-tmp', 'wrk-paths.lua')
+      writeRandomPathScript(script, target.paths, 7)
+    }
+    return await wrk(url + target.path, { connections: CONNECTIONS, seconds, script })
+  }
+  const rand = prng(7)
+  const paths = target.paths
+  const pathFor = paths === undefined ? () => target.path : () => paths[Math.floor(rand() * paths.length)]
   const r = await autocannon({
     url,
     connections: CONNECTIONS,
@@ -213,20 +236,19 @@ async function main (): Promise<void> {
   }
   const { cids, getDocumentMicros } = storeProbe(dbPath)
   const loadBefore = os.loadavg()[0]
-  const rand = prng(7)
   const server = await startServer(dbPath, path.join(dir, 'files'))
   let health: RouteFigures
   let meta: RouteFigures
   let memory: { rss: number, peak: number } | undefined
   let loadAfter = 0
   try {
-    const randomCid = (): string => `/api/meta/${cids[Math.floor(rand() * cids.length)]}`
-    const check = await fetch(server.url + randomCid())
+    const metaTarget: Target = { path: '/', paths: cids.map(c => `/api/meta/${c}`) }
+    const check = await fetch(`${server.url}/api/meta/${cids[0]}`)
     if (check.status !== 200) throw new Error(`GET /api/meta/{cid} answered ${check.status}`)
-    await load(server.url, () => '/health', WARMUP_S)
-    health = await load(server.url, () => '/health', DURATION_S)
-    await load(server.url, randomCid, WARMUP_S)
-    meta = await load(server.url, randomCid, DURATION_S)
+    await load(server.url, { path: '/health' }, WARMUP_S)
+    health = await load(server.url, { path: '/health' }, DURATION_S)
+    await load(server.url, metaTarget, WARMUP_S)
+    meta = await load(server.url, metaTarget, DURATION_S)
     memory = rssMiB(server.pid)
   } finally {
     loadAfter = os.loadavg()[0]
@@ -239,6 +261,7 @@ async function main (): Promise<void> {
     records: N,
     cids: cids.length,
     connections: CONNECTIONS,
+    loadGenerator: LOADGEN,
     durationSeconds: DURATION_S,
     store: build.cached ? 'cached' : { builtSeconds: Math.round(build.ms / 1000) },
     health,
@@ -256,7 +279,7 @@ async function main (): Promise<void> {
   const md = `## API (\`npm run bench:api\`)
 
 ${machineLine()}. A node (\`src/node/main.ts\`, watcher off) in a child process serves a store of ${N.toLocaleString('en')} records
-(~20 fields, two CIDs each); autocannon in the parent drives it with ${CONNECTIONS} connections on loopback, ${DURATION_S} s per route after a ${WARMUP_S} s warm-up.
+(~20 fields, two CIDs each); ${LOADGEN} drives it with ${CONNECTIONS} connections on loopback${WRK === undefined ? ' from the parent process' : ' (one client thread)'}, ${DURATION_S} s per route after a ${WARMUP_S} s warm-up.
 
 | route | requests/s | p50 | p90 | p99 | max | non-2xx |
 |---|---:|---:|---:|---:|---:|---:|
@@ -265,7 +288,7 @@ ${machineLine()}. A node (\`src/node/main.ts\`, watcher off) in a child process 
 
 \`/api/meta/{cid}\` runs at **${ratio}×** the trivial route's rate. Target ≥ 10 000 requests/s with p99 ≤ 10 ms:
 ${json.targets.requestsPerSecond10k && json.targets.p99AtMost10ms ? 'met' : 'not met in this run'}. In process, one document read (the route's
-\`records.getDocumentJson\`, in one read transaction) took ${getDocumentMicros} µs. Load average (1 min) of the shared machine:
+\`records.getDocumentJson\`, one SQL statement) took ${getDocumentMicros} µs. Load average (1 min) of the shared machine:
 ${json.loadAverage1m.before} before, ${json.loadAverage1m.after} after (2 cores): absolute rates fall with it, the ratio much less.${memory === undefined ? '' : ` Server memory after the run: ${memory.rss} MiB resident, ${memory.peak} MiB peak.`}
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s through the record write path, search attached.`}`
   report('api', json, md)

@@ -302,6 +302,16 @@ export class KvStore {
     }
   }
 
+  /** True inside a write or read transaction on this connection. */
+  get inTransaction (): boolean {
+    return this.db.inTransaction
+  }
+
+  /** Throws KvClosedError once the store is closed (for callers holding prepared statements). */
+  checkOpen (): void {
+    this.assertOpen()
+  }
+
   /** Prepares a statement on the store's connection, for derived structures (search) that need SQL of their own. */
   prepare (sql: string): SqlStatement {
     this.assertOpen()

@@ -18,6 +18,7 @@
 import { prefixEnd, type Tx } from '../kv/index.js'
 import type { RecordId } from './record-id.js'
 
+export const FILE = 'file:'
 export const VER = 'ver:'
 export const CID = 'cid:'
 export const ROOTS = 'idx:roots/'

@@ -7,7 +7,7 @@ import {
 import { checkWritableField, cidMemberOf, validateFieldPath, validateValue, MAX_FIELD_LENGTH, MAX_VALUE_LENGTH } from './field-path.js'
 import { Hlc, parseHlc } from './hlc.js'
 import {
-  CID, COUNT_READY, COUNT_ROOTS, DUP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
+  CID, COUNT_READY, COUNT_ROOTS, DUP, FILE, GRP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
   readCids, readDuplicates, readFields, readFieldsObject, type Reader
 } from './layout.js'
 import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
@@ -152,6 +152,27 @@ export class RecordStore {
    * stringified. Same content as `getDocument`.
    */
   getDocumentJson (addr: string): (Omit<RecordDocument, 'metadata'> & { metadataJson: string }) | undefined {
+    if (!isRecordId(addr) && !this.kv.inTransaction) {
+      this.kv.checkOpen()
+      // The hot path (a CID of a root in no group): one statement reads the
+      // owner, its group and liveness, the fields as JSON, the cids and the
+      // duplicates. A single statement is its own snapshot, so no explicit
+      // read transaction is needed, and the record's pages are visited once.
+      const row = this.documentStatement().get(CID + addr) as [string, string | null, number | null, string, string, string] | undefined
+      if (row === undefined) return undefined
+      const [rid, grp, live, metadataJson, cidsJson, dupsJson] = row
+      if (grp === null) {
+        if (live === null) return undefined
+        const cids = JSON.parse(cidsJson) as string[]
+        const out: Omit<RecordDocument, 'metadata'> & { metadataJson: string } = {
+          rid: rid as RecordId, members: [rid as RecordId], metadataJson, cids, duplicates: JSON.parse(dupsJson) as string[]
+        }
+        const canon = canonicalCid(cids)
+        if (canon !== undefined) out.canonical_cid = canon
+        return out
+      }
+      // A root in a group: the general path below merges the members.
+    }
     return this.kv.read(() => {
       const rid = this.resolveRoot(addr)
       if (rid === undefined) return undefined
@@ -168,6 +189,26 @@ export class RecordStore {
       if (canon !== undefined) out.canonical_cid = canon
       return out
     })
+  }
+
+  private docStmt: SqlStatement | undefined
+
+  /**
+   * `cid:<cid>` → [owner, its group entry, live marker, fields as a JSON
+   * object, cids as a JSON array, duplicate paths as a JSON array].
+   */
+  private documentStatement (): SqlStatement {
+    if (this.docStmt === undefined) {
+      const f = `'${FILE}' || r.v || '/'`
+      this.docStmt = this.kv.prepare(`SELECT r.v,
+        (SELECT v FROM kv WHERE k = '${GRP}' || r.v),
+        (SELECT 1 FROM kv WHERE k = '${ROOTS}' || r.v),
+        (SELECT json_group_object(substr(k, length(${f}) + 1), v) FROM kv WHERE k >= ${f} AND k < '${FILE}' || r.v || '0'),
+        (SELECT json_group_array(substr(k, length(${f}) + 6)) FROM kv WHERE k >= ${f} || 'cids/' AND k < ${f} || 'cids0'),
+        (SELECT json_group_array(substr(k, length('${DUP}' || r.v || '/') + 1)) FROM kv WHERE k >= '${DUP}' || r.v || '/' AND k < '${DUP}' || r.v || '0')
+        FROM kv r WHERE r.k = ?`).raw()
+    }
+    return this.docStmt
   }
 
   /** One snapshot read of the record at `addr`: every statement under one read lock. */

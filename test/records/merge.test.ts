@@ -219,6 +219,18 @@ describe('convergence (property)', () => {
         const docs = nodes.map(n => n.records.getDocument(c))
         expect(docs[1], `seed ${seed} cid ${c}`).toEqual(docs[0])
         expect(docs[2], `seed ${seed} cid ${c}`).toEqual(docs[0])
+        // The one-statement JSON read (the public route's) agrees with the general read.
+        for (const [i, n] of nodes.entries()) {
+          const json = n.records.getDocumentJson(c)
+          if (docs[i] === undefined) {
+            expect(json, `seed ${seed} cid ${c}`).toBeUndefined()
+            continue
+          }
+          const { metadataJson, ...rest } = json!
+          const { metadata, ...expected } = docs[i]!
+          expect(JSON.parse(metadataJson), `seed ${seed} cid ${c}`).toEqual(metadata)
+          expect(rest, `seed ${seed} cid ${c}`).toEqual(expected)
+        }
       }
       // The derived state equals a rebuild from scratch: the counters match the rows.
       for (const n of nodes) {

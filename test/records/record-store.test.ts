@@ -184,6 +184,13 @@ describe('documents', () => {
     await s.records.addAlias(b, MID)
     same(SHA)
     expect(s.records.getDocumentJson(MID2)).toBeUndefined()
+    // A deleted root (here the whole group) reads as absent through either path.
+    await s.records.deleteRoot(b)
+    expect(s.records.getDocument(MID)).toBeUndefined()
+    expect(s.records.getDocumentJson(MID)).toBeUndefined()
+    expect(s.records.getDocumentJson(SHA)).toBeUndefined()
+    s.close()
+    expect(() => s.records.getDocumentJson(MID)).toThrow(/closed/)
   })
 
   it('nests the document for people, with the cids key-set hoisted into an array', async () => {
