@@ -187,24 +187,22 @@ function rssMiB (pid: number): { rss: number, peak: number } | undefined {
 
 // ------------------------------------------------------------------ load
 
-type RouteFigures = LoadFigures
-
 /** wrk when installed (less CPU per request than a Node.js client), else autocannon; BENCH_API_LOADGEN forces one. */
 const WRK = process.env.BENCH_API_LOADGEN === 'autocannon' ? undefined : wrkVersion()
 if (process.env.BENCH_API_LOADGEN === 'wrk' && WRK === undefined) throw new Error('BENCH_API_LOADGEN=wrk but wrk is not installed (Debian: apt-get install wrk)')
 const LOADGEN = WRK ?? `autocannon ${(createRequire(import.meta.url)('autocannon/package.json') as { version: string }).version}`
 
-/** A route to load: a fixed path, or paths drawn at random from a list. */
-interface Target { path: string, paths?: string[] }
+/** A route to load: a fixed path, or paths drawn at random from a list (then `path` is only wrk's URL, the script picks the path). */
+interface Target { path: string, paths?: string[], wrkScript?: string }
 
-async function load (url: string, target: Target, seconds: number): Promise<RouteFigures> {
+async function load (url: string, target: Target, seconds: number): Promise<LoadFigures> {
   if (WRK !== undefined) {
-    let script: string | undefined
-    if (target.paths !== undefined) {
-      script = path.join(ROOT, '.bench-tmp', 'wrk-paths.lua')
-      writeRandomPathScript(script, target.paths, 7)
+    if (target.paths !== undefined && target.wrkScript === undefined) {
+      // Written once per target: the list of 338k paths is tens of MB of Lua.
+      target.wrkScript = path.join(ROOT, '.bench-tmp', 'wrk-paths.lua')
+      writeRandomPathScript(target.wrkScript, target.paths, 7)
     }
-    return await wrk(url + target.path, { connections: CONNECTIONS, seconds, script })
+    return await wrk(url + target.path, { connections: CONNECTIONS, seconds, script: target.wrkScript })
   }
   const rand = prng(7)
   const paths = target.paths
@@ -239,7 +237,7 @@ async function main (): Promise<void> {
   const { cids, getDocumentMicros } = storeProbe(dbPath)
   const loadBefore = os.loadavg()[0]
   const server = await startServer(dbPath, path.join(dir, 'files'))
-  const rounds: Array<{ health: RouteFigures, meta: RouteFigures, ratio: number }> = []
+  const rounds: Array<{ health: LoadFigures, meta: LoadFigures, ratio: number }> = []
   let memory: { rss: number, peak: number } | undefined
   let loadAfter = 0
   try {
@@ -286,7 +284,7 @@ async function main (): Promise<void> {
       noErrors: rounds.every(r => r.meta.non2xx === 0 && r.meta.errors === 0)
     }
   }
-  const row = (round: number, route: string, x: RouteFigures): string =>
+  const row = (round: number, route: string, x: LoadFigures): string =>
     `| ${round} | ${route} | ${x.requestsPerSecond.toLocaleString('en')} | ${x.p50Ms} ms | ${x.p90Ms} ms | ${x.p99Ms} ms | ${x.maxMs} ms | ${x.non2xx + x.errors} |`
   const md = `## API (\`npm run bench:api\`)
 

@@ -33,8 +33,8 @@ function ms (value: string, unit: string): number {
   return x
 }
 
-/** Parses wrk's `--latency` report. Exported for the test of this parser. */
-export function parseWrk (out: string): LoadFigures {
+/** Parses wrk's `--latency` report. */
+function parseWrk (out: string): LoadFigures {
   const pct = (p: string): number => {
     const m = new RegExp(`^\\s*${p}%\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out)
     if (m === null) throw new Error(`wrk output has no ${p}% line:\n${out}`)

@@ -84,6 +84,14 @@ const MAX_REMOTE_KEY_BYTES = 1024
  * kv write function, so fields, aliases, versions, counters, search rows and
  * events commit together or not at all.
  */
+/** The JSON-text document of a root in no group, `canonical_cid` derived from its cids. */
+function singleRootDocument (rid: RecordId, metadataJson: string, cids: string[], duplicates: string[]): Omit<RecordDocument, 'metadata'> & { metadataJson: string } {
+  const out: Omit<RecordDocument, 'metadata'> & { metadataJson: string } = { rid, members: [rid], metadataJson, cids, duplicates }
+  const canon = canonicalCid(cids)
+  if (canon !== undefined) out.canonical_cid = canon
+  return out
+}
+
 export class RecordStore {
   readonly kv: KvStore
   readonly nodeId: string
@@ -163,13 +171,7 @@ export class RecordStore {
       const [rid, grp, live, metadataJson, cidsJson, dupsJson] = row
       if (grp === null) {
         if (live === null) return undefined
-        const cids = JSON.parse(cidsJson) as string[]
-        const out: Omit<RecordDocument, 'metadata'> & { metadataJson: string } = {
-          rid: rid as RecordId, members: [rid as RecordId], metadataJson, cids, duplicates: JSON.parse(dupsJson) as string[]
-        }
-        const canon = canonicalCid(cids)
-        if (canon !== undefined) out.canonical_cid = canon
-        return out
+        return singleRootDocument(rid as RecordId, metadataJson, JSON.parse(cidsJson) as string[], JSON.parse(dupsJson) as string[])
       }
       // A root in a group: the general path below merges the members.
     }
@@ -181,13 +183,7 @@ export class RecordStore {
         const { metadata, ...rest } = this.readDocument(rid)!
         return { ...rest, metadataJson: JSON.stringify(metadata) }
       }
-      const cids = readCids(this.kv, rid)
-      const out: Omit<RecordDocument, 'metadata'> & { metadataJson: string } = {
-        rid, members, metadataJson: this.kv.jsonObject(`file:${rid}/`), cids, duplicates: readDuplicates(this.kv, rid)
-      }
-      const canon = canonicalCid(cids)
-      if (canon !== undefined) out.canonical_cid = canon
-      return out
+      return singleRootDocument(rid, this.kv.jsonObject(`${FILE}${rid}/`), readCids(this.kv, rid), readDuplicates(this.kv, rid))
     })
   }
 
