@@ -2,6 +2,12 @@ import { DeprecatedFieldError, InvalidFieldError, InvalidValueError } from './er
 
 /** Longest field path in UTF-16 units: keeps `file:<rid>/<field>` well under the 1 KiB key limit peers enforce. */
 export const MAX_FIELD_LENGTH = 512
+/**
+ * Longest field path in UTF-8 bytes: `file:` + a 26-character root id + `/`
+ * + the field must stay within the 1 KiB key limit peers enforce, or a
+ * write accepted here would be refused by every peer.
+ */
+export const MAX_FIELD_BYTES = 1024 - 'file:'.length - 26 - 1
 /** Largest value in UTF-16 units: the 256 KiB value limit of replication.md. */
 export const MAX_VALUE_LENGTH = 256 * 1024
 
@@ -11,12 +17,15 @@ const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
 
 /**
  * Checks a field path: `/`-separated, no empty segment, no control
- * characters, at most MAX_FIELD_LENGTH long. Throws InvalidFieldError.
+ * characters, at most MAX_FIELD_LENGTH long and MAX_FIELD_BYTES in UTF-8.
+ * Throws InvalidFieldError.
  */
 export function validateFieldPath (field: unknown): asserts field is string {
   if (typeof field !== 'string') throw new InvalidFieldError('field name must be a string')
   if (field.length === 0) throw new InvalidFieldError('field name is empty')
   if (field.length > MAX_FIELD_LENGTH) throw new InvalidFieldError(`field name is longer than ${MAX_FIELD_LENGTH} characters`)
+  // Three UTF-8 bytes per UTF-16 unit at most: only long names need counting.
+  if (field.length * 3 > MAX_FIELD_BYTES && Buffer.byteLength(field) > MAX_FIELD_BYTES) throw new InvalidFieldError(`field name is longer than ${MAX_FIELD_BYTES} UTF-8 bytes`)
   if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
   if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
 }

@@ -14,16 +14,18 @@
  *   root is the smallest rid; this is derived locally and writes nothing
  *   replicated.
  */
-export { RecordStore, OWNED_FIELD_PREFIXES, InvalidRemoteEntryError } from './record-store.js'
+export { RecordStore, OWNED_FIELD_PREFIXES } from './record-store.js'
+export { checkRemoteEntry, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
 export type {
-  RecordStoreOptions, RecordDocument, RemoteEntry, ApplyResult, WriteResult, RemovePathResult, FileTuple
+  RecordStoreOptions, RecordDocument, ApplyResult, WriteResult, RemovePathResult, FileTuple
 } from './record-store.js'
+export type { RemoteEntry } from './remote-entry.js'
 export type { RecordIndexer, FieldChange } from './mutation.js'
 export { newRecordId, isRecordId, recordIdTime, encodeUuidV7, decodeRecordId } from './record-id.js'
 export type { RecordId } from './record-id.js'
 export {
   validateFieldPath, rejectDeprecatedField, checkWritableField, validateValue, cidMemberOf,
-  MAX_FIELD_LENGTH, MAX_VALUE_LENGTH
+  MAX_FIELD_LENGTH, MAX_FIELD_BYTES, MAX_VALUE_LENGTH
 } from './field-path.js'
 export {
   InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError

@@ -4,8 +4,9 @@ import { prefixEnd, type KvStore, type SqlStatement, type Tx } from '../kv/index
 import {
   InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError
 } from './errors.js'
-import { checkWritableField, cidMemberOf, validateFieldPath, validateValue, MAX_FIELD_LENGTH, MAX_VALUE_LENGTH } from './field-path.js'
-import { Hlc, parseHlc } from './hlc.js'
+import { checkWritableField, cidMemberOf, validateFieldPath, validateValue } from './field-path.js'
+import { Hlc } from './hlc.js'
+import { checkRemoteEntry, ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
 import {
   CID, COUNT_READY, COUNT_ROOTS, DUP, FILE, GRP, HLC_KEY, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
   readCids, readDuplicates, readFields, readFieldsObject, type Reader
@@ -41,14 +42,6 @@ export interface RecordDocument {
   duplicates: string[]
 }
 
-/** One replicated key with its version; `value: null` is a tombstone. The key `file:<rid>` (no field) is a root tombstone. */
-export interface RemoteEntry {
-  key: string
-  value: string | null
-  hlc: string
-  origin: string
-}
-
 export interface ApplyResult {
   applied: number
   skipped: number
@@ -72,11 +65,6 @@ export type RemovePathResult =
 
 export interface FileTuple { rid: RecordId, filePath: string, sizeByte: string, mtimeNano: string }
 
-/** Entry-level validation failure in a remote batch: the whole batch is refused. */
-export class InvalidRemoteEntryError extends InvalidValueError {}
-
-const ORIGIN_RE = /^[A-Za-z0-9._-]{1,128}$/
-const MAX_REMOTE_KEY_BYTES = 1024
 
 /**
  * The record layer: UUIDv7 roots, flat `file:<rid>/<field>` keys, the
@@ -541,7 +529,7 @@ export class RecordStore {
     let refused = 0
     let maxHlc: string | undefined
     for (const e of entries) {
-      const parsed = this.checkRemote(e)
+      const parsed = checkRemoteEntry(e)
       if (this.hlc.aheadOfWall(e.hlc) > this.maxDrift) { refused++; continue }
       const version = makeVersion(e.hlc, e.origin)
       if (maxHlc === undefined || e.hlc > maxHlc) maxHlc = e.hlc
@@ -636,34 +624,6 @@ export class RecordStore {
 
   private persistHlc (tx: Tx): void {
     tx.put(HLC_KEY, this.hlc.last())
-  }
-
-  private checkRemote (e: RemoteEntry): { rid: RecordId, field?: string } {
-    const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }
-    if (e === null || typeof e !== 'object') bad('not an object')
-    if (typeof e.key !== 'string' || !e.key.startsWith('file:')) bad('key outside file:')
-    if (Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
-    if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
-    if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
-    if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
-    const rest = e.key.slice(5)
-    const slash = rest.indexOf('/')
-    const rid = slash < 0 ? rest : rest.slice(0, slash)
-    if (!isRecordId(rid)) bad('root is not a record id')
-    if (slash < 0) {
-      if (e.value !== null) bad('a root entry must be a tombstone')
-      return { rid: rid as RecordId }
-    }
-    const field = rest.slice(slash + 1)
-    try {
-      checkWritableField(field)
-    } catch (err) {
-      bad((err as Error).message)
-    }
-    if (field.length > MAX_FIELD_LENGTH) bad('field too long')
-    const c = cidMemberOf(field)
-    if (c !== undefined && !isCid(c)) bad('cids member is not a valid cid')
-    return { rid: rid as RecordId, field }
   }
 
   /** Per-key last-writer-wins over the group's roots, by their original versions. */

@@ -1,12 +1,11 @@
-import { createHash } from 'node:crypto'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { encodeCidV1 } from '../../src/cid/index.js'
 import { META_EVENTS, prefixEnd } from '../../src/kv/index.js'
 import {
   InvalidRemoteEntryError, VersionMap, formatHlc, openNodeStore, type NodeStore, type RecordId, type RemoteEntry
 } from '../../src/records/index.js'
-import { pick, prng, shuffle } from '../helpers/prng.js'
+import { prng, shuffle } from '../helpers/prng.js'
+import { OP_CIDS, randomRecordOp, testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { groupInvariantErrors } from './invariants.js'
 
@@ -20,9 +19,7 @@ function store (nodeId: string, now?: () => number): NodeStore {
   return s
 }
 
-function cid (n: number): string {
-  return encodeCidV1(0x55, 0x12, createHash('sha256').update(String(n)).digest())
-}
+const cid = testCid
 
 const RID = '01M8ME6YDNEBQ9WHRFBFD4HMGQ' as RecordId
 const hlcAt = (ms: number, c = 0): string => formatHlc({ ms, counter: c })
@@ -149,40 +146,13 @@ describe('applyRemote', () => {
 })
 
 describe('convergence (property)', () => {
-  const FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0']
-  const VALUES = ['a', 'b', 'Ünïcode ✓', '', '2001', 'true']
-  const CIDS = Array.from({ length: 6 }, (_, i) => cid(i))
+  const CIDS = OP_CIDS
 
   async function randomOps (s: NodeStore, rand: () => number, known: RecordId[], n: number): Promise<void> {
     for (let i = 0; i < n; i++) {
-      const roll = rand()
-      const live = s.records.listRoots()
-      const target = (): string => (live.length > 0 && rand() < 0.8 ? pick(rand, live) : pick(rand, known.length > 0 ? known : live))
-      try {
-        if (roll < 0.2 || live.length === 0) {
-          const extra: Record<string, string> = { title: pick(rand, VALUES) }
-          if (rand() < 0.7) extra[`cids/${pick(rand, CIDS)}`] = 'true'
-          known.push(await s.records.mint(`/files/${i}`, i, i, extra))
-        } else if (roll < 0.55) {
-          const f: Record<string, string> = {}
-          for (let j = 0; j < 1 + Math.floor(rand() * 3); j++) f[pick(rand, FIELDS)] = pick(rand, VALUES)
-          if (rand() < 0.3) f[`cids/${pick(rand, CIDS)}`] = 'true'
-          await s.records.mergeFlat(target(), f)
-        } else if (roll < 0.7) {
-          await s.records.deleteProperty(target(), rand() < 0.3 ? `cids/${pick(rand, CIDS)}` : pick(rand, FIELDS))
-        } else if (roll < 0.8) {
-          await s.records.setFlat(target(), { [pick(rand, FIELDS)]: pick(rand, VALUES) })
-        } else if (roll < 0.88) {
-          await s.records.deleteRoot(target())
-        } else {
-          await s.records.mergeFlat(pick(rand, CIDS), { [pick(rand, FIELDS)]: pick(rand, VALUES) })
-        }
-        const errs = groupInvariantErrors(s)
-        if (errs.length > 0) throw new Error(`derived state broke after local op ${roll}: ${errs.join('; ')}`)
-      } catch (err) {
-        // Only address errors are expected (a target that was deleted); anything else is a bug.
-        if (!(err instanceof Error) || !/neither|not found/.test(err.message)) throw err
-      }
+      await randomRecordOp(s, rand, known, i)
+      const errs = groupInvariantErrors(s)
+      if (errs.length > 0) throw new Error(`derived state broke after local op ${i}: ${errs.join('; ')}`)
     }
   }
 

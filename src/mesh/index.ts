@@ -1,0 +1,23 @@
+/**
+ * mesh: replication of the records between equal peers (replication.md).
+ *
+ * - `protocol/`: the core, with no I/O of its own: cursors, batching, frame
+ *   sequences, validation, timers, peer bookkeeping, driven through a
+ *   `MeshRuntime` and a `ReplicaStore` (runtime.ts states both contracts).
+ * - `messages.ts`: the versioned wire union and its one decode function.
+ * - `replica-store.ts`: the `ReplicaStore` over the record layer.
+ * - `testing/`: a deterministic in-process runtime (virtual clock, seeded
+ *   network) for tests and the simulator.
+ *
+ * Guarantees: nothing a peer sends touches the store before it is decoded
+ * and validated; a bad frame is refused whole, counted against its signer,
+ * and never crashes the node; pull alone converges the mesh, push makes it
+ * fast.
+ */
+export * from './protocol/index.js'
+export {
+  decodeMessage, encodeMessage, WireError, WIRE_VERSION, MAX_MESSAGE_BYTES, MAX_DECODED_BYTES
+} from './messages.js'
+export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
+export { RecordReplica } from './replica-store.js'
+export type { RecordReplicaOptions } from './replica-store.js'

@@ -1,0 +1,267 @@
+/**
+ * The mesh's wire messages: one versioned, discriminated union, encoded by
+ * `encodeMessage` and decoded (and validated) by `decodeMessage`, the only
+ * way bytes from a peer become a message. Every size and grammar limit a
+ * peer must respect is checked here, before anything reaches the store.
+ *
+ * Envelope: one byte of wire version (1), one byte of flags (bit 0: the body
+ * is deflate-raw compressed), then the body as UTF-8 JSON with short keys.
+ * Entries travel grouped, so a record written in one go names its root id
+ * once and its version (16-hex HLC and origin) once, and each origin string
+ * once per message:
+ *
+ *   block = { o: [origin…], v: [[hlc, originIndex]…],
+ *             r: [[rid, rootTombstoneVersionIndex | -1, [[versionIndex, name, value|null, name, value|null…]…]]…] }
+ *
+ * A decoded message carries plain `RemoteEntry` lists again.
+ */
+import { deflateRawSync, inflateRawSync } from 'node:zlib'
+import { MetaCoreError } from '../common/index.js'
+import { MAX_REMOTE_KEY_BYTES, MAX_VALUE_LENGTH, ORIGIN_RE, type RemoteEntry } from '../records/index.js'
+
+export const WIRE_VERSION = 1
+/** Largest message on the wire (a gossip frame or a pull page), compressed or not. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024
+/** Largest body after decompression: a page is built to about 1 MiB of keys and values, and JSON escaping can add to that. */
+export const MAX_DECODED_BYTES = 8 * 1024 * 1024
+/** Bodies smaller than this are sent as they are: deflate saves nothing worth its CPU on them. */
+const COMPRESS_FROM_BYTES = 512
+/** Cursors and log ids are short opaque strings; anything longer is not ours. */
+const MAX_TOKEN_LENGTH = 128
+const FLAG_DEFLATE = 1
+const HLC_RE = /^[0-9a-f]{16}$/
+
+/** A push frame: entries its origin wrote, with the origin's frame sequence `(epoch, seq)`. */
+export interface PushMessage { t: 'push', origin: string, epoch: number, seq: number, entries: RemoteEntry[] }
+/** Pull request: the changes of the peer's log after `cursor`, if `log` is still the peer's log. */
+export interface PullMessage { t: 'pull', log: string | null, cursor: string | null, maxBytes: number }
+/** Snapshot request: the peer's replicated range after position `after` (null: from the start). */
+export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number }
+/** Pull reply. `gap`: the cursor cannot be served (trimmed, older than the tombstone horizon, or another log): resync. */
+export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean }
+/** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null }
+export type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
+export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number }
+
+export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage
+export type RequestMessage = PullMessage | SnapMessage
+export type ReplyMessage = ChangesMessage | SnapshotMessage | ErrorMessage
+
+const ERROR_CODES: readonly ErrorCode[] = ['busy', 'blocked', 'bad-request', 'internal']
+
+/** Bytes from a peer that are not a valid message: the message is refused whole. */
+export class WireError extends MetaCoreError {
+  constructor (message: string, options?: { cause?: unknown }) {
+    super('bad_message', message, options)
+  }
+}
+
+// ------------------------------------------------------------------ encode
+
+type Block = { o: string[], v: Array<[string, number]>, r: Array<[string, number, Array<Array<string | number | null>>]> }
+
+function encodeBlock (entries: readonly RemoteEntry[]): Block {
+  const origins = new Map<string, number>()
+  const versions = new Map<string, number>()
+  const block: Block = { o: [], v: [], r: [] }
+  const roots = new Map<string, { row: [string, number, Array<Array<string | number | null>>], groups: Map<number, Array<string | number | null>> }>()
+  const versionIndex = (hlc: string, origin: string): number => {
+    let oi = origins.get(origin)
+    if (oi === undefined) { oi = block.o.length; origins.set(origin, oi); block.o.push(origin) }
+    const key = hlc + oi
+    let vi = versions.get(key)
+    if (vi === undefined) { vi = block.v.length; versions.set(key, vi); block.v.push([hlc, oi]) }
+    return vi
+  }
+  for (const e of entries) {
+    const rest = e.key.slice(5)
+    const slash = rest.indexOf('/')
+    const rid = slash < 0 ? rest : rest.slice(0, slash)
+    let root = roots.get(rid)
+    if (root === undefined) {
+      root = { row: [rid, -1, []], groups: new Map() }
+      roots.set(rid, root)
+      block.r.push(root.row)
+    }
+    const vi = versionIndex(e.hlc, e.origin)
+    if (slash < 0) {
+      root.row[1] = vi
+      continue
+    }
+    let g = root.groups.get(vi)
+    if (g === undefined) { g = [vi]; root.groups.set(vi, g); root.row[2].push(g) }
+    g.push(rest.slice(slash + 1), e.value)
+  }
+  return block
+}
+
+function body (m: Message): unknown {
+  switch (m.t) {
+    case 'push': return { t: m.t, o: m.origin, e: m.epoch, s: m.seq, b: encodeBlock(m.entries) }
+    case 'pull': return { t: m.t, l: m.log, c: m.cursor, m: m.maxBytes }
+    case 'snap': return { t: m.t, a: m.after, m: m.maxBytes }
+    case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap }
+    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head }
+    case 'error': return m.retryAfterMs === undefined ? { t: m.t, c: m.code, m: m.message } : { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs }
+  }
+}
+
+/** Encodes a message; bodies past a few hundred bytes are deflated when that makes them smaller. */
+export function encodeMessage (m: Message): Uint8Array {
+  const json = Buffer.from(JSON.stringify(body(m)))
+  let flags = 0
+  let payload: Buffer = json
+  if (json.length >= COMPRESS_FROM_BYTES) {
+    const z = deflateRawSync(json)
+    if (z.length < json.length) { payload = z; flags |= FLAG_DEFLATE }
+  }
+  const out = new Uint8Array(payload.length + 2)
+  out[0] = WIRE_VERSION
+  out[1] = flags
+  out.set(payload, 2)
+  return out
+}
+
+// ------------------------------------------------------------------ decode
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Decodes and validates bytes from a peer. Throws WireError for anything
+ * that is not a well-formed message of this wire version within the limits:
+ * size, key grammar (only `file:` keys, at most 1 KiB), value size, HLC and
+ * origin format. Record-level grammar (root ids, field names) is the
+ * store's check, run by the protocol core before applying.
+ */
+export function decodeMessage (bytes: Uint8Array): Message {
+  if (!(bytes instanceof Uint8Array)) throw new WireError('not bytes')
+  if (bytes.length > MAX_MESSAGE_BYTES) throw new WireError(`message of ${bytes.length} bytes is over the ${MAX_MESSAGE_BYTES}-byte limit`)
+  if (bytes.length < 2) throw new WireError('message too short')
+  if (bytes[0] !== WIRE_VERSION) throw new WireError(`unsupported wire version ${bytes[0]}`)
+  const flags = bytes[1]
+  if ((flags & ~FLAG_DEFLATE) !== 0) throw new WireError('unknown flags')
+  let raw: Uint8Array = bytes.subarray(2)
+  if ((flags & FLAG_DEFLATE) !== 0) {
+    try {
+      raw = inflateRawSync(raw, { maxOutputLength: MAX_DECODED_BYTES })
+    } catch (err) {
+      throw new WireError('body does not inflate within the size limit', { cause: err })
+    }
+  }
+  let o: unknown
+  try {
+    o = JSON.parse(utf8.decode(raw))
+  } catch (err) {
+    throw new WireError('body is not JSON', { cause: err })
+  }
+  if (!isObject(o)) throw new WireError('body is not an object')
+  switch (o.t) {
+    case 'push': {
+      const origin = str(o.o, 'origin')
+      if (!ORIGIN_RE.test(origin)) throw new WireError('bad origin')
+      return { t: 'push', origin, epoch: count(o.e, 'epoch'), seq: count(o.s, 'seq'), entries: decodeBlock(o.b) }
+    }
+    case 'pull':
+      return { t: 'pull', log: optToken(o.l, 'log'), cursor: optToken(o.c, 'cursor'), maxBytes: pageSize(o.m) }
+    case 'snap':
+      return { t: 'snap', after: optToken(o.a, 'after', MAX_REMOTE_KEY_BYTES), maxBytes: pageSize(o.m) }
+    case 'changes':
+      if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
+      return { t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }
+    case 'snapshot':
+      return { t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }
+    case 'error': {
+      const code = str(o.c, 'code') as ErrorCode
+      if (!ERROR_CODES.includes(code)) throw new WireError('unknown error code')
+      const message = str(o.m, 'message').slice(0, 500)
+      const out: ErrorMessage = { t: 'error', code, message }
+      if (o.r !== undefined) out.retryAfterMs = count(o.r, 'retryAfterMs')
+      return out
+    }
+    default:
+      throw new WireError('unknown message type')
+  }
+}
+
+function decodeBlock (b: unknown): RemoteEntry[] {
+  if (!isObject(b) || !Array.isArray(b.o) || !Array.isArray(b.v) || !Array.isArray(b.r)) throw new WireError('bad entry block')
+  const origins = b.o.map((x: unknown) => {
+    if (typeof x !== 'string' || !ORIGIN_RE.test(x)) throw new WireError('bad origin')
+    return x
+  })
+  const versions = b.v.map((x: unknown): [string, string] => {
+    if (!Array.isArray(x) || x.length !== 2 || typeof x[0] !== 'string' || !HLC_RE.test(x[0])) throw new WireError('bad version')
+    const oi = x[1] as unknown
+    if (typeof oi !== 'number' || !Number.isInteger(oi) || oi < 0 || oi >= origins.length) throw new WireError('bad origin index')
+    return [x[0], origins[oi]]
+  })
+  const version = (vi: unknown): [string, string] => {
+    if (typeof vi !== 'number' || !Number.isInteger(vi) || vi < 0 || vi >= versions.length) throw new WireError('bad version index')
+    return versions[vi]
+  }
+  const out: RemoteEntry[] = []
+  for (const row of b.r as unknown[]) {
+    if (!Array.isArray(row) || row.length !== 3 || typeof row[0] !== 'string' || !Array.isArray(row[2])) throw new WireError('bad root group')
+    const rid = row[0]
+    if (rid.length === 0 || rid.includes('/')) throw new WireError('bad root id')
+    if (row[1] !== -1) {
+      const [hlc, origin] = version(row[1])
+      out.push(checkSize({ key: `file:${rid}`, value: null, hlc, origin }))
+    }
+    for (const g of row[2] as unknown[]) {
+      if (!Array.isArray(g) || g.length < 3 || g.length % 2 !== 1) throw new WireError('bad version group')
+      const [hlc, origin] = version(g[0])
+      for (let i = 1; i < g.length; i += 2) {
+        const name = g[i] as unknown
+        const value = g[i + 1] as unknown
+        if (typeof name !== 'string' || name.length === 0) throw new WireError('bad field name')
+        if (value !== null && typeof value !== 'string') throw new WireError('bad value')
+        out.push(checkSize({ key: `file:${rid}/${name}`, value, hlc, origin }))
+      }
+    }
+  }
+  return out
+}
+
+function checkSize (e: RemoteEntry): RemoteEntry {
+  // UTF-16 length bounds the UTF-8 length from below and at a third from above: count bytes only when it matters.
+  if (e.key.length * 3 > MAX_REMOTE_KEY_BYTES && Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) throw new WireError('key longer than 1 KiB')
+  if (e.value !== null && e.value.length > MAX_VALUE_LENGTH) throw new WireError('value longer than 256 KiB')
+  return e
+}
+
+function isObject (x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x)
+}
+
+function str (x: unknown, what: string): string {
+  if (typeof x !== 'string') throw new WireError(`${what} must be a string`)
+  return x
+}
+
+function token (x: unknown, what: string, max = MAX_TOKEN_LENGTH): string {
+  const s = str(x, what)
+  if (s.length === 0 || s.length > max) throw new WireError(`${what} has a bad length`)
+  return s
+}
+
+function optToken (x: unknown, what: string, max = MAX_TOKEN_LENGTH): string | null {
+  return x === null ? null : token(x, what, max)
+}
+
+function count (x: unknown, what: string): number {
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < 0) throw new WireError(`${what} must be a non-negative integer`)
+  return x
+}
+
+function pageSize (x: unknown): number {
+  const n = count(x, 'maxBytes')
+  if (n < 1 || n > MAX_MESSAGE_BYTES) throw new WireError('maxBytes out of range')
+  return n
+}
+
+/** About how many bytes an entry adds to a page: what budgets count (the encoded size is checked exactly afterwards). */
+export function entryWeight (e: RemoteEntry): number {
+  return e.key.length + (e.value === null ? 0 : e.value.length) + 8
+}

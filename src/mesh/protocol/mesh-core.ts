@@ -1,0 +1,371 @@
+/**
+ * The replication core: one state machine per node, with no I/O of its own.
+ * It acts only through a `MeshRuntime` (clock, timers, randomness, publish,
+ * request) and a `ReplicaStore`, and is driven by the inputs below. libp2p
+ * drives it in a node; the in-process virtual mesh and the simulator drive
+ * the very same code.
+ *
+ * Inputs: `start`/`stop`, `peerConnected`/`peerDisconnected`, `onGossip`
+ * (a push frame: validated synchronously, so the adapter can answer
+ * gossipsub's validator, and applied asynchronously), `handleRequest` (a
+ * peer's pull), and the store's committed changes (subscribed at start).
+ *
+ * Guarantees:
+ * - Nothing from a peer touches the store before it passed `decodeMessage`
+ *   and the checks here (origin = signer, record grammar, clock drift,
+ *   sequence); a bad frame is refused whole and counted against its signer.
+ * - Remote entries are applied one frame or page per transaction, in
+ *   arrival order, through one queue.
+ * - Every handler catches per message: a bad or failing input is counted
+ *   and logged, never thrown at the adapter.
+ */
+import { silentLogger, type Logger } from '../../common/index.js'
+import { parseHlc } from '../../records/index.js'
+import { decodeMessage, WireError } from '../messages.js'
+import { meshOptions, type MeshOptions } from './options.js'
+import { PeerSync, type Screened } from './peer-sync.js'
+import { Pusher } from './push.js'
+import { SequenceTracker } from './sequence.js'
+import { errorReply, servePull, serveSnap } from './serve.js'
+import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
+import { TokenBucket } from './token-bucket.js'
+import type { MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+
+/** gossipsub's three validation answers. */
+export type GossipVerdict = 'accept' | 'reject' | 'ignore'
+
+export const EPOCH_KEY = 'mesh:epoch'
+
+export interface MeshCoreInit {
+  /** This node's peer id: the origin of its versions and the signer of its frames. */
+  selfId: PeerKey
+  runtime: MeshRuntime
+  store: ReplicaStore
+  options?: Partial<MeshOptions>
+  logger?: Logger
+}
+
+interface PeerEntry {
+  counters: PeerCounters
+  sync: PeerSync
+  bucket: TokenBucket | undefined
+  queued: number
+}
+
+export class MeshCore {
+  readonly selfId: PeerKey
+  readonly options: MeshOptions
+  private readonly rt: MeshRuntime
+  private readonly store: ReplicaStore
+  private readonly log: Logger
+  private readonly peers = new Map<PeerKey, PeerEntry>()
+  private readonly sequences: SequenceTracker
+  private readonly blocked: Set<string>
+  private pusher: Pusher | undefined
+  private unsubscribe: (() => void) | undefined
+  private applyQueue: Promise<void> = Promise.resolve()
+  /** Store work the core started and has not seen finish: stop waits for it, drivers of virtual time too. */
+  private readonly inflight = new Set<Promise<unknown>>()
+  private state: 'new' | 'starting' | 'running' | 'stopped' = 'new'
+  private startPromise: Promise<void> | undefined
+  private stopPromise: Promise<void> | undefined
+
+  constructor (init: MeshCoreInit) {
+    this.selfId = init.selfId
+    this.rt = init.runtime
+    this.store = init.store
+    this.options = meshOptions(init.options)
+    this.log = init.logger ?? silentLogger
+    this.sequences = new SequenceTracker(this.options.sequenceWindow)
+    this.blocked = new Set(this.options.blockedPeers)
+  }
+
+  // ------------------------------------------------------------ lifecycle
+
+  /** Picks this start's frame epoch, subscribes to the store's changes and starts syncing connected peers. Idempotent. */
+  async start (): Promise<void> {
+    this.startPromise ??= this.doStart()
+    await this.startPromise
+  }
+
+  private async doStart (): Promise<void> {
+    this.state = 'starting'
+    // The epoch is this start's time, never below the last one used: a restart never reuses a sequence.
+    const last = Number(this.store.getLocal(EPOCH_KEY) ?? '0')
+    const epoch = Math.max(Math.floor(this.rt.now()), (Number.isSafeInteger(last) ? last : 0) + 1)
+    await this.track(this.store.setLocal(EPOCH_KEY, String(epoch)))
+    if (this.state !== 'starting') return // stopped while starting
+    this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
+    this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
+    this.state = 'running'
+    for (const p of this.peers.values()) if (p.sync.connected) this.kick(p.sync)
+  }
+
+  /**
+   * Publishes what is waiting, stops the timers and waits for the store work
+   * already started (queued applies, cursor writes). Pulls waiting on a
+   * peer's reply are abandoned, not awaited: their reply, if it comes, is
+   * dropped. After stop resolves the core no longer touches the store.
+   * Idempotent.
+   */
+  async stop (): Promise<void> {
+    this.stopPromise ??= this.doStop()
+    await this.stopPromise
+  }
+
+  private async doStop (): Promise<void> {
+    await this.startPromise?.catch(() => {}) // a failed start has nothing more to stop
+    this.state = 'stopped'
+    this.unsubscribe?.()
+    this.unsubscribe = undefined
+    this.pusher?.stop()
+    for (const p of this.peers.values()) p.sync.stop()
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
+  }
+
+  /** True while store work the core started (applies, cursor writes) has not finished: drivers of virtual time wait for it. */
+  get busy (): boolean {
+    return this.inflight.size > 0
+  }
+
+  // ------------------------------------------------------------ peers
+
+  peerConnected (peer: PeerKey): void {
+    if (peer === this.selfId || this.blocked.has(peer)) return
+    const p = this.peer(peer)
+    if (p.sync.connected) return
+    p.sync.connected = true
+    if (this.state === 'running') this.kick(p.sync)
+  }
+
+  peerDisconnected (peer: PeerKey): void {
+    this.peers.get(peer)?.sync.disconnect()
+  }
+
+  /** Pulls from `peer` (or every connected peer) now; resolves when those rounds end. */
+  async syncNow (peer?: PeerKey): Promise<void> {
+    if (this.state !== 'running') return
+    const targets = peer === undefined ? [...this.peers.values()].filter(p => p.sync.connected) : [this.peers.get(peer)].filter(p => p !== undefined)
+    await Promise.all(targets.map(async p => { await p.sync.sync() }))
+  }
+
+  isBlocked (peer: PeerKey): boolean {
+    return this.blocked.has(peer)
+  }
+
+  // ------------------------------------------------------------ gossip
+
+  /**
+   * A push frame from the gossip topic, signed by `signer` (authenticated by
+   * the adapter) and relayed to us by `relay`. Decides synchronously; the
+   * apply runs later through the queue.
+   */
+  onGossip (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey): GossipVerdict {
+    try {
+      return this.gossip(signer, bytes, relay)
+    } catch (err) {
+      // A bug here must not take the node down or punish the sender: drop the frame, pull repairs.
+      this.log.error('gossip frame handling failed', { err, signer })
+      return 'ignore'
+    }
+  }
+
+  private gossip (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey): GossipVerdict {
+    if (this.state !== 'running') return 'ignore'
+    if (this.blocked.has(signer) || (relay !== undefined && this.blocked.has(relay))) return 'reject'
+    if (signer === this.selfId) return 'ignore'
+    const p = this.peer(signer)
+    p.counters.framesIn++
+    const refuse = (why: string, fields: Record<string, unknown> = {}): GossipVerdict => {
+      p.counters.framesRejected++
+      this.log.debug('refused a frame', { signer, why, ...fields })
+      return 'reject'
+    }
+    let m
+    try {
+      m = decodeMessage(bytes)
+    } catch (err) {
+      return refuse(err instanceof WireError ? err.message : 'undecodable')
+    }
+    if (m.t !== 'push') return refuse(`a ${m.t} message on the gossip topic`)
+    if (m.origin !== signer || m.entries.some(e => e.origin !== signer)) {
+      p.counters.forged++
+      return refuse('entries of another origin than the signer')
+    }
+    const screened = this.screen(m.entries)
+    if ('bad' in screened) return refuse(screened.bad)
+    if (screened.drifted > 0) {
+      p.counters.driftRefusals += screened.drifted
+      return refuse('entries too far ahead of our clock', { entries: screened.drifted })
+    }
+    const verdict = this.sequences.classify(m.origin, m.epoch, m.seq)
+    if (verdict === 'replay') {
+      p.counters.replays++
+      return refuse('frame sequence already seen', { epoch: m.epoch, seq: m.seq })
+    }
+    if (p.queued >= this.options.maxQueuedFrames) {
+      // Not the frame's fault: leave it unrecorded and pull instead of queueing without bound.
+      p.counters.framesDropped++
+      this.pullSoon(signer, relay)
+      return 'ignore'
+    }
+    this.sequences.record(m.origin, m.epoch, m.seq)
+    if (verdict === 'gap') this.pullSoon(signer, relay)
+    p.queued++
+    this.enqueueApply(screened.ok).finally(() => { p.queued-- }).catch(() => {})
+    return 'accept'
+  }
+
+  /**
+   * Record grammar (the store's rules) and clock drift for a frame's or a
+   * page's entries: any malformed entry refuses the whole lot; entries too
+   * far ahead are separated out and counted by the caller.
+   */
+  private screen (entries: readonly RemoteEntry[]): Screened {
+    const limit = this.rt.now() + this.options.maxClockDriftMs
+    const ok: RemoteEntry[] = []
+    let drifted = 0
+    for (const e of entries) {
+      const why = this.store.checkEntry(e)
+      if (why !== undefined) return { bad: why }
+      const h = parseHlc(e.hlc)
+      if (h === undefined) return { bad: 'bad hlc' }
+      if (h.ms > limit) drifted++
+      else ok.push(e)
+    }
+    return { ok, drifted }
+  }
+
+  private async enqueueApply (entries: RemoteEntry[]): Promise<void> {
+    const run = this.applyQueue.then(async () => {
+      // After stop the store may be closing: refuse, so a pull does not move its cursor past a page it never applied.
+      if (this.state === 'stopped') throw new Error('mesh stopped')
+      if (entries.length === 0) return
+      const r = await this.store.apply(entries)
+      if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
+    })
+    // The queue goes on after a failed apply (the store was closing, say): the pull path repairs what it missed.
+    this.applyQueue = run.catch((err: unknown) => { this.log.warn('applying remote entries failed', { err }) })
+    await this.track(run)
+  }
+
+  /** Pulls from the origin if it is a direct peer, else from the relay, else from a random connected peer. */
+  private pullSoon (origin: PeerKey, relay?: PeerKey): void {
+    const connected = (k: PeerKey | undefined): PeerEntry | undefined => {
+      const p = k === undefined ? undefined : this.peers.get(k)
+      return p?.sync.connected === true ? p : undefined
+    }
+    let target = connected(origin) ?? connected(relay)
+    if (target === undefined) {
+      const all = [...this.peers.values()].filter(p => p.sync.connected)
+      if (all.length === 0) return
+      target = all[Math.floor(this.rt.random() * all.length)]
+    }
+    this.kick(target.sync)
+  }
+
+  private kick (sync: PeerSync): void {
+    sync.sync().catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
+  }
+
+  // ------------------------------------------------------------ serving
+
+  /** A peer's pull request; always resolves with reply bytes (an error message when refused). */
+  async handleRequest (peer: PeerKey, bytes: Uint8Array): Promise<Uint8Array> {
+    try {
+      if (this.state !== 'running') return errorReply('busy', 'not running', 1000)
+      if (this.blocked.has(peer)) return errorReply('blocked', 'blocked')
+      const p = this.peer(peer)
+      const now = this.rt.now()
+      p.bucket ??= new TokenBucket(this.options.servePagesPerSecond, this.options.servePageBurst, now)
+      if (!p.bucket.take(now)) {
+        p.counters.busyRefusals++
+        return errorReply('busy', 'too many pulls', p.bucket.waitMs(now))
+      }
+      let m
+      try {
+        m = decodeMessage(bytes)
+      } catch (err) {
+        p.counters.framesRejected++
+        return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
+      }
+      let reply: Uint8Array
+      if (m.t === 'pull') reply = servePull(this.store, this.options, m)
+      else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m)
+      else {
+        p.counters.framesRejected++
+        return errorReply('bad-request', `a ${m.t} message is not a request`)
+      }
+      p.counters.pagesServed++
+      p.counters.bytesServed += reply.length
+      return reply
+    } catch (err) {
+      this.log.error('serving a pull failed', { err, peer })
+      return errorReply('internal', 'internal error')
+    }
+  }
+
+  // ------------------------------------------------------------ status
+
+  status (): MeshStatus {
+    const peers: PeerStatus[] = []
+    for (const [peerId, p] of [...this.peers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+      peers.push({
+        peerId,
+        connected: p.sync.connected,
+        cursor: p.sync.cursor,
+        behind: p.sync.behind,
+        resyncing: p.sync.connected && p.sync.resyncing,
+        lastSyncAt: p.sync.lastSyncAt,
+        ...p.counters
+      })
+    }
+    return {
+      self: {
+        peerId: this.selfId,
+        hlc: this.store.clock(),
+        epoch: Number(this.store.getLocal(EPOCH_KEY) ?? '0'),
+        seq: this.pusher?.lastSeq ?? 0,
+        framesOut: this.pusher?.stats.framesOut ?? 0,
+        bytesOut: this.pusher?.stats.bytesOut ?? 0,
+        publishFailures: this.pusher?.stats.publishFailures ?? 0
+      },
+      peers
+    }
+  }
+
+  // ------------------------------------------------------------ internals
+
+  private peer (id: PeerKey): PeerEntry {
+    let p = this.peers.get(id)
+    if (p === undefined) {
+      const counters = emptyCounters()
+      p = {
+        counters,
+        bucket: undefined,
+        queued: 0,
+        sync: new PeerSync(id, {
+          rt: this.rt,
+          store: this.store,
+          opts: this.options,
+          counters,
+          screen: (entries) => this.screen(entries),
+          apply: async (entries) => { await this.enqueueApply(entries) },
+          track: async (op) => await this.track(op),
+          log: (msg, fields) => { this.log.debug(msg, fields) }
+        })
+      }
+      this.peers.set(id, p)
+    }
+    return p
+  }
+
+  private async track<T> (op: Promise<T>): Promise<T> {
+    this.inflight.add(op)
+    try {
+      return await op
+    } finally {
+      this.inflight.delete(op)
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * The core's tunables, with their defaults and why. Every duration is in
+ * milliseconds of the runtime's clock.
+ */
+import { MAX_MESSAGE_BYTES } from '../messages.js'
+
+export interface MeshOptions {
+  /** Push frames leave at most this long after the first change they carry (issue: 50 ms). */
+  flushMs: number
+  /** …or as soon as this many bytes of changes are waiting. */
+  flushBytes: number
+  /** Pull from every connected peer about this often (jittered ±25 %): pull alone converges the mesh. */
+  antiEntropyMs: number
+  /** Pages asked for and served stay under this many bytes on the wire (at most 1 MiB: larger messages stall libp2p streams). */
+  pageBytes: number
+  /** Keys per change page at most (bounds the work of one request on the serving side). */
+  pageKeys: number
+  /** Deadline of one pull request. */
+  requestTimeoutMs: number
+  /** Remote versions further ahead of our clock than this are refused (replication.md: 10 s). */
+  maxClockDriftMs: number
+  /** Frames from one signer waiting to be applied; past this, new ones are dropped (pull repairs). */
+  maxQueuedFrames: number
+  /** Pull pages served to one peer per second, sustained… */
+  servePagesPerSecond: number
+  /** …and in a burst. */
+  servePageBurst: number
+  /** Frame sequence numbers remembered per origin, to refuse replays; older ones are refused as replays too. */
+  sequenceWindow: number
+  /** Pages pulled from one peer in one round at most, so one round cannot run forever. */
+  maxPagesPerRound: number
+  /** Peers whose frames, requests and connections are refused. */
+  blockedPeers: readonly string[]
+}
+
+export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
+  flushMs: 50,
+  flushBytes: 64 * 1024,
+  antiEntropyMs: 15_000,
+  pageBytes: MAX_MESSAGE_BYTES,
+  pageKeys: 20_000,
+  requestTimeoutMs: 15_000,
+  maxClockDriftMs: 10_000,
+  maxQueuedFrames: 256,
+  servePagesPerSecond: 50,
+  servePageBurst: 200,
+  sequenceWindow: 4096,
+  maxPagesPerRound: 100_000,
+  blockedPeers: []
+}
+
+export function meshOptions (o: Partial<MeshOptions> = {}): MeshOptions {
+  const out = { ...DEFAULT_MESH_OPTIONS, ...o }
+  out.pageBytes = Math.min(out.pageBytes, MAX_MESSAGE_BYTES)
+  return out
+}

@@ -1,0 +1,240 @@
+/**
+ * Pull from one peer: a cursor into the peer's change log, kept in the
+ * store's node-local keys (`mesh:cursor/<peer>`) and written after each page
+ * is applied (at-least-once: applying a page twice changes nothing).
+ *
+ * A round asks for the changes after the cursor, page by page, until the
+ * page reaches the head the peer reported. When the peer answers `gap` (its
+ * log was trimmed past the cursor, the cursor is older than its tombstone
+ * horizon, or the log is another one: the peer's store was replaced), or
+ * when we never synced with it, the round takes a full resync instead: the
+ * peer's whole replicated range, paged in root order, then the changes after
+ * the log head the peer captured before the first snapshot page. The resync
+ * position is kept too, so an interrupted resync resumes where it stopped.
+ *
+ * A page with an entry too far ahead of our clock is applied without it and
+ * the cursor stays put: the round ends and the next one asks again, by when
+ * our clock may have caught up.
+ */
+import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type SnapshotMessage } from '../messages.js'
+import type { MeshOptions } from './options.js'
+import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import type { PeerCounters } from './status.js'
+
+export const CURSOR_PREFIX = 'mesh:cursor/'
+
+interface CursorState {
+  /** The peer's log id this cursor belongs to; null: never synced. */
+  log: string | null
+  cursor: Cursor | null
+  /** A full resync under way: the head captured before it, and the position reached. */
+  snap?: { log: string | null, head: Cursor | null, after: string | null }
+}
+
+/** What a page's entries come to after screening. */
+export type Screened = { ok: RemoteEntry[], drifted: number } | { bad: string }
+
+export interface PeerSyncDeps {
+  rt: MeshRuntime
+  store: ReplicaStore
+  opts: MeshOptions
+  counters: PeerCounters
+  screen: (entries: readonly RemoteEntry[]) => Screened
+  apply: (entries: RemoteEntry[]) => Promise<void>
+  /** Tracks store writes so a driver can tell when the core is idle. */
+  track: <T>(p: Promise<T>) => Promise<T>
+  log: (msg: string, fields?: Record<string, unknown>) => void
+}
+
+type Step = 'more' | 'done' | 'stop'
+
+export class PeerSync {
+  connected = false
+  behind = true
+  lastSyncAt: number | null = null
+  private state: CursorState | undefined
+  private running: Promise<void> | undefined
+  private again = false
+  private cancelTimer: (() => void) | undefined
+  private retryAfterMs = 0
+  private stopped = false
+
+  constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {}
+
+  get cursor (): Cursor | null {
+    return this.load().cursor
+  }
+
+  get resyncing (): boolean {
+    const s = this.load()
+    return s.snap !== undefined || s.log === null
+  }
+
+  /** Runs a round now (or once more after the running one); resolves when the rounds end. */
+  async sync (): Promise<void> {
+    if (this.stopped || !this.connected) return
+    if (this.running !== undefined) {
+      this.again = true
+      return await this.running
+    }
+    this.cancelTimer?.()
+    this.cancelTimer = undefined
+    this.running = (async () => {
+      do {
+        this.again = false
+        await this.round()
+      } while (this.again && this.connected && !this.stopped)
+    })().finally(() => {
+      this.running = undefined
+      this.scheduleNext()
+    })
+    return await this.running
+  }
+
+  disconnect (): void {
+    this.connected = false
+    this.cancelTimer?.()
+    this.cancelTimer = undefined
+  }
+
+  stop (): void {
+    this.stopped = true
+    this.disconnect()
+  }
+
+  private scheduleNext (): void {
+    if (this.stopped || !this.connected) return
+    const jittered = Math.round(this.d.opts.antiEntropyMs * (0.75 + 0.5 * this.d.rt.random()))
+    const delay = Math.max(jittered, this.retryAfterMs)
+    this.retryAfterMs = 0
+    this.cancelTimer?.()
+    this.cancelTimer = this.d.rt.schedule(delay, () => {
+      this.cancelTimer = undefined
+      this.sync().catch((err: unknown) => { this.d.log('pull round failed', { peer: this.peer, err }) }) // the next tick retries
+    })
+  }
+
+  private async round (): Promise<void> {
+    for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
+      if (this.stopped || !this.connected) return
+      const s = this.load()
+      const step = s.snap !== undefined || s.log === null ? await this.snapStep(s) : await this.changesStep(s)
+      if (step !== 'more') return
+    }
+  }
+
+  private async changesStep (s: CursorState): Promise<Step> {
+    const reply = await this.ask({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
+    if (reply === undefined || this.stopped) return 'stop'
+    if (reply.gap) {
+      this.d.log('peer cannot serve our cursor: full resync', { peer: this.peer, cursor: s.cursor })
+      await this.save({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } })
+      return 'more'
+    }
+    const applied = await this.applyPage(reply.entries)
+    if (!applied) return 'stop'
+    const before = s.cursor
+    if (reply.next !== null && reply.next !== before) await this.save({ log: reply.log, cursor: reply.next })
+    this.lastSyncAt = this.d.rt.now()
+    this.behind = reply.next !== reply.head
+    // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
+    return this.behind && reply.next !== before ? 'more' : 'done'
+  }
+
+  private async snapStep (s: CursorState): Promise<Step> {
+    const snap = s.snap ?? { log: null, head: null, after: null }
+    const reply = await this.ask({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+    if (reply === undefined || this.stopped) return 'stop'
+    let next = snap
+    if (snap.after === null) {
+      next = { log: reply.log, head: reply.head, after: null }
+    } else if (reply.log !== snap.log) {
+      // The peer's store changed under the resync: start over against the new one.
+      await this.save({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } })
+      return 'more'
+    }
+    if (!await this.applyPage(reply.entries)) return 'stop'
+    if (snap.after === null) this.d.counters.resyncs++
+    this.lastSyncAt = this.d.rt.now()
+    this.behind = true
+    if (reply.next === null) {
+      // The range is done: continue with the changes made since the head captured before it.
+      await this.save({ log: next.log, cursor: next.head })
+      this.d.log('full resync done', { peer: this.peer })
+      return 'more'
+    }
+    await this.save({ log: s.log, cursor: s.cursor, snap: { ...next, after: reply.next } })
+    return 'more'
+  }
+
+  /** Screens and applies a page; false when the round must stop (bad page, drift, apply failure). */
+  private async applyPage (entries: RemoteEntry[]): Promise<boolean> {
+    const screened = this.d.screen(entries)
+    if ('bad' in screened) {
+      this.d.counters.framesRejected++
+      this.d.log('refused a page from peer', { peer: this.peer, why: screened.bad })
+      return false
+    }
+    if (screened.ok.length > 0) await this.d.apply(screened.ok)
+    if (screened.drifted > 0) {
+      this.d.counters.driftRefusals += screened.drifted
+      this.behind = true
+      return false
+    }
+    return true
+  }
+
+  private async ask<T extends 'changes' | 'snapshot'> (req: Parameters<typeof encodeMessage>[0], want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+    let bytes: Uint8Array
+    try {
+      bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
+    } catch (err) {
+      this.d.counters.pullFailures++
+      this.d.log('pull request failed', { peer: this.peer, err })
+      return undefined
+    }
+    try {
+      const m = decodeMessage(bytes)
+      if (m.t === 'error') {
+        this.d.counters.pullFailures++
+        if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
+        this.d.log('peer refused a pull', { peer: this.peer, code: m.code, message: m.message })
+        return undefined
+      }
+      if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
+      this.d.counters.pagesIn++
+      this.d.counters.bytesIn += bytes.length
+      return m as T extends 'changes' ? ChangesMessage : SnapshotMessage
+    } catch (err) {
+      this.d.counters.framesRejected++
+      this.d.log('bad reply from peer', { peer: this.peer, err })
+      return undefined
+    }
+  }
+
+  private load (): CursorState {
+    if (this.state === undefined) {
+      const raw = this.d.store.getLocal(CURSOR_PREFIX + this.peer)
+      this.state = parseState(raw)
+    }
+    return this.state
+  }
+
+  private async save (s: CursorState): Promise<void> {
+    // After stop the store may be closing; an unsaved cursor only means a page is pulled again.
+    if (this.stopped) return
+    this.state = s
+    await this.d.track(this.d.store.setLocal(CURSOR_PREFIX + this.peer, JSON.stringify(s)))
+  }
+}
+
+function parseState (raw: string | undefined): CursorState {
+  if (raw === undefined) return { log: null, cursor: null }
+  try {
+    const o = JSON.parse(raw) as CursorState
+    if (typeof o === 'object' && o !== null && (o.log === null || typeof o.log === 'string')) return o
+  } catch {
+    // A cursor we cannot read only costs a resync: fall through to "never synced".
+  }
+  return { log: null, cursor: null }
+}

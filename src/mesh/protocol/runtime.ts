@@ -1,0 +1,132 @@
+/**
+ * The two seams of the replication core: the runtime it acts through
+ * (clock, timers, randomness, network) and the store it replicates
+ * (`ReplicaStore`). The core has no I/O of its own: given the same inputs in
+ * the same order, the same runtime answers and the same store, it makes the
+ * same calls and sends the same bytes. libp2p (`src/mesh/libp2p/`) is one
+ * runtime; the in-process virtual mesh (`src/mesh/testing/`) and the
+ * simulator (`sim/`) are others.
+ */
+import type { RemoteEntry } from '../../records/index.js'
+
+export type { RemoteEntry }
+
+/** A peer's id: the libp2p peer id string, which is also the origin of every version that node writes. */
+export type PeerKey = string
+
+/** An opaque position in a store's change log (the store issues and compares them; the core only stores and echoes them). */
+export type Cursor = string
+
+/**
+ * What the core may ask of the world.
+ *
+ * Contract:
+ * - `now`, `random`, `schedule` are the only sources of time and chance the
+ *   core uses; a deterministic runtime (virtual clock, seeded generator)
+ *   makes the core deterministic.
+ * - `schedule` never runs `fn` synchronously inside the call; `fn` runs at
+ *   most once; cancelling after it ran (or twice) is a no-op.
+ * - `publish` is fire-and-forget and may drop the frame (no subscriber yet,
+ *   loss): the core never relies on a frame arriving, pull repairs. It must
+ *   not throw; the core catches and counts anyway.
+ * - `request` delivers `body` to the peer's `handleRequest` and resolves with
+ *   its reply bytes; it rejects when the peer is unreachable, the stream
+ *   fails, the reply is over `MAX_MESSAGE_BYTES`, or `timeoutMs` passes.
+ *   Its result is the only way a reply reaches the core.
+ */
+export interface MeshRuntime {
+  /** Wall-clock milliseconds since 1970 (virtual in a simulation). */
+  now: () => number
+  /** Uniform in [0, 1). */
+  random: () => number
+  /** Runs `fn` after `delayMs`; returns a cancel function. */
+  schedule: (delayMs: number, fn: () => void) => () => void
+  /** Publishes a push frame on the mesh's gossip topic. */
+  publish: (frame: Uint8Array) => void
+  /** Sends a pull request to a directly connected peer; resolves with its reply. */
+  request: (peer: PeerKey, body: Uint8Array, opts: { timeoutMs: number }) => Promise<Uint8Array>
+}
+
+/**
+ * What the adapter that drives the core guarantees about its inputs:
+ * - `onGossip(signer, …)`: `signer` is authenticated (gossipsub StrictSign:
+ *   the message's signature was verified against `signer`'s public key), so
+ *   a frame whose origin is not `signer` is a forgery. `relay` (the peer it
+ *   came from directly) is informational.
+ * - `handleRequest(peer, …)`: `peer` is the authenticated remote end of the
+ *   stream (noise handshake).
+ * - `peerConnected`/`peerDisconnected` are called once per transition.
+ * Inputs may arrive in any interleaving; the core tolerates duplicates.
+ */
+
+/** One page of a store's change log. */
+export interface ChangePage {
+  /** Each changed key once, with its current value (null: tombstone) and version; a root tombstone is the key `file:<rid>`. */
+  changes: RemoteEntry[]
+  /** The cursor to ask with next time (the last log position this page covers); null only when the log is empty. */
+  next: Cursor | null
+  /** The log's last position when the page was read. */
+  head: Cursor | null
+  /** The cursor cannot be served: entries after it were trimmed (or compacted past the tombstone horizon), or it is not from this log. */
+  gap: boolean
+}
+
+/** One page of the whole replicated range, in root order. */
+export interface RangePage {
+  /** Live keys, tombstones and root tombstones with their versions. */
+  entries: RemoteEntry[]
+  /** The position to continue after; null when the range is done. */
+  next: string | null
+}
+
+export interface ApplyOutcome {
+  /** Keys whose version changed. */
+  applied: number
+  /** Entries the store refused for clock drift (the core checks drift first, so normally 0). */
+  refused: number
+}
+
+export interface StoreDigest {
+  /** Hex digest of the whole replicated range: keys, values or tombstones, versions. Equal exactly when the ranges are equal. */
+  digest: string
+  /** Versioned keys in the range (live keys, tombstones and root tombstones). */
+  keys: number
+}
+
+/**
+ * The store as the core sees it.
+ *
+ * Contract:
+ * - Reads (`logId`, `head`, `changesSince`, `exportRange`, `checkEntry`,
+ *   `digest`, `clock`, `getLocal`) are synchronous and see committed state.
+ * - `apply` and `setLocal` are the only asynchronous calls; each is atomic
+ *   (one transaction) and resolves after commit. `apply` is idempotent and
+ *   commutative: entries merge last-writer-wins by (hlc, origin).
+ * - `apply` appends to the store's own change log only what changed a key's
+ *   version (a no-op apply appends nothing); its listeners hear remote
+ *   changes too.
+ * - `onChanges` listeners run after commit, in commit order, with every
+ *   changed key (local writes and remote applies).
+ * - Node-local keys (`getLocal`/`setLocal`) are never replicated and never
+ *   appear in the change log or the digest.
+ */
+export interface ReplicaStore {
+  /** Identifies the change log: a cursor is only meaningful against the log that issued it. Stable for the life of the store file. */
+  logId: () => string
+  head: () => Cursor | null
+  /** The changes after `cursor` (null: from the start of the log), at most `limit` keys and about `maxBytes` of keys and values (never fewer than one key). */
+  changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number }) => ChangePage
+  /** The replicated range after position `after` (null: from the start), about `maxBytes` per page (never fewer than one entry). */
+  exportRange: (after: string | null, opts: { maxBytes: number }) => RangePage
+  /** Why the store would refuse this entry (root id, field grammar), or undefined when it is acceptable. */
+  checkEntry: (e: RemoteEntry) => string | undefined
+  apply: (entries: readonly RemoteEntry[]) => Promise<ApplyOutcome>
+  /** Subscribes to committed changes; returns the unsubscribe function. */
+  onChanges: (listener: (changes: readonly RemoteEntry[]) => void) => () => void
+  digest: () => StoreDigest
+  /** The store's hybrid logical clock: the last value issued or observed. */
+  clock: () => string
+  getLocal: (key: string) => string | undefined
+  /** Writes (or with null deletes) a node-local key. */
+  setLocal: (key: string, value: string | null) => Promise<void>
+}

@@ -1,0 +1,50 @@
+/**
+ * Serving pulls: a peer's request for the changes after its cursor, or for
+ * a page of the whole replicated range (resync). Every page is encoded and
+ * checked against the 1 MiB message limit; a page that encodes larger is
+ * read again with half the budget (only pathological values get there).
+ */
+import {
+  encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type SnapMessage
+} from '../messages.js'
+import type { MeshOptions } from './options.js'
+import type { ReplicaStore } from './runtime.js'
+
+export function errorReply (code: ErrorMessage['code'], message: string, retryAfterMs?: number): Uint8Array {
+  const m: ErrorMessage = { t: 'error', code, message }
+  if (retryAfterMs !== undefined) m.retryAfterMs = retryAfterMs
+  return encodeMessage(m)
+}
+
+/** Reads a page with `read(budget)` and encodes it, halving the budget until it fits one message. */
+function fit (budget: number, read: (maxBytes: number) => Message): Uint8Array {
+  for (let b = budget; ; b = Math.floor(b / 2)) {
+    const bytes = encodeMessage(read(Math.max(b, 1)))
+    if (bytes.length <= MAX_MESSAGE_BYTES || b <= 1) return bytes
+  }
+}
+
+export function servePull (store: ReplicaStore, opts: MeshOptions, m: PullMessage): Uint8Array {
+  const log = store.logId()
+  if (m.log !== log) {
+    // Not a cursor into this log (another store, or one that was replaced): the peer must resync.
+    return encodeMessage({ t: 'changes', log, entries: [], next: null, head: store.head(), gap: true })
+  }
+  return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
+    const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes })
+    return { t: 'changes', log, entries: page.changes, next: page.next, head: page.head, gap: page.gap }
+  })
+}
+
+export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessage): Uint8Array {
+  const log = store.logId()
+  // The head is captured before the first page is read: every change after it reaches the peer through the
+  // changes it asks for next, including changes to keys on pages it already has.
+  const head = m.after === null ? store.head() : null
+  return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
+    const page = store.exportRange(m.after, { maxBytes })
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head }
+  })
+}
+
+export { MAX_MESSAGE_BYTES }

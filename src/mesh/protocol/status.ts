@@ -1,0 +1,82 @@
+/**
+ * What the core counts, per peer and for itself: the figures behind
+ * `GET /api/mesh`. Counters only grow while the node runs; they start at 0
+ * on every start.
+ */
+import type { Cursor, PeerKey } from './runtime.js'
+
+export interface PeerCounters {
+  /** Gossip frames signed by this peer that reached us (accepted or not). */
+  framesIn: number
+  /** Frames and replies from this peer refused as bad (malformed, oversized, non-`file:`, forged, replayed, far-future). */
+  framesRejected: number
+  /** Entries from this peer refused for being too far ahead of our clock. */
+  driftRefusals: number
+  /** Frames whose entries named another origin than their signer. */
+  forged: number
+  /** Frames whose sequence we had already seen. */
+  replays: number
+  /** Frames dropped because too many of this peer's frames were waiting to be applied. */
+  framesDropped: number
+  /** Pages pulled from this peer, and their bytes on the wire. */
+  pagesIn: number
+  bytesIn: number
+  /** Pull requests that failed (timeout, stream error, refusal). */
+  pullFailures: number
+  /** Full resyncs started from this peer. */
+  resyncs: number
+  /** Pages served to this peer, their bytes, and requests refused for its rate limit. */
+  pagesServed: number
+  bytesServed: number
+  busyRefusals: number
+}
+
+export interface PeerStatus extends PeerCounters {
+  peerId: PeerKey
+  connected: boolean
+  /** Our position in this peer's change log (null: never synced). */
+  cursor: Cursor | null
+  /** True until a pull from this peer reaches the head it reported. */
+  behind: boolean
+  /** True while a full resync from this peer is under way. */
+  resyncing: boolean
+  /** When a pull from this peer last applied a page (runtime ms), or null. */
+  lastSyncAt: number | null
+}
+
+export interface SelfStatus {
+  peerId: PeerKey
+  /** The store's clock: last HLC issued or observed. */
+  hlc: string
+  /** Our frame sequence: epoch of this start and the last seq published. */
+  epoch: number
+  seq: number
+  framesOut: number
+  bytesOut: number
+  /** Frames the runtime failed to publish (no peer subscribed yet, transport error). */
+  publishFailures: number
+}
+
+export interface MeshStatus {
+  self: SelfStatus
+  /** Peers connected now or heard from since start, by peer id. */
+  peers: PeerStatus[]
+}
+
+export function emptyCounters (): PeerCounters {
+  return {
+    framesIn: 0,
+    framesRejected: 0,
+    driftRefusals: 0,
+    forged: 0,
+    replays: 0,
+    framesDropped: 0,
+    pagesIn: 0,
+    bytesIn: 0,
+    pullFailures: 0,
+    resyncs: 0,
+    pagesServed: 0,
+    bytesServed: 0,
+    busyRefusals: 0
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The shape a replicated entry must have before it may touch a store: the
+ * same rules `applyRemote` enforces, as a pure function, so the mesh can
+ * refuse a peer's frame before queueing any work for it.
+ */
+import { isCid } from '../cid/index.js'
+import { InvalidValueError } from './errors.js'
+import { checkWritableField, cidMemberOf, MAX_FIELD_LENGTH, MAX_VALUE_LENGTH } from './field-path.js'
+import { parseHlc } from './hlc.js'
+import { isRecordId, type RecordId } from './record-id.js'
+
+/** One replicated key with its version; `value: null` is a tombstone. The key `file:<rid>` (no field) is a root tombstone. */
+export interface RemoteEntry {
+  key: string
+  value: string | null
+  hlc: string
+  origin: string
+}
+
+/** Entry-level validation failure in a remote batch: the whole batch is refused. */
+export class InvalidRemoteEntryError extends InvalidValueError {}
+
+/** Node ids (origins): a libp2p peer id string, or the standalone `node-<hex>` id. */
+export const ORIGIN_RE = /^[A-Za-z0-9._-]{1,128}$/
+/** Peers refuse a key longer than this many UTF-8 bytes (replication.md). */
+export const MAX_REMOTE_KEY_BYTES = 1024
+
+/** Checks a remote entry; returns its root and field (none for a root tombstone) or throws InvalidRemoteEntryError. */
+export function checkRemoteEntry (e: RemoteEntry): { rid: RecordId, field?: string } {
+  const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }
+  if (e === null || typeof e !== 'object') bad('not an object')
+  if (typeof e.key !== 'string' || !e.key.startsWith('file:')) bad('key outside file:')
+  if (Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
+  if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
+  if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
+  if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
+  const rest = e.key.slice(5)
+  const slash = rest.indexOf('/')
+  const rid = slash < 0 ? rest : rest.slice(0, slash)
+  if (!isRecordId(rid)) bad('root is not a record id')
+  if (slash < 0) {
+    if (e.value !== null) bad('a root entry must be a tombstone')
+    return { rid: rid as RecordId }
+  }
+  const field = rest.slice(slash + 1)
+  try {
+    checkWritableField(field)
+  } catch (err) {
+    bad((err as Error).message)
+  }
+  if (field.length > MAX_FIELD_LENGTH) bad('field too long')
+  const c = cidMemberOf(field)
+  if (c !== undefined && !isCid(c)) bad('cids member is not a valid cid')
+  return { rid: rid as RecordId, field }
+}
