@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
-  DeprecatedFieldError, InvalidFieldError, checkWritableField, classifyValue, flatten, generaliseField, nest, validateFieldPath
+  DeprecatedFieldError, InvalidFieldError, MAX_FIELD_BYTES, checkWritableField, classifyValue, flatten, generaliseField, nest, validateFieldPath
 } from '../../src/records/index.js'
 
 describe('field paths', () => {
@@ -13,6 +13,14 @@ describe('field paths', () => {
       expect(() => { validateFieldPath(f) }, JSON.stringify(f)).toThrow(InvalidFieldError)
     }
     expect(() => { validateFieldPath(42) }).toThrow(InvalidFieldError)
+  })
+
+  it('refuses a name whose key would pass the 1 KiB peers enforce, counted in UTF-8 bytes', () => {
+    // 496 × 2 bytes = 992: `file:` + root id + `/` + name is exactly 1024 bytes.
+    expect(() => { validateFieldPath('é'.repeat(496)) }).not.toThrow()
+    expect(() => { validateFieldPath('é'.repeat(497)) }).toThrow(InvalidFieldError)
+    expect(() => { validateFieldPath('名'.repeat(400)) }).toThrow(InvalidFieldError)
+    expect(MAX_FIELD_BYTES + 'file:'.length + 26 + 1).toBe(1024)
   })
 
   it('refuses the deprecated fields with a typed error', () => {
