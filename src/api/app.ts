@@ -13,7 +13,9 @@ import { kvRoutes } from './routes/kv-routes.js'
 import { metaRoutes } from './routes/meta-routes.js'
 import { metaPropertyRoutes } from './routes/meta-property-routes.js'
 import { metadataRoutes } from './routes/metadata-routes.js'
+import { recordRoutes } from './routes/record-routes.js'
 import { systemRoutes } from './routes/system-routes.js'
+import { uiRoutes } from './routes/ui-routes.js'
 import { SseHub } from './sse/sse-hub.js'
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
@@ -59,6 +61,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     filesPath: init.filesPath,
     version: init.version ?? '0.0.0',
     serviceName: init.serviceName ?? 'meta-core',
+    uiPath: init.uiPath,
     startedAt: Date.now(),
     hub: new SseHub({ kv: components.kv, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
     sweep: new LibrarySweep(components.kv, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
@@ -139,6 +142,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { metadataRoutes(scope, ctx) })
   void app.register(async (scope) => { eventRoutes(scope, ctx) })
   void app.register(async (scope) => { watcherRoutes(scope, ctx) })
+  void app.register(async (scope) => { recordRoutes(scope, ctx) })
+  void app.register(async (scope) => { uiRoutes(scope, ctx) })
   return app
 }
 

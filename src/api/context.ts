@@ -29,6 +29,8 @@ export interface ApiInit {
   /** Shown by `/status` and the OpenAPI document. */
   version?: string
   serviceName?: string
+  /** The built web page (ui/dist): served at `/`, `/ui/…` and `/cid/…`. Unset: the node serves no page. */
+  uiPath?: string
 }
 
 /** Shared by the route plugins. */
@@ -41,6 +43,7 @@ export interface ApiContext {
   filesPath: string
   version: string
   serviceName: string
+  uiPath: string | undefined
   startedAt: number
   hub: SseHub
   sweep: LibrarySweep

@@ -12,6 +12,7 @@ import { createSearch, type Search } from '../search/index.js'
 import { createWatcher, type WatcherHandle } from '../watcher/index.js'
 import type { FastifyInstance } from 'fastify'
 import type { NodeConfig } from './config.js'
+import { uiDistPath } from './version.js'
 
 export interface RunningNode {
   config: NodeConfig
@@ -29,6 +30,8 @@ export interface RunningNode {
 export interface StartOptions {
   logger?: Logger
   version?: string
+  /** The built web page (default: the package's ui/dist). */
+  uiPath?: string
 }
 
 type Maybe<T> = T | Promise<T>
@@ -63,7 +66,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     const app = buildApp({ kv, records, search, watcher, logger: log.child('api') }, {
       filesPath: config.filesPath,
       apiToken: config.apiToken,
-      version: opts.version
+      version: opts.version,
+      uiPath: opts.uiPath ?? uiDistPath()
     })
     stops.push(() => app.close())
     await app.listen({ host: config.httpHost, port: config.httpPort })

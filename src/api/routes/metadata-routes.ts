@@ -4,8 +4,9 @@
  * it); the record reads and writes go to the record layer.
  */
 import type { FastifyInstance } from 'fastify'
-import { UnknownRecordError } from '../../records/index.js'
-import type { SearchRequest } from '../../search/types.js'
+import { canonicalCid } from '../../cid/index.js'
+import { UnknownRecordError, cidMemberOf } from '../../records/index.js'
+import type { SearchHit, SearchRequest } from '../../search/types.js'
 import type { ApiContext } from '../context.js'
 import { ComponentUnavailableError } from '../errors.js'
 import { hashParam, intString, queryInt, stringArray, stringMap, withErrors } from '../schemas.js'
@@ -42,7 +43,25 @@ const searchBody = {
   }
 } as const
 
-const hit = { type: 'object', properties: { hashId: { type: 'string' }, metadata: stringMap } } as const
+const hit = {
+  type: 'object',
+  properties: {
+    hashId: { type: 'string' },
+    metadata: stringMap,
+    canonical_cid: { type: 'string', description: 'beyond the original: derived from the cids/ members by rank (spec §2), absent when there are none' }
+  }
+} as const
+
+/** The canonical CID of a hit, from its `cids/<cid>` members (the record layer's rank, as on every read). */
+function withCanonical (h: SearchHit): SearchHit & { canonical_cid?: string } {
+  const cids: string[] = []
+  for (const k of Object.keys(h.metadata)) {
+    const c = cidMemberOf(k)
+    if (c !== undefined) cids.push(c)
+  }
+  const canon = canonicalCid(cids)
+  return canon === undefined ? h : { ...h, canonical_cid: canon }
+}
 
 export function metadataRoutes (app: FastifyInstance, ctx: ApiContext): void {
   const { records } = ctx
@@ -61,7 +80,8 @@ export function metadataRoutes (app: FastifyInstance, ctx: ApiContext): void {
     }
   }, async (req) => {
     if (ctx.search === undefined) throw new ComponentUnavailableError('search')
-    return ctx.search.search(req.body)
+    const r = ctx.search.search(req.body)
+    return { ...r, results: r.results.map(withCanonical) }
   })
 
   app.get<{ Querystring: { offset?: string, limit?: string } }>('/api/metadata/list', {

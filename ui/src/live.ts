@@ -1,0 +1,105 @@
+/**
+ * The page's one subscription to each event stream, shared by every view:
+ * `meta` (record key set/del) tells open records and result rows to refresh;
+ * `files` (watcher add/change/delete) feeds the activity list. Views
+ * subscribe by record root; the feed keeps the latest entries.
+ */
+import { useEffect, useState } from 'preact/hooks'
+import { follow, type StreamState } from './sse.js'
+import type { StreamEvent } from './wire.js'
+
+export interface Activity {
+  /** Stream id, unique per stream. */
+  id: string
+  kind: 'meta' | 'files'
+  type: string
+  /** meta: the record root; files: the path. */
+  subject: string
+  /** meta: the field. */
+  field?: string
+  at: number
+}
+
+/** Entries the activity feed keeps (and shows). */
+const FEED_SIZE = 12
+
+type RootListener = (root: string) => void
+
+const rootListeners = new Set<RootListener>()
+const feedListeners = new Set<() => void>()
+const stateListeners = new Set<() => void>()
+let feed: Activity[] = []
+let states: Record<'meta' | 'files', StreamState> = { meta: 'connecting', files: 'connecting' }
+let started = false
+
+function push (a: Activity): void {
+  // One write of many fields arrives as many `set`s: the feed shows the record once per burst.
+  const prev = feed[0]
+  if (prev !== undefined && prev.kind === a.kind && prev.subject === a.subject && prev.type === a.type && a.at - prev.at < 2000) {
+    feed = [{ ...a, field: prev.field === a.field ? a.field : undefined }, ...feed.slice(1)]
+  } else {
+    feed = [a, ...feed].slice(0, FEED_SIZE)
+  }
+  for (const l of feedListeners) l()
+}
+
+function setState (kind: 'meta' | 'files', s: StreamState): void {
+  states = { ...states, [kind]: s }
+  for (const l of stateListeners) l()
+}
+
+/** Starts following both streams (once per page). */
+export function startLive (): void {
+  if (started) return
+  started = true
+  follow('/api/events/meta', (e: StreamEvent) => {
+    const m = /^file:([^/]+)(?:\/(.*))?$/.exec(e.data.key ?? '')
+    if (m === null) return
+    const root = m[1]
+    for (const l of rootListeners) l(root)
+    push({ id: e.id ?? String(Date.now()), kind: 'meta', type: e.event, subject: root, field: m[2], at: Number(e.data.ts ?? Date.now()) })
+  }, s => { setState('meta', s) })
+  follow('/api/events/files', (e: StreamEvent) => {
+    if (e.event === 'gap') return
+    push({ id: e.id ?? String(Date.now()), kind: 'files', type: e.event, subject: e.data.path ?? '', at: Number(e.data.timestamp ?? Date.now()) })
+  }, s => { setState('files', s) })
+}
+
+/**
+ * Calls `refresh` (at most every `ms`) when any key of one of `roots` changes.
+ * `roots` is compared by content, so a new array of the same roots keeps the subscription.
+ */
+export function useRootChanges (roots: readonly string[], refresh: () => void, ms = 150): void {
+  const key = roots.join(',')
+  useEffect(() => {
+    if (key === '') return
+    const set = new Set(key.split(','))
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const l: RootListener = (root) => {
+      if (!set.has(root) || timer !== undefined) return
+      timer = setTimeout(() => { timer = undefined; refresh() }, ms)
+    }
+    rootListeners.add(l)
+    return () => { rootListeners.delete(l); if (timer !== undefined) clearTimeout(timer) }
+  }, [key, refresh, ms])
+}
+
+export function useFeed (): Activity[] {
+  const [v, set] = useState(feed)
+  useEffect(() => {
+    const l = (): void => { set(feed) }
+    feedListeners.add(l)
+    return () => { feedListeners.delete(l) }
+  }, [])
+  return v
+}
+
+export function useStreamStates (): Record<'meta' | 'files', StreamState> {
+  const [v, set] = useState(states)
+  useEffect(() => {
+    const l = (): void => { set(states) }
+    stateListeners.add(l)
+    return () => { stateListeners.delete(l) }
+  }, [])
+  return v
+}

@@ -1,0 +1,100 @@
+/**
+ * The shapes the page reads from the node's API (docs/api.md). Written out
+ * here rather than imported: the page shares nothing with src/ at run time,
+ * and these are exactly the fields it uses.
+ */
+
+export interface ErrorEnvelope { error: string, message: string, retryable: boolean }
+
+export interface SearchFilter { property: string, values: string[], exact?: boolean }
+
+export interface SearchRequest {
+  query?: string
+  filters?: SearchFilter[]
+  limit?: number
+  offset?: number
+}
+
+export interface SearchHit { hashId: string, metadata: Record<string, string>, canonical_cid?: string }
+
+export interface SearchResponse { results: SearchHit[], count: number, total: number, nextCursor?: string }
+
+export interface FieldVersion { field: string, hlc: string, at: string, origin: string, root: string, deleted: boolean }
+
+/** GET /api/records/{hash} */
+export interface RecordView {
+  hashId: string
+  roots: string[]
+  metadata: Record<string, string>
+  cids: string[]
+  canonical_cid?: string
+  duplicates: string[]
+  versions: FieldVersion[]
+}
+
+/** GET /api/file/{cid}/info */
+export interface FileInfo { exists: boolean, contentType?: string, size?: number, filePath?: string }
+
+export interface Health { status: 'ok' | 'degraded', storage: boolean, timestamp: string }
+
+export interface WatcherProgress {
+  phase: 'idle' | 'initial-scan' | 'scan' | 'reset'
+  filesSeen: number
+  filesHashed: number
+  bytesHashed: number
+  mbPerSecond: number
+  etaSeconds?: number
+  startedAt?: string
+  filesPending?: number
+}
+
+export interface WatcherStatus {
+  id: string
+  filesPath: string
+  enabled: boolean
+  active: boolean
+  isScanning: boolean
+  fileCount: number
+  lastScan?: string
+  progress: WatcherProgress
+}
+
+export interface Status {
+  status: string
+  serviceName: string
+  version: string
+  nodeId: string
+  uptimeSeconds: number
+  fileCount: number
+  eventStreams: number
+  search: boolean
+  watcher: WatcherStatus | null
+}
+
+export interface Stats {
+  records: number
+  redisMemory: number | null
+  files: { count: number, totalSize: number } | null
+  sweptAt: number | null
+}
+
+export interface MeshPeer {
+  peerId: string
+  addrs: string[]
+  connected: boolean
+  cursor?: string | null
+  behind?: number | null
+  lastSyncAt?: string | number | null
+  framesIn?: number
+  framesRejected?: number
+  driftRefusals?: number
+}
+
+/** GET /api/mesh (a node with a mesh; a node without one answers 404 or 503). */
+export interface MeshStatus { self: { peerId: string, addrs: string[], hlc?: string }, peers: MeshPeer[] }
+
+/** GET /api/mesh/digest */
+export interface MeshDigest { digest: string, keys: number }
+
+/** One server-sent event as the page's stream reader parsed it. */
+export interface StreamEvent { id?: string, event: string, data: Record<string, string> }
