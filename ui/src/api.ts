@@ -1,7 +1,7 @@
 /**
  * Every call the page makes to a node. A refused request (401) asks the
  * person for the node's token through `tokenPrompt` (the app shows a
- * dialog), then retries once with it; failures carry the API's own
+ * dialog), then retries with it; failures carry the API's own
  * `{error, message}` so the page can show them as the node said them.
  */
 import { getToken, setToken } from './token.js'
@@ -44,6 +44,9 @@ export interface CallOptions {
   quiet?: boolean
 }
 
+/** Token prompts for one request before its refusal stands. */
+const MAX_TOKEN_PROMPTS = 3
+
 /** Deadline for one API call: the page shows an error rather than spin forever on a stuck node. */
 const CALL_TIMEOUT_MS = 20_000
 
@@ -51,7 +54,8 @@ export async function call<T> (method: string, path: string, opts: CallOptions =
   const origin = opts.origin ?? location.origin
   for (let attempt = 0; ; attempt++) {
     const res = await send(method, origin + path, origin, opts)
-    if (res.status === 401 && attempt === 0 && opts.quiet !== true) {
+    // A wrong token is asked for again (with the node's new message), a few times at most.
+    if (res.status === 401 && attempt < MAX_TOKEN_PROMPTS && opts.quiet !== true) {
       const refusal = await failureOf(res)
       const token = await askToken(origin, refusal.message)
       if (token === undefined) throw refusal

@@ -43,7 +43,16 @@ function push (a: Activity): void {
   for (const l of feedListeners) l()
 }
 
+/** Said to every root listener when the meta stream comes back: changes made while it was away may be unseen. */
+const ANY_ROOT = '*'
+let metaWasLive = false
+
 function setState (kind: 'meta' | 'files', s: StreamState): void {
+  if (kind === 'meta' && s === 'live') {
+    // A reconnect without a cursor (none seen yet, or a new token) starts at the head: refresh what is shown.
+    if (metaWasLive) for (const l of rootListeners) l(ANY_ROOT)
+    metaWasLive = true
+  }
   states = { ...states, [kind]: s }
   for (const l of stateListeners) l()
 }
@@ -76,7 +85,7 @@ export function useRootChanges (roots: readonly string[], refresh: () => void, m
     const set = new Set(key.split(','))
     let timer: ReturnType<typeof setTimeout> | undefined
     const l: RootListener = (root) => {
-      if (!set.has(root) || timer !== undefined) return
+      if ((root !== ANY_ROOT && !set.has(root)) || timer !== undefined) return
       timer = setTimeout(() => { timer = undefined; refresh() }, ms)
     }
     rootListeners.add(l)

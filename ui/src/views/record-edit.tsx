@@ -35,31 +35,35 @@ function naturalOrder (a: string, b: string): number {
   return a.localeCompare(b, 'en', { numeric: true })
 }
 
-async function patch (rec: RecordView, fields: Record<string, string>): Promise<void> {
+/** The record as shown, and how to read it again after a write (the event stream would too, but a write's own result must not wait on it). */
+export interface Editable { rec: RecordView, reload: () => void }
+
+async function patch ({ rec, reload }: Editable, fields: Record<string, string>): Promise<void> {
   await call('PATCH', `/meta/${encodeURIComponent(rec.hashId)}`, { body: fields })
+  reload()
 }
 
-export function FieldTree ({ rec }: { rec: RecordView }) {
-  const tree = buildTree(rec.metadata)
+export function FieldTree ({ ed }: { ed: Editable }) {
+  const tree = buildTree(ed.rec.metadata)
   if (tree.kids.size === 0) return <p class="muted">No fields.</p>
-  return <ul class="tree">{[...tree.kids.values()].map(n => <TreeItem key={n.path} node={n} rec={rec} />)}</ul>
+  return <ul class="tree">{[...tree.kids.values()].map(n => <TreeItem key={n.path} node={n} ed={ed} />)}</ul>
 }
 
-function TreeItem ({ node, rec }: { node: TreeNode, rec: RecordView }) {
-  if (node.kids.size === 0) return <li><FieldRow name={node.name} path={node.path} rec={rec} /></li>
+function TreeItem ({ node, ed }: { node: TreeNode, ed: Editable }) {
+  if (node.kids.size === 0) return <li><FieldRow name={node.name} path={node.path} ed={ed} /></li>
   return (
     <li>
       <details open={node.kids.size <= 12}>
         <summary><span class="branch">{node.name}</span> <span class="count">{node.kids.size}</span></summary>
-        {node.value !== undefined && <FieldRow name="(value)" path={node.path} rec={rec} />}
-        <ul class="tree">{[...node.kids.values()].map(n => <TreeItem key={n.path} node={n} rec={rec} />)}</ul>
+        {node.value !== undefined && <FieldRow name="(value)" path={node.path} ed={ed} />}
+        <ul class="tree">{[...node.kids.values()].map(n => <TreeItem key={n.path} node={n} ed={ed} />)}</ul>
       </details>
     </li>
   )
 }
 
-function FieldRow ({ name, path, rec }: { name: string, path: string, rec: RecordView }) {
-  const value = rec.metadata[path]
+function FieldRow ({ name, path, ed }: { name: string, path: string, ed: Editable }) {
+  const value = ed.rec.metadata[path]
   const [mode, setMode] = useState<'view' | 'edit' | 'confirm-delete'>('view')
   const [draft, setDraft] = useState('')
   const [base, setBase] = useState<string | undefined>(undefined)
@@ -89,7 +93,7 @@ function FieldRow ({ name, path, rec }: { name: string, path: string, rec: Recor
       <span class="name" id={`${id}-name`}>{name}</span>
       {mode !== 'edit' && <span class="value" aria-labelledby={`${id}-name`}>{value === '' ? <span class="muted">(empty)</span> : value}</span>}
       {mode === 'edit' && (
-        <form class="edit" onSubmit={e => { e.preventDefault(); void run(async () => { await patch(rec, { [path]: draft }) }) }}>
+        <form class="edit" onSubmit={e => { e.preventDefault(); void run(async () => { await patch(ed, { [path]: draft }) }) }}>
           <label for={`${id}-input`} class="visually-hidden">New value of {path}</label>
           {(draft.length > 60 || draft.includes('\n'))
             ? <textarea id={`${id}-input`} rows={4} value={draft} onInput={e => { setDraft(e.currentTarget.value) }} onKeyDown={e => { if (e.key === 'Escape') { e.stopPropagation(); close() } }} autofocus />
@@ -108,7 +112,7 @@ function FieldRow ({ name, path, rec }: { name: string, path: string, rec: Recor
       {mode === 'confirm-delete' && (
         <span class="actions">
           <button type="button" class="small danger" disabled={busy} autofocus
-            onClick={() => { void run(async () => { await call('DELETE', `/meta/${encodeURIComponent(rec.hashId)}/${fieldPath(path)}`) }) }}>
+            onClick={() => { void run(async () => { await call('DELETE', `/meta/${encodeURIComponent(ed.rec.hashId)}/${fieldPath(path)}`); ed.reload() }) }}>
             Delete {path}
           </button>
           <button type="button" class="small secondary" onClick={close}>Keep</button>
@@ -119,7 +123,7 @@ function FieldRow ({ name, path, rec }: { name: string, path: string, rec: Recor
   )
 }
 
-export function AddField ({ rec }: { rec: RecordView }) {
+export function AddField ({ ed }: { ed: Editable }) {
   const [field, setField] = useState('')
   const [value, setValue] = useState('')
   const [status, setStatus] = useState('')
@@ -130,7 +134,7 @@ export function AddField ({ rec }: { rec: RecordView }) {
     setStatus('')
     const f = field.trim()
     try {
-      await patch(rec, { [f]: value })
+      await patch(ed, { [f]: value })
       setStatus(`Saved ${f}.`)
       setField('')
       setValue('')
@@ -152,14 +156,14 @@ export function AddField ({ rec }: { rec: RecordView }) {
   )
 }
 
-export function AddCid ({ rec }: { rec: RecordView }) {
+export function AddCid ({ ed }: { ed: Editable }) {
   const [cid, setCid] = useState('')
   const [error, setError] = useState<string | undefined>(undefined)
   const submit = async (e: Event): Promise<void> => {
     e.preventDefault()
     setError(undefined)
     try {
-      await patch(rec, { [`cids/${cid.trim()}`]: 'true' })
+      await patch(ed, { [`cids/${cid.trim()}`]: 'true' })
       setCid('')
     } catch (err) {
       setError(errorText(err))

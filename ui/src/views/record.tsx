@@ -33,6 +33,7 @@ export function RecordPage ({ addr }: { addr: string }) {
   const title = recordTitle(m, r.hashId)
   const holders = Object.keys(m).filter(k => k.startsWith('holders/')).map(k => k.slice('holders/'.length))
   const fileCid = r.canonical_cid ?? r.cids[0]
+  const ed = { rec: r, reload }
   return (
     <article class="record" aria-labelledby="rec-title">
       <p class="crumbs"><a href="/">Library</a> / record</p>
@@ -58,7 +59,7 @@ export function RecordPage ({ addr }: { addr: string }) {
             </li>
           ))}
         </ul>
-        <AddCid rec={r} />
+        <AddCid ed={ed} />
       </section>
 
       <section aria-labelledby="holders-title">
@@ -75,8 +76,8 @@ export function RecordPage ({ addr }: { addr: string }) {
 
       <section aria-labelledby="fields-title">
         <h2 id="fields-title">Fields</h2>
-        <FieldTree rec={r} />
-        <AddField rec={r} />
+        <FieldTree ed={ed} />
+        <AddField ed={ed} />
       </section>
 
       <Versions rec={r} nodeId={nodeId} />
