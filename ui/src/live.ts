@@ -93,22 +93,21 @@ export function useRootChanges (roots: readonly string[], refresh: () => void, m
   }, [key, refresh, ms])
 }
 
-export function useFeed (): Activity[] {
-  const [v, set] = useState(feed)
+/** The current value of a module-level variable, re-rendering when its listeners are told. */
+function useShared<T> (get: () => T, listeners: Set<() => void>): T {
+  const [v, set] = useState(get)
   useEffect(() => {
-    const l = (): void => { set(feed) }
-    feedListeners.add(l)
-    return () => { feedListeners.delete(l) }
+    const l = (): void => { set(get) }
+    listeners.add(l)
+    return () => { listeners.delete(l) }
   }, [])
   return v
 }
 
+export function useFeed (): Activity[] {
+  return useShared(() => feed, feedListeners)
+}
+
 export function useStreamStates (): Record<'meta' | 'files', StreamState> {
-  const [v, set] = useState(states)
-  useEffect(() => {
-    const l = (): void => { set(states) }
-    stateListeners.add(l)
-    return () => { stateListeners.delete(l) }
-  }, [])
-  return v
+  return useShared(() => states, stateListeners)
 }
