@@ -83,7 +83,10 @@ export interface MeshPeer {
   addrs: string[]
   connected: boolean
   cursor?: string | null
-  behind?: number | null
+  /** True (or a count of changes) until a pull reaches the head the peer reported. */
+  behind?: boolean | number | null
+  resyncing?: boolean
+  /** Milliseconds since the epoch (or an ISO string). */
   lastSyncAt?: string | number | null
   framesIn?: number
   framesRejected?: number
@@ -91,7 +94,7 @@ export interface MeshPeer {
 }
 
 /** GET /api/mesh (a node with a mesh; a node without one answers 404 or 503). */
-export interface MeshStatus { self: { peerId: string, addrs: string[], hlc?: string }, peers: MeshPeer[] }
+export interface MeshStatus { self: { peerId: string, addrs?: string[], hlc?: string }, peers: MeshPeer[] }
 
 /** GET /api/mesh/digest */
 export interface MeshDigest { digest: string, keys: number }

@@ -112,7 +112,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
     <>
       <dl class="kv">
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
-        <dt>Listening on</dt><dd>{mesh.self.addrs.length === 0 ? <span class="muted">no address</span> : mesh.self.addrs.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
+        <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
         <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
         <dt>Digest</dt>
         <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
@@ -139,10 +139,18 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   )
 }
 
+/** The core reports `behind` as a flag (until a pull reaches the peer's head); a count is shown as one. */
+function lag (p: MeshPeer): string {
+  if (p.resyncing === true) return 'full resync'
+  if (p.behind === null || p.behind === undefined) return '—'
+  if (p.behind === false || p.behind === 0) return 'caught up'
+  return p.behind === true ? 'catching up' : `${formatCount(p.behind)} behind`
+}
+
 function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined, remote: Remote | undefined }) {
   let digestCell
   if (remote?.digest === undefined || own === undefined) {
-    digestCell = <span class="muted">not reachable from this page{p.behind === 0 ? '; caught up' : ''}</span>
+    digestCell = <span class="muted">not reachable from this page</span>
   } else if (remote.digest.digest === own.digest) {
     digestCell = <span class="state ok">agrees</span>
   } else {
@@ -152,7 +160,7 @@ function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined
     <tr data-peer={p.peerId}>
       <td><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
       <td><span class={`state ${p.connected ? 'ok' : 'off'}`}>{p.connected ? 'connected' : 'disconnected'}</span></td>
-      <td>{p.behind == null ? '—' : p.behind === 0 ? 'caught up' : `${formatCount(p.behind)} behind`}<span class="muted">, synced {formatAgo(p.lastSyncAt)}</span></td>
+      <td>{lag(p)}<span class="muted">, synced {formatAgo(p.lastSyncAt)}</span></td>
       <td class="num">{formatCount(p.framesIn)}</td>
       <td class="num">{formatCount(p.framesRejected)}</td>
       <td class="num">{formatCount(p.driftRefusals)}</td>
