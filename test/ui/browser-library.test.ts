@@ -161,6 +161,11 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     expect(overflow).toBeLessThanOrEqual(0)
     expect(await seriousA11yViolations(page)).toEqual([])
     await screenshot(page, 'library-phone')
+    // The record too: long CIDs and values wrap instead of widening the page.
+    await page.locator('#results a.open').first().click()
+    await page.locator('ul.cids li').first().waitFor()
+    expect(await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth)).toBeLessThanOrEqual(0)
+    await screenshot(page, 'record-phone')
     await closePage()
   })
 })

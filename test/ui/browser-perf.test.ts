@@ -118,9 +118,14 @@ ${machineLine()}. A node (watcher off) serving ${N.toLocaleString('en')} synthet
 | \`/\` (the library, ${N.toLocaleString('en')} records, true total) | ${figures.library.fcpMs} ms (worst ${figures.library.fcpMaxMs} ms) | ${figures.library.resultsMs} ms |
 | \`/?q=year:=1999\` (a field filter) | ${figures.search.fcpMs} ms | ${figures.search.resultsMs} ms |
 
-Target (issue 12): first contentful paint under ${TARGET_FCP_MS} ms on a 169k-record node.
+First contentful paint is the page's static shell (header and a loading line, in index.html) painting
+before the script runs; the second column is when the first page of results, with the true total, is on
+screen (the script loaded, the search answered, the table rendered). Target (issue 12): first contentful
+paint under ${TARGET_FCP_MS} ms on a 169k-record node; the test also holds the second column to it.
 `)
     expect(figures.library.fcpMs).toBeLessThan(TARGET_FCP_MS)
     expect(figures.search.fcpMs).toBeLessThan(TARGET_FCP_MS)
+    expect(figures.library.resultsMs).toBeLessThan(TARGET_FCP_MS)
+    expect(figures.search.resultsMs).toBeLessThan(TARGET_FCP_MS)
   }, 300_000)
 })
