@@ -1,6 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
 import swagger from '@fastify/swagger'
 import { silentLogger } from '../common/index.js'
+import { META_EVENTS, presentChange } from '../records/index.js'
 import { makeTokenCheck } from './auth.js'
 import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
@@ -63,7 +64,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     serviceName: init.serviceName ?? 'meta-core',
     uiPath: init.uiPath,
     startedAt: Date.now(),
-    hub: new SseHub({ kv: components.kv, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
+    hub: new SseHub({ kv: components.kv, presenters: { [META_EVENTS]: presentChange }, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
     sweep: new LibrarySweep(components.kv, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
     read: (fn) => components.kv.read(fn)
   }

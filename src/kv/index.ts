@@ -5,14 +5,15 @@
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),
- * and the event streams kept as rows `ev:<stream>/<ms13>-<seq10>` with a
- * high-water mark `evhwm:<stream>`. Every change under `file:` appends
- * `{type: set|del, key, ts}` to `meta:events` in the same transaction; a put
- * of the value a key already holds writes and emits nothing.
+ * and generic event streams kept as rows `ev:<stream>/<ms13>-<seq10>` with a
+ * high-water mark `evhwm:<stream>` (ids never go back) and a low-water mark
+ * `evlow:<stream>` (the newest id a trim or clear removed). It knows nothing
+ * of records: which keys mean what, and what a stream's entries say, belong
+ * to the layers above (the record layer writes `meta:events` itself).
  */
-export { KvStore, openKv, META_EVENTS } from './kv-store.js'
-export type { KvOptions, Tx, StreamEntry, CommitListener, SqlStatement } from './kv-store.js'
+export { KvStore, openKv } from './kv-store.js'
+export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, SqlStatement } from './kv-store.js'
 export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError } from './errors.js'
-export { prefixEnd, prefixRange, isFileKey, FILE_PREFIX, SCHEMA_VERSION, SCHEMA_VERSION_KEY } from './keys.js'
+export { prefixEnd, prefixRange, SCHEMA_VERSION, SCHEMA_VERSION_KEY } from './keys.js'
 export { formatEventId, parseEventId, padEventId, compareEventIds, nextEventId } from './event-id.js'
 export type { EventId, EventIdParts } from './event-id.js'

@@ -16,11 +16,5 @@ export function prefixRange (prefix: string): { lo: string, hi: string } {
   return { lo: prefix, hi: prefixEnd(prefix) }
 }
 
-/** Keys under `file:` are the records; every change to one is published on `meta:events`. */
-export const FILE_PREFIX = 'file:'
 export const SCHEMA_VERSION_KEY = 'meta-core:schema-version'
 export const SCHEMA_VERSION = '2'
-
-export function isFileKey (k: string): boolean {
-  return k.startsWith(FILE_PREFIX)
-}

@@ -4,16 +4,13 @@ import Database from 'better-sqlite3'
 import { silentLogger, type Logger } from '../common/index.js'
 import { Checkpointer } from './checkpointer.js'
 import { AsyncWriteError, KvClosedError, SchemaGateError, StorageError } from './errors.js'
-import { FILE_PREFIX, SCHEMA_VERSION, SCHEMA_VERSION_KEY, isFileKey, prefixEnd } from './keys.js'
+import { SCHEMA_VERSION, SCHEMA_VERSION_KEY, prefixEnd } from './keys.js'
 import {
   type EventId, type EventIdParts, formatEventId, nextEventId, padEventId, parseEventId
 } from './event-id.js'
 
 /** Prepared statement type handed to derived-structure modules (search) so they need not import better-sqlite3. */
 export type SqlStatement = Database.Statement
-
-/** The stream every change under `file:` is published on. */
-export const META_EVENTS = 'meta:events'
 
 export interface KvOptions {
   /** Path of the SQLite file; parent folders are created. */
@@ -31,6 +28,20 @@ export interface KvOptions {
   backgroundCheckpoint?: boolean
   /** Wall clock in ms, injectable for tests of clock steps. */
   now?: () => number
+  /**
+   * Asked only when the file has no schema version yet, before it is
+   * stamped: returns why the rows already there make the file unreadable
+   * (an older program's store), or undefined to accept it. The layers above
+   * know what their rows look like; kv does not.
+   */
+  checkUnversioned?: (r: KvReader) => string | undefined
+}
+
+/** Reads offered to the schema check before the store is usable. */
+export interface KvReader {
+  get: (k: string) => string | undefined
+  /** True when some key lies in [lo, hi). */
+  any: (lo: string, hi: string) => boolean
 }
 
 export interface StreamEntry {
@@ -39,7 +50,7 @@ export interface StreamEntry {
   fields: Record<string, string>
 }
 
-/** What a write function sees: reads see its own writes; every change under `file:` is published. */
+/** What a write function sees: reads see its own writes. */
 export interface Tx {
   get: (k: string) => string | undefined
   has: (k: string) => boolean
@@ -61,6 +72,8 @@ export interface Tx {
   keys: (lo: string, hi: string, limit?: number) => string[]
   /** Appends an entry to an event stream; the entry is visible to listeners only after commit. */
   appendEvent: (stream: string, fields: Record<string, string>) => EventId
+  /** Appends entries in order with multi-row writes (the record layer's change log: one row per changed key). */
+  appendEvents: (stream: string, entries: ReadonlyArray<Record<string, string>>) => EventId[]
   /** Deletes every retained entry of a stream; ids keep increasing from the high-water mark. */
   clearStream: (stream: string) => void
   /** Adds `delta` to an integer counter key; applied once per commit, so hot counters cost one row write per batch. */
@@ -92,6 +105,8 @@ interface StreamState {
 }
 
 const HWM_PREFIX = 'evhwm:'
+/** `evlow:<stream>`: the newest id a trim or clear removed, so a reader can tell a cursor that lost entries from one that is merely old. */
+const LOW_PREFIX = 'evlow:'
 /** Rows per multi-row statement: amortises the per-statement cost while staying far under SQLite's 32766 bound parameters. */
 const MULTI_ROWS = 32
 const EV_PREFIX = 'ev:'
@@ -103,8 +118,8 @@ const EV_PREFIX = 'ev:'
  * - Writes issued in the same turn of the event loop share one transaction;
  *   each runs under its own SAVEPOINT, so one that throws rolls back alone and
  *   only its caller sees the error. A write's promise settles after COMMIT.
- * - Every put/delete of a `file:` key that changes something appends
- *   `{type, key, ts}` to `meta:events` in the same transaction.
+ * - Event streams are rows written in the same transaction as the change
+ *   they describe; what a stream's entries mean is its writer's business.
  * - Reads (on this same connection, between transactions) see exactly the
  *   committed state: transactions run synchronously, so nothing can observe
  *   one half done.
@@ -119,6 +134,7 @@ export class KvStore {
   private readonly retention: number
   private readonly trimEvery: number
   private readonly maxBatch: number
+  private readonly checkUnversioned: KvOptions['checkUnversioned']
   private queue: Pending[] = []
   private scheduled = false
   private closed = false
@@ -162,6 +178,7 @@ export class KvStore {
     this.retention = opts.streamRetention ?? 100_000
     this.trimEvery = opts.trimEvery ?? 10_000
     this.maxBatch = opts.maxBatch ?? 2_000
+    this.checkUnversioned = opts.checkUnversioned
     if (opts.path !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.path)), { recursive: true })
     try {
       this.db = new Database(opts.path)
@@ -461,37 +478,32 @@ export class KvStore {
         const old = st.get.get(k) as string | undefined
         if (old === v) return false
         st.put.run(k, v)
-        if (isFileKey(k)) self.appendEventIn(frame(), META_EVENTS, { type: 'set', key: k, ts: String(self.now()) })
         return true
       },
       putMany (rows) {
-        const f = frame()
+        frame()
         const changed: Array<[string, string]> = []
         for (const [k, v, old] of rows) if (old !== v) changed.push([k, v])
         if (changed.length === 0) return 0
         self.writeRows(changed)
-        const ts = String(self.now())
-        const events: Array<[string, string]> = []
-        for (const [k] of changed) if (isFileKey(k)) events.push([k, ts])
-        if (events.length > 0) self.appendSetEvents(f, events)
         return changed.length
       },
       delete (k) {
         frame()
-        const r = st.del.run(k)
-        if (r.changes === 0) return false
-        if (isFileKey(k)) self.appendEventIn(frame(), META_EVENTS, { type: 'del', key: k, ts: String(self.now()) })
-        return true
+        return st.del.run(k).changes > 0
       },
       range: (lo, hi, limit) => (limit === undefined ? st.range.all(lo, hi) : st.rangeLimit.all(lo, hi, limit)) as Array<[string, string]>,
       keys: (lo, hi, limit) => (limit === undefined ? st.keys.all(lo, hi) : st.keysLimit.all(lo, hi, limit)) as string[],
       suffixes: (prefix) => self.suffixesOf(prefix),
       appendEvent: (stream, fields) => self.appendEventIn(frame(), stream, fields),
+      appendEvents: (stream, entries) => self.appendEventsIn(frame(), stream, entries),
       clearStream (stream) {
         frame()
         const lo = `${EV_PREFIX}${stream}/`
         st.delRange.run(lo, prefixEnd(lo))
-        self.streamState(stream).length = 0
+        const s = self.streamState(stream)
+        s.length = 0
+        if (s.last !== undefined) st.put.run(LOW_PREFIX + stream, formatEventId(s.last))
       },
       addCounter (k, delta) {
         const f = frame()
@@ -523,24 +535,6 @@ export class KvStore {
     return st
   }
 
-  /** Appends one `set` entry per key to meta:events, as one multi-row write. */
-  private appendSetEvents (frame: Frame, keys: ReadonlyArray<readonly [key: string, ts: string]>): void {
-    const s = this.streamState(META_EVENTS)
-    const rows: Array<[string, string]> = []
-    const now = this.now()
-    const prefix = `${EV_PREFIX}${META_EVENTS}/`
-    for (const [key, ts] of keys) {
-      const parts = nextEventId(s.last, now)
-      s.last = parts
-      s.sinceTrim++
-      if (s.length !== undefined) s.length++
-      const fields = { type: 'set', key, ts }
-      rows.push([prefix + padEventId(parts), `{"type":"set","key":${JSON.stringify(key)},"ts":"${ts}"}`])
-      frame.events.push({ stream: META_EVENTS, id: formatEventId(parts), fields })
-    }
-    this.writeRows(rows)
-  }
-
   // ---------------------------------------------------------------- streams
 
   private appendEventIn (frame: Frame, stream: string, fields: Record<string, string>): EventId {
@@ -553,6 +547,27 @@ export class KvStore {
     this.st.put.run(`${EV_PREFIX}${stream}/${padEventId(parts)}`, JSON.stringify(fields))
     frame.events.push({ stream, id, fields })
     return id
+  }
+
+  /** Appends entries with one multi-row write: one id each, in order. */
+  private appendEventsIn (frame: Frame, stream: string, entries: ReadonlyArray<Record<string, string>>): EventId[] {
+    const s = this.streamState(stream)
+    const rows: Array<[string, string]> = []
+    const ids: EventId[] = []
+    const now = this.now()
+    const prefix = `${EV_PREFIX}${stream}/`
+    for (const fields of entries) {
+      const parts = nextEventId(s.last, now)
+      s.last = parts
+      const id = formatEventId(parts)
+      rows.push([prefix + padEventId(parts), JSON.stringify(fields)])
+      ids.push(id)
+      frame.events.push({ stream, id, fields })
+    }
+    s.sinceTrim += entries.length
+    if (s.length !== undefined) s.length += entries.length
+    this.writeRows(rows)
+    return ids
   }
 
   private streamState (stream: string): StreamState {
@@ -599,7 +614,10 @@ export class KvStore {
         if (excess > 0) {
           // Walk only the `excess` oldest keys (not the retained ones) to find where to cut.
           const cut = this.st.keyAtOffset.get(lo, hi, excess - 1) as string | undefined
-          if (cut !== undefined) this.st.delRange.run(lo, cut + '\u0000')
+          if (cut !== undefined) {
+            this.st.delRange.run(lo, cut + '\u0000')
+            this.st.put.run(LOW_PREFIX + stream, formatEventId(parseEventId(cut.slice(lo.length))))
+          }
           s.length = this.retention
         }
       }
@@ -631,6 +649,16 @@ export class KvStore {
     return k === undefined ? undefined : formatEventId(parseEventId(k.slice(lo.length)))
   }
 
+  /**
+   * The newest id a trim or a clear removed from the stream, or undefined
+   * when it never lost an entry: a reader whose cursor is older missed entries.
+   */
+  streamTrimmedThrough (stream: string): EventId | undefined {
+    this.assertOpen()
+    const v = this.st.get.get(LOW_PREFIX + stream) as string | undefined
+    return v === undefined ? undefined : formatEventId(parseEventId(v))
+  }
+
   /** Retained entries strictly after `after` (or from the start), in id order. */
   readStream (stream: string, after: EventIdParts | undefined, limit: number): StreamEntry[] {
     this.assertOpen()
@@ -650,11 +678,14 @@ export class KvStore {
   private schemaGate (): void {
     const v = this.st.get.get(SCHEMA_VERSION_KEY) as string | undefined
     if (v === undefined) {
-      const hasRoots = this.st.firstKey.get('idx:roots/', 'idx:roots0') !== undefined
-      const hasRecords = this.st.firstKey.get(FILE_PREFIX, prefixEnd(FILE_PREFIX)) !== undefined
-      if (hasRoots || hasRecords) {
+      const reader: KvReader = {
+        get: (k) => this.st.get.get(k) as string | undefined,
+        any: (lo, hi) => this.st.firstKey.get(lo, hi) !== undefined
+      }
+      const why = this.checkUnversioned?.(reader)
+      if (why !== undefined) {
         throw new SchemaGateError(
-          `store file ${this.path} holds records but no schema version: it was written by an older meta-core. ` +
+          `store file ${this.path} ${why} but no schema version: it was written by an older meta-core. ` +
           'There is no migration: move the file away (or set META_CORE_DB_PATH to a new file) and re-ingest the library.')
       }
       this.st.put.run(SCHEMA_VERSION_KEY, SCHEMA_VERSION)

@@ -10,6 +10,12 @@
  *   `ver:<rid>`; deletes leave tombstones, DeleteRoot a root tombstone.
  *   `applyRemote` merges last-writer-wins, so stores that saw the same writes
  *   hold the same records whatever the order.
+ * - Every change of a replicated key appends a row to the change log
+ *   (`meta:events`: key, set/del, version) in the same transaction, root
+ *   tombstones included; `changesSince` serves it to peers (each key once,
+ *   current value and version), `onChanges` hands committed changes to
+ *   listeners after COMMIT, `exportRange` pages the whole replicated range
+ *   for a full resync.
  * - Roots sharing a CID form one group, read as one record whose canonical
  *   root is the smallest rid; this is derived locally and writes nothing
  *   replicated.
@@ -19,10 +25,13 @@ export { checkRemoteEntry, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BY
 export type {
   RecordStoreOptions, RecordDocument, ApplyResult, WriteResult, RemovePathResult, FileTuple
 } from './record-store.js'
+export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 export type { RemoteEntry } from './remote-entry.js'
+export { META_EVENTS, presentChange, decodeChange } from './change-log.js'
+export type { ChangeOp, ChangeLogEntry, CommittedChange, ChangeListener } from './change-log.js'
 export type { RecordIndexer, FieldChange } from './mutation.js'
-export { newRecordId, isRecordId, recordIdTime, encodeUuidV7, decodeRecordId } from './record-id.js'
-export type { RecordId } from './record-id.js'
+export { newRecordId, isRecordId, recordIdTime, encodeUuidV7, decodeRecordId, RecordIdMinter } from './record-id.js'
+export type { RecordId, RandomSource } from './record-id.js'
 export {
   validateFieldPath, rejectDeprecatedField, checkWritableField, validateValue, cidMemberOf,
   MAX_FIELD_LENGTH, MAX_FIELD_BYTES, MAX_VALUE_LENGTH
@@ -41,5 +50,5 @@ export {
   fieldKey, recordRange, readFields, CID, VER, ROOTS, COUNT_ROOTS, DUP, GRP, GRPM
 } from './layout.js'
 export type { Reader } from './layout.js'
-export { openNodeStore, ensureNodeId } from './open-store.js'
+export { openNodeStore, ensureNodeId, recordsInUnversionedFile } from './open-store.js'
 export type { NodeStore, NodeStoreOptions } from './open-store.js'

@@ -1,9 +1,10 @@
 /**
  * The one synchronous write path every record change goes through, inside a
  * kv transaction: field rows, versions, liveness (`idx:roots`), the visible
- * record counter, schema counters, the `cid:` reverse index, groups, and the
- * indexer hooks (search). Local writes and remote merges share it, so both
- * maintain exactly the same derived state.
+ * record counter, schema counters, the `cid:` reverse index, groups, the
+ * change-log rows (one per key whose version changed, root tombstones
+ * included) and the indexer hooks (search). Local writes and remote merges
+ * share it, so both maintain exactly the same derived state.
  *
  * Groups: roots that share any CID are one record (replication.md). The
  * group's canonical root is its smallest rid; `cid:<cid>` points at it. The
@@ -17,6 +18,7 @@ import {
 } from './layout.js'
 import { prefixEnd } from '../kv/index.js'
 import { cidMemberOf } from './field-path.js'
+import type { ChangeLog, LoggedChange } from './change-log.js'
 import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
 import type { RecordId } from './record-id.js'
@@ -61,7 +63,7 @@ export interface MutationResult {
 export class Mutator {
   private readonly indexers: RecordIndexer[]
 
-  constructor (indexers: readonly RecordIndexer[], private readonly now: () => number = Date.now) {
+  constructor (indexers: readonly RecordIndexer[], private readonly changeLog: ChangeLog) {
     this.indexers = [...indexers]
   }
 
@@ -76,14 +78,18 @@ export class Mutator {
     const vm = VersionMap.parse(verRaw)
     const wasLive = cur.size > 0
     const changed = new Set<string>()
-    const cidAdds: string[] = []
-    const cidRemoves: string[] = []
+    // The record's cids/ members before this mutation: aliases follow the net change, so a member set and
+    // deleted again within one batch (two peers' versions of it) registers nothing.
+    const cidsBefore = new Set<string>()
+    for (const f of cur.keys()) if (cidMemberOf(f) !== undefined) cidsBefore.add(f)
     let touched = 0
+    // Change-log rows in the order the changes happen; sets join at the end, with their multi-row write.
+    const log: LoggedChange[] = []
 
     // Puts are collected and written at the end with multi-row statements;
     // `pending` maps a key to the value it held before this mutation.
-    const pending = new Map<string, { value: string, before: string | undefined }>()
-    const del = (field: string): void => {
+    const pending = new Map<string, { value: string, before: string | undefined, version: Version }>()
+    const del = (field: string, version: Version): void => {
       const old = cur.get(field)
       if (old === undefined) return
       const k = fieldKey(rid, field)
@@ -95,18 +101,20 @@ export class Mutator {
       } else {
         tx.delete(k)
       }
+      // Logged even when the key only existed within this mutation: its version changed, and peers pulling from us must learn the tombstone.
+      log.push({ op: 'del', key: k, value: null, version })
       cur.delete(field)
       tx.addCounter(schemaCounterKey(field, old), -1)
       changed.add(field)
-      const c = cidMemberOf(field)
-      if (c !== undefined) cidRemoves.push(c)
     }
 
     if (opts.rootTombstone !== undefined && (vm.root === undefined || opts.rootTombstone > vm.root)) {
       const rt = opts.rootTombstone
+      // The root tombstone has its own row, so a peer pulling changes learns it even for a root it never held.
+      log.push({ op: 'del', key: `file:${rid}`, value: null, version: rt })
       for (const field of [...cur.keys()]) {
         const fv = vm.fields.get(field)
-        if (fv === undefined || fv <= rt) del(field)
+        if (fv === undefined || fv <= rt) del(field, rt)
       }
       vm.setRoot(rt)
       touched++
@@ -122,12 +130,12 @@ export class Mutator {
           if (opts.remote === true) {
             // A tombstone for a key we never held: keep its version and pass it on.
             vm.fields.set(field, version)
-            tx.appendEvent('meta:events', { type: 'del', key: k, ts: String(this.now()) })
+            log.push({ op: 'del', key: k, value: null, version })
             touched++
           }
           continue
         }
-        del(field)
+        del(field, version)
         vm.fields.set(field, version)
         touched++
         continue
@@ -135,25 +143,28 @@ export class Mutator {
       if (old === value) {
         if (opts.remote === true) {
           vm.fields.set(field, version)
-          tx.appendEvent('meta:events', { type: 'set', key: k, ts: String(this.now()) })
+          log.push({ op: 'set', key: k, value, version })
           touched++
         }
         continue
       }
       const p = pending.get(k)
-      pending.set(k, { value, before: p === undefined ? old : p.before })
+      pending.set(k, { value, before: p === undefined ? old : p.before, version })
       cur.set(field, value)
       vm.fields.set(field, version)
       touched++
       if (old !== undefined) tx.addCounter(schemaCounterKey(field, old), -1)
       tx.addCounter(schemaCounterKey(field, value), 1)
       changed.add(field)
-      const c = cidMemberOf(field)
-      if (c !== undefined && old === undefined) cidAdds.push(c)
     }
 
     // Field rows go in with multi-row statements (deletes above were applied one by one).
-    if (pending.size > 0) tx.putMany([...pending].map(([k, p]) => [k, p.value, p.before] as const))
+    if (pending.size > 0) {
+      tx.putMany([...pending].map(([k, p]) => [k, p.value, p.before] as const))
+      // A key set and set back within this mutation wrote nothing and logs nothing.
+      for (const [k, p] of pending) if (p.value !== p.before) log.push({ op: 'set', key: k, value: p.value, version: p.version })
+    }
+    this.changeLog.append(tx, log)
 
     if (touched > 0) {
       const s = vm.serialize()
@@ -175,6 +186,15 @@ export class Mutator {
       }
     }
 
+    const cidAdds: string[] = []
+    const cidRemoves: string[] = []
+    for (const f of changed) {
+      const c = cidMemberOf(f)
+      if (c === undefined) continue
+      const was = cidsBefore.has(f)
+      if (was && !cur.has(f)) cidRemoves.push(c)
+      else if (!was && cur.has(f)) cidAdds.push(c)
+    }
     for (const c of cidRemoves) this.aliasRemoved(tx, rid, c)
     if (live) for (const c of cidAdds) this.aliasAdded(tx, rid, c)
 

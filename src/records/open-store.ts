@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { openKv, type KvOptions, type KvStore } from '../kv/index.js'
+import { openKv, prefixEnd, type KvOptions, type KvReader, type KvStore } from '../kv/index.js'
 import { RecordStore, type RecordStoreOptions } from './record-store.js'
+import { FILE, ROOTS } from './layout.js'
 
 const NODE_ID_KEY = 'meta-core:node-id'
 
@@ -27,9 +28,17 @@ export interface NodeStore {
   close: () => void
 }
 
+/**
+ * The record layer's part of the schema gate: a file with no schema version
+ * that holds records (or the root index) was written by an older meta-core.
+ */
+export function recordsInUnversionedFile (r: KvReader): string | undefined {
+  return r.any(FILE, prefixEnd(FILE)) || r.any(ROOTS, prefixEnd(ROOTS)) ? 'holds records' : undefined
+}
+
 /** Opens the kv file and the record layer over it. */
 export function openNodeStore (opts: NodeStoreOptions): NodeStore {
-  const kv = openKv(opts)
+  const kv = openKv({ ...opts, checkUnversioned: recordsInUnversionedFile })
   try {
     const nodeId = opts.nodeId ?? ensureNodeId(kv)
     const records = new RecordStore(kv, { ...opts, nodeId })

@@ -14,39 +14,62 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 const RID_RE = /^[0-7][0-9A-HJKMNP-TV-Z]{25}$/
 const MASK_74 = (1n << 74n) - 1n
 
-let lastMs = -1
-let lastRand = 0n
-// Random bytes drawn in blocks: one crypto call per 100 ids instead of one per id.
-let pool = Buffer.alloc(0)
-let poolAt = 0
+/** A source of uniform numbers in [0, 1), like Math.random or a seeded generator. */
+export type RandomSource = () => number
 
-function random10 (): Buffer {
-  if (poolAt + 10 > pool.length) {
-    pool = randomBytes(1000)
-    poolAt = 0
+/**
+ * Mints root ids for one clock and one source of randomness. A store given a
+ * virtual clock and a seeded source mints the same ids on every run; the
+ * default draws from the OS (crypto) like every node in production.
+ */
+export class RecordIdMinter {
+  private lastMs = -1
+  private lastRand = 0n
+  // OS random bytes are drawn in blocks: one crypto call per 100 ids instead of one per id.
+  private pool = Buffer.alloc(0)
+  private poolAt = 0
+
+  constructor (private readonly random?: RandomSource) {}
+
+  /** A fresh root id, greater than every id this minter issued before. */
+  next (now: number): RecordId {
+    let ms = now
+    let rand: bigint
+    if (ms <= this.lastMs) {
+      ms = this.lastMs
+      rand = (this.lastRand + 1n) & MASK_74
+      if (rand === 0n) ms++ // 2^74 ids in one millisecond: borrow the next one
+    } else {
+      // Leave headroom so increments within this millisecond rarely overflow.
+      rand = (this.random80() & MASK_74) >> 1n
+    }
+    this.lastMs = ms
+    this.lastRand = rand
+    return encodeUuidV7(ms, rand)
   }
-  poolAt += 10
-  return pool.subarray(poolAt - 10, poolAt)
+
+  private random80 (): bigint {
+    let r = 0n
+    if (this.random !== undefined) {
+      // Three 32-bit draws cover the 80 bits a fresh millisecond needs.
+      for (let i = 0; i < 3; i++) r = (r << 32n) | BigInt(Math.floor(this.random() * 4294967296) >>> 0)
+      return r
+    }
+    if (this.poolAt + 10 > this.pool.length) {
+      this.pool = randomBytes(1000)
+      this.poolAt = 0
+    }
+    for (let i = this.poolAt; i < this.poolAt + 10; i++) r = (r << 8n) | BigInt(this.pool[i])
+    this.poolAt += 10
+    return r
+  }
 }
 
-/** A fresh root id, greater than every id this process minted before. */
+const processMinter = new RecordIdMinter()
+
+/** A fresh root id from the process-wide minter (OS randomness), greater than every id it minted before. */
 export function newRecordId (now: number = Date.now()): RecordId {
-  let ms = now
-  let rand: bigint
-  if (ms <= lastMs) {
-    ms = lastMs
-    rand = (lastRand + 1n) & MASK_74
-    if (rand === 0n) ms++ // 2^74 ids in one millisecond: borrow the next one
-  } else {
-    const b = random10()
-    rand = 0n
-    for (const x of b) rand = (rand << 8n) | BigInt(x)
-    // Leave headroom so increments within this millisecond rarely overflow.
-    rand = (rand & MASK_74) >> 1n
-  }
-  lastMs = ms
-  lastRand = rand
-  return encodeUuidV7(ms, rand)
+  return processMinter.next(now)
 }
 
 /** Packs 48-bit ms + 74 random bits into UUIDv7 (version 7, variant 10) and encodes it. */

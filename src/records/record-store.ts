@@ -1,6 +1,10 @@
 import { silentLogger, type Logger } from '../common/index.js'
 import { canonicalCid, isCid } from '../cid/index.js'
 import { prefixEnd, type KvStore, type SqlStatement, type Tx } from '../kv/index.js'
+import { ChangeLog, type ChangeListener, type ChangeLogEntry } from './change-log.js'
+import {
+  changesSince, exportRange, readChangeLog, rootEntries, type ChangePage, type ExportPage, type PageOptions
+} from './change-feed.js'
 import {
   InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError
 } from './errors.js'
@@ -13,8 +17,8 @@ import {
 } from './layout.js'
 import { Mutator, type FieldChange, type RecordIndexer } from './mutation.js'
 import { nest, type Nested } from './flatten.js'
-import { isRecordId, newRecordId, type RecordId } from './record-id.js'
-import { VersionMap, makeVersion, versionHlc, versionOrigin, type Version } from './versions.js'
+import { RecordIdMinter, isRecordId, newRecordId, type RandomSource, type RecordId } from './record-id.js'
+import { VersionMap, makeVersion, type Version } from './versions.js'
 
 /** Fields the store itself owns: a replacing write (`setFlat`) keeps them. */
 export const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
@@ -25,7 +29,15 @@ export interface RecordStoreOptions {
   indexers?: RecordIndexer[]
   /** A remote version further ahead of local wall time than this is refused (default 10 s). */
   maxClockDriftMs?: number
+  /** Wall clock in ms: the HLC and the time part of minted root ids (default Date.now). */
   now?: () => number
+  /**
+   * Uniform numbers in [0, 1) for the random part of minted root ids. With
+   * it (and `now`), ids come from this store's own minter, so a simulator with
+   * a virtual clock and a seed mints the same ids on every run. Default: OS
+   * randomness, shared by every store in the process.
+   */
+  random?: RandomSource
   logger?: Logger
 }
 
@@ -89,14 +101,25 @@ export class RecordStore {
   private readonly log: Logger
   private driftRefused = 0
   private fieldStmt: SqlStatement | undefined
+  private readonly changeLog: ChangeLog
+  private readonly now: () => number
+  private readonly mintId: (now: number) => RecordId
 
   constructor (kv: KvStore, opts: RecordStoreOptions) {
     if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
     this.kv = kv
     this.nodeId = opts.nodeId
     this.log = opts.logger ?? silentLogger
-    this.hlc = new Hlc(opts.now ?? Date.now, kv.get(HLC_KEY))
-    this.mutator = new Mutator(opts.indexers ?? [], opts.now)
+    this.now = opts.now ?? Date.now
+    this.hlc = new Hlc(this.now, kv.get(HLC_KEY))
+    if (opts.random === undefined) {
+      this.mintId = newRecordId
+    } else {
+      const minter = new RecordIdMinter(opts.random)
+      this.mintId = (now) => minter.next(now)
+    }
+    this.changeLog = new ChangeLog(kv, this.log)
+    this.mutator = new Mutator(opts.indexers ?? [], this.changeLog)
     this.maxDrift = opts.maxClockDriftMs ?? 10_000
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
   }
@@ -319,16 +342,40 @@ export class RecordStore {
     return membersOf(this.kv, rid).flatMap(m => readDuplicates(this.kv, m))
   }
 
-  /** The replicated state of one root: live keys and tombstones with their versions, and the root tombstone. */
+  /** The replicated state of one root in key order: the root tombstone, live keys and tombstones, with their versions. */
   exportRoot (rid: RecordId, r: Reader = this.kv): RemoteEntry[] {
-    const vm = VersionMap.parse(r.get(VER + rid))
-    const fields = readFields(r, rid)
-    const out: RemoteEntry[] = []
-    if (vm.root !== undefined) out.push({ key: `file:${rid}`, value: null, hlc: versionHlc(vm.root), origin: versionOrigin(vm.root) })
-    for (const [f, v] of vm.fields) {
-      out.push({ key: fieldKey(rid, f), value: fields.get(f) ?? null, hlc: versionHlc(v), origin: versionOrigin(v) })
-    }
-    return out
+    return rootEntries(r, rid)
+  }
+
+  // ================================================================ change log
+
+  /**
+   * The changes after `cursor` (undefined or `0`: from the start): each
+   * changed key once with its current value and version, read in one
+   * snapshot. See change-feed.ts for paging and gaps.
+   */
+  changesSince (cursor: string | undefined, opts: PageOptions): ChangePage {
+    return changesSince(this.kv, cursor, opts)
+  }
+
+  /** Change-log rows after `after` as stored (id, set/del, key, version), for tests and tools. */
+  readChangeLog (after: string | undefined, limit: number): ChangeLogEntry[] {
+    return readChangeLog(this.kv, after, limit)
+  }
+
+  /**
+   * Hears every commit's change-log entries after COMMIT, in log order, with
+   * the value and version each change wrote: what a mesh pushes without
+   * re-reading. Local and remote changes both; tell them apart by `origin`.
+   * Returns the unsubscribe function.
+   */
+  onChanges (listener: ChangeListener): () => void {
+    return this.changeLog.onChanges(listener)
+  }
+
+  /** The whole replicated range for a full resync, in key order after `after`; see change-feed.ts. */
+  exportRange (after: string | undefined, opts: PageOptions): ExportPage {
+    return exportRange(this.kv, after, opts)
   }
 
   /** Remote versions refused for clock drift since start. */
@@ -344,7 +391,7 @@ export class RecordStore {
     const fields: Record<string, string> = { ...extra, filePath, sizeByte: String(sizeByte), mtimeNano: String(mtimeNano) }
     const changes = this.checkFields(fields, false)
     return await this.kv.write(tx => {
-      const rid = newRecordId()
+      const rid = this.mintId(this.now())
       this.mutator.mutate(tx, rid, this.stamp(tx, changes))
       return rid
     })
@@ -568,7 +615,7 @@ export class RecordStore {
         rid = addr // writing to a deleted root revives it (the new version beats its tombstone)
       } else {
         // An unknown CID: a new record, addressed by that CID from now on.
-        rid = newRecordId()
+        rid = this.mintId(this.now())
         list.push([`cids/${addr}`, 'true'])
         created = true
       }

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
-import { META_EVENTS } from '../../src/kv/index.js'
+import { META_EVENTS } from '../../src/records/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
 
 const CID_A = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'

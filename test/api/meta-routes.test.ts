@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
-import { META_EVENTS } from '../../src/kv/index.js'
-import { isRecordId } from '../../src/records/index.js'
+import { META_EVENTS, isRecordId } from '../../src/records/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
 
 const CID_A = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'

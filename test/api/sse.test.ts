@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor, withTimeout } from '../../src/common/index.js'
-import { META_EVENTS, compareEventIds, parseEventId } from '../../src/kv/index.js'
-import type { RecordId } from '../../src/records/index.js'
+import { compareEventIds, parseEventId } from '../../src/kv/index.js'
+import { META_EVENTS, type RecordId } from '../../src/records/index.js'
 import { startApi, type ApiHarness, type HarnessOptions } from '../helpers/api-harness.js'
 import { openSse, type SseClient, type SseEvent } from '../helpers/sse-client.js'
 import { FILE_EVENTS, simpleWatcher } from '../helpers/simple-watcher.js'
@@ -84,6 +84,29 @@ describe('SSE /api/events/meta', () => {
     expect(c.events[0]).toEqual({ event: 'gap', data: JSON.stringify({ requested: firstEver, resumeFrom: oldest, reason: 'retention' }) })
     expect(c.events.slice(1).map(e => e.id)).toEqual(storedIdsAfter(h, '0-0'))
     expect(c.events.slice(1)[0].id).toBe(oldest)
+  })
+
+  it('shows DeleteRoot as one del per key (the root tombstone row stays internal), live and when resuming, with ts from the id', async () => {
+    const { h, url } = await setup()
+    const [rid] = await setTitles(h, 1)
+    await h.store.records.mergeFlat(rid, { title: 'x' })
+    const cursor = h.store.kv.streamHead(META_EVENTS)!
+    const live = await sse(`${url}/api/events/meta`)
+    await h.store.records.deleteRoot(rid)
+    const [after] = await setTitles(h, 1, 1)
+    const stored = h.store.records.readChangeLog(cursor, 100)
+    expect(stored.map(e => e.key)).toContain(`file:${rid}`) // the log has the root tombstone row
+    const shown = stored.filter(e => e.key !== `file:${rid}`)
+    expect(shown).toHaveLength(4 + 3)
+    const resumed = await sse(`${url}/api/events/meta`, { 'last-event-id': cursor })
+    for (const c of [live, resumed]) {
+      await c.waitForEvents(shown.length)
+      expect(c.events.map(e => e.id)).toEqual(shown.map(e => e.id))
+      expect(c.events.map(e => `${e.event} ${dataOf(e).key}`)).toEqual(shown.map(e => `${e.op} ${e.key}`))
+      expect(c.events.slice(0, 4).every(e => e.event === 'del')).toBe(true)
+      expect(dataOf(c.events[4]).key.startsWith(`file:${after}/`)).toBe(true)
+      for (const e of c.events) expect(dataOf(e).ts).toBe(e.id!.split('-')[0])
+    }
   })
 
   it('treats a malformed cursor as 0: a gap, then every retained entry', async () => {

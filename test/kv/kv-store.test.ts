@@ -2,7 +2,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
-  AsyncWriteError, KvStore, META_EVENTS, SchemaGateError, compareEventIds, openKv, parseEventId, prefixEnd
+  AsyncWriteError, KvStore, SchemaGateError, compareEventIds, openKv, parseEventId, prefixEnd
 } from '../../src/kv/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -17,8 +17,8 @@ function open (opts: Partial<ConstructorParameters<typeof KvStore>[0]> = {}): { 
   return { kv, file }
 }
 
-function metaEvents (kv: KvStore): Array<Record<string, string>> {
-  return kv.readStream(META_EVENTS, undefined, 10_000).map(e => e.fields)
+function entries (kv: KvStore, stream = 's'): Array<Record<string, string>> {
+  return kv.readStream(stream, undefined, 10_000).map(e => e.fields)
 }
 
 describe('kv store', () => {
@@ -45,25 +45,34 @@ describe('kv store', () => {
     expect(await kv.write(tx => tx.delete('a/1'))).toBe(false)
   })
 
-  it('publishes set and del for file: keys in the same transaction, and nothing for no-ops', async () => {
+  it('appends stream entries only when asked, in order, singly or in bulk, in the same transaction', async () => {
     const { kv } = open()
-    await kv.write(tx => { tx.put('file:R/title', 'x'); tx.put('other:key', 'y') })
-    expect(metaEvents(kv)).toEqual([{ type: 'set', key: 'file:R/title', ts: expect.stringMatching(/^\d+$/) }])
-    const changed = await kv.write(tx => tx.put('file:R/title', 'x'))
-    expect(changed).toBe(false)
-    await kv.write(tx => { tx.delete('file:R/missing') })
-    expect(metaEvents(kv)).toHaveLength(1)
-    await kv.write(tx => { tx.delete('file:R/title') })
-    expect(metaEvents(kv).map(e => e.type)).toEqual(['set', 'del'])
+    // Puts and deletes of any key publish nothing: streams belong to the layers above.
+    await kv.write(tx => { tx.put('file:R/title', 'x'); tx.put('other:key', 'y'); tx.delete('other:key') })
+    expect(kv.streamHead('meta:events')).toBeUndefined()
+    expect(await kv.write(tx => tx.put('file:R/title', 'x'))).toBe(false)
+    const ids = await kv.write(tx => [
+      tx.appendEvent('s', { n: '1' }),
+      ...tx.appendEvents('s', [{ n: '2' }, { n: '3' }, { n: '4' }]),
+      tx.appendEvent('s', { n: '5' })
+    ])
+    expect(entries(kv).map(e => e.n)).toEqual(['1', '2', '3', '4', '5'])
+    expect(kv.readStream('s', undefined, 10).map(e => e.id)).toEqual(ids)
+    for (let i = 1; i < ids.length; i++) expect(compareEventIds(parseEventId(ids[i - 1]), parseEventId(ids[i]))).toBe(-1)
+    expect(kv.streamHead('s')).toBe(ids[4])
+    // A bulk append that rolls back leaves neither rows nor ids behind.
+    await expect(kv.write(tx => { tx.appendEvents('s', [{ n: 'x' }, { n: 'y' }]); throw new Error('no') })).rejects.toThrow('no')
+    expect(entries(kv)).toHaveLength(5)
+    expect(kv.streamHead('s')).toBe(ids[4])
   })
 
   it('commits concurrent writes together but rolls back a failing one alone', async () => {
     const { kv } = open()
     const seen: number[] = []
     kv.onCommit(entries => { seen.push(entries.length) })
-    const a = kv.write(tx => { tx.put('file:A/x', '1'); return 'a' })
-    const b = kv.write(tx => { tx.put('file:B/x', '1'); throw new Error('boom') })
-    const c = kv.write(tx => { tx.put('file:C/x', '1'); return 'c' })
+    const a = kv.write(tx => { tx.put('file:A/x', '1'); tx.appendEvent('s', { key: 'file:A/x' }); return 'a' })
+    const b = kv.write(tx => { tx.put('file:B/x', '1'); tx.appendEvent('s', { key: 'file:B/x' }); throw new Error('boom') })
+    const c = kv.write(tx => { tx.put('file:C/x', '1'); tx.appendEvent('s', { key: 'file:C/x' }); return 'c' })
     await expect(a).resolves.toBe('a')
     await expect(b).rejects.toThrow('boom')
     await expect(c).resolves.toBe('c')
@@ -72,7 +81,7 @@ describe('kv store', () => {
     expect(kv.get('file:C/x')).toBe('1')
     // One commit carried both surviving writes' events; the failed write's event is gone.
     expect(seen).toEqual([2])
-    expect(metaEvents(kv).map(e => e.key)).toEqual(['file:A/x', 'file:C/x'])
+    expect(entries(kv).map(e => e.key)).toEqual(['file:A/x', 'file:C/x'])
   })
 
   it('reads see only committed state', async () => {
@@ -117,6 +126,17 @@ describe('kv store', () => {
     const rows = kv.readStream('s', undefined, 1000)
     expect(rows[rows.length - 1].fields.i).toBe('199')
     expect(kv.streamFirst('s')).toBe(rows[0].id)
+    // The low-water mark names the newest id the trims removed: the one just before the oldest retained.
+    const lost = kv.streamTrimmedThrough('s')!
+    expect(compareEventIds(parseEventId(lost), parseEventId(rows[0].id))).toBe(-1)
+    expect(kv.readStream('s', parseEventId(lost), 1)[0].id).toBe(rows[0].id)
+  })
+
+  it('reports no trim for a stream that never lost an entry', async () => {
+    const { kv } = open({ streamRetention: 50, trimEvery: 20 })
+    for (let i = 0; i < 40; i++) await kv.write(tx => { tx.appendEvent('s', { i: String(i) }) })
+    expect(kv.streamLength('s')).toBe(40)
+    expect(kv.streamTrimmedThrough('s')).toBeUndefined()
   })
 
   it('clears a stream but keeps issuing larger ids', async () => {
@@ -125,6 +145,7 @@ describe('kv store', () => {
     const reset = await kv.write(tx => { tx.clearStream('s'); return tx.appendEvent('s', { type: 'reset' }) })
     expect(kv.readStream('s', undefined, 10).map(e => e.id)).toEqual([reset])
     expect(compareEventIds(parseEventId(first), parseEventId(reset))).toBe(-1)
+    expect(kv.streamTrimmedThrough('s')).toBe(first)
   })
 
   it('applies counters once per commit and drops a rolled-back write\'s deltas', async () => {
@@ -149,16 +170,22 @@ describe('kv store', () => {
     expect(ran).toEqual(['ok'])
   })
 
-  it('refuses a store with records and no schema sentinel, naming the file', () => {
+  it('asks the layers above about an unversioned file before stamping it, and refuses it naming the file', () => {
     const t = tmpDir()
     cleanups.push(t.cleanup)
     const file = path.join(t.dir, 'legacy.db')
     const raw = new Database(file)
     raw.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID')
-    raw.prepare('INSERT INTO kv VALUES (?, ?)').run('idx:roots/X', '')
+    raw.prepare('INSERT INTO kv VALUES (?, ?)').run('old:X', '')
     raw.close()
-    expect(() => openKv({ path: file })).toThrow(SchemaGateError)
-    expect(() => openKv({ path: file })).toThrow(file)
+    const check = (r: { any: (lo: string, hi: string) => boolean }): string | undefined => (r.any('old:', 'old;') ? 'holds old rows' : undefined)
+    expect(() => openKv({ path: file, checkUnversioned: check })).toThrow(SchemaGateError)
+    expect(() => openKv({ path: file, checkUnversioned: check })).toThrow(file)
+    expect(() => openKv({ path: file, checkUnversioned: check })).toThrow(/holds old rows/)
+    // Refused means untouched: still no version, so the next open asks again.
+    const after = new Database(file, { readonly: true })
+    expect(after.prepare("SELECT v FROM kv WHERE k = 'meta-core:schema-version'").get()).toBeUndefined()
+    after.close()
   })
 
   it('refuses a store with another schema version', () => {

@@ -1,8 +1,7 @@
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { META_EVENTS, prefixEnd } from '../../src/kv/index.js'
 import {
-  InvalidRemoteEntryError, VersionMap, formatHlc, openNodeStore, type NodeStore, type RecordId, type RemoteEntry
+  META_EVENTS, InvalidRemoteEntryError, VersionMap, formatHlc, openNodeStore, type NodeStore, type RecordId, type RemoteEntry
 } from '../../src/records/index.js'
 import { prng, shuffle } from '../helpers/prng.js'
 import { OP_CIDS, randomRecordOp, testCid } from '../helpers/record-ops.js'
@@ -24,9 +23,17 @@ const cid = testCid
 const RID = '01M8ME6YDNEBQ9WHRFBFD4HMGQ' as RecordId
 const hlcAt = (ms: number, c = 0): string => formatHlc({ ms, counter: c })
 
-/** Every replicated entry a store holds (live keys, tombstones, root tombstones). */
+/** Every change a store logged (live keys, tombstones, root tombstones), read back through its change log in pages. */
 function exportAll (s: NodeStore): RemoteEntry[] {
-  return s.kv.keys('ver:', prefixEnd('ver:')).flatMap(k => s.records.exportRoot(k.slice(4) as RecordId))
+  const out: RemoteEntry[] = []
+  let cursor: string | undefined
+  for (;;) {
+    const page = s.records.changesSince(cursor, { limit: 7 })
+    expect(page.gap).toBe(false)
+    out.push(...page.changes)
+    if (page.next === cursor || page.next === page.head) return out
+    cursor = page.next
+  }
 }
 
 /** The replicated state and everything derived from it; excludes per-node bookkeeping (events, clock, dup paths). */

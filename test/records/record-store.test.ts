@@ -1,9 +1,9 @@
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { META_EVENTS, prefixEnd } from '../../src/kv/index.js'
+import { prefixEnd } from '../../src/kv/index.js'
 import {
   DeprecatedFieldError, InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError,
-  VersionMap, isRecordId, openNodeStore, type NodeStore
+  META_EVENTS, VersionMap, isRecordId, openNodeStore, type NodeStore
 } from '../../src/records/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -267,10 +267,17 @@ describe('deleteRoot', () => {
     const keep = await s.records.mint('/files/keep', 1, 1, { [`cids/${MID2}`]: 'true', title: 'keep' })
     const rid = await s.records.mint('/files/a', 1, 1, { title: 'x', [`cids/${MID}`]: 'true', [`cids/${SHA}`]: 'true' })
     await s.records.addDuplicatePath(rid, '/files/dup')
-    const before = s.kv.streamLength(META_EVENTS)
+    const before = s.kv.streamHead(META_EVENTS)
     const r = await s.records.deleteRoot(SHA)
     expect(r).toEqual({ rid, deleted: 6 })
-    expect(s.kv.streamLength(META_EVENTS)).toBe(before + 6)
+    // One del per removed key, and the root tombstone's own row.
+    const logged = s.records.readChangeLog(before, 100)
+    expect(logged.map(e => `${e.op} ${e.key}`).sort()).toEqual([
+      `del file:${rid}`, `del file:${rid}/cids/${MID}`, `del file:${rid}/cids/${SHA}`,
+      `del file:${rid}/filePath`, `del file:${rid}/mtimeNano`, `del file:${rid}/sizeByte`, `del file:${rid}/title`
+    ].sort())
+    const vmAfter = VersionMap.parse(s.kv.get(`ver:${rid}`))
+    for (const e of logged) expect(e.version).toBe(vmAfter.root)
     expect(keysUnder(s, `file:${rid}/`)).toEqual([])
     expect(s.kv.get(`cid:${MID}`)).toBeUndefined()
     expect(s.kv.get(`cid:${SHA}`)).toBeUndefined()
@@ -283,7 +290,7 @@ describe('deleteRoot', () => {
     expect(vm.fields.size).toBe(0)
     expect(await s.records.deleteRoot(SHA)).toEqual({ rid: undefined, deleted: 0 })
     expect(await s.records.deleteRoot(rid)).toEqual({ rid: undefined, deleted: 0 })
-    expect(s.kv.streamLength(META_EVENTS)).toBe(before + 6)
+    expect(s.records.readChangeLog(before, 100)).toHaveLength(7)
     // Schema counters went back down with the fields.
     const schema = Object.fromEntries(s.kv.prefix('idx:schema/'))
     expect(schema['idx:schema/title\u001f\u001fstring\u001f']).toBe('1')
@@ -369,8 +376,30 @@ describe('reads of a group', () => {
 describe('events', () => {
   it('publishes one set per field of a minted record and one del per deleted key', async () => {
     const s = store()
+    const rid = await s.records.mint('/files/a', 1, 1, { title: 'x', year: '2001', genre: 'Drama' })
+    const evs = (): string[] => s.records.readChangeLog(undefined, 100).map(e => `${e.op} ${e.key}`)
+    expect(evs().sort()).toEqual([
+      `set file:${rid}/filePath`, `set file:${rid}/genre`, `set file:${rid}/mtimeNano`, `set file:${rid}/sizeByte`,
+      `set file:${rid}/title`, `set file:${rid}/year`
+    ])
+    // setFlat drops the unnamed client fields: one del each, one set for the changed value, nothing for the rest.
+    await s.records.setFlat(rid, { title: 'y' })
+    expect(evs().slice(6).sort()).toEqual([`del file:${rid}/genre`, `del file:${rid}/year`, `set file:${rid}/title`])
+    await s.records.deleteProperty(rid, 'title')
+    await s.records.deleteProperty(rid, 'title') // already gone: no event
+    expect(evs().slice(9)).toEqual([`del file:${rid}/title`])
+  })
+
+  it('logs each change with the version it wrote, in a compact row', async () => {
+    const s = store()
     const rid = await s.records.mint('/files/a', 1, 1, { title: 'x' })
-    const evs = s.kv.readStream(META_EVENTS, undefined, 100).map(e => `${e.fields.type} ${e.fields.key}`)
-    expect(evs.sort()).toEqual([`set file:${rid}/filePath`, `set file:${rid}/mtimeNano`, `set file:${rid}/sizeByte`, `set file:${rid}/title`].sort())
+    const head = s.kv.streamHead(META_EVENTS)
+    await s.records.mergeFlat(rid, { title: 'y' })
+    const logged = s.records.readChangeLog(head, 100)
+    expect(logged.map(e => `${e.op} ${e.key}`)).toEqual([`set file:${rid}/title`])
+    expect(logged[0].version).toBe(VersionMap.parse(s.kv.get(`ver:${rid}`)).fields.get('title'))
+    // The stored row is compact: set/delete, key and version, no timestamp (the id carries it).
+    const raw = s.kv.readStream(META_EVENTS, undefined, 100).at(-1)!
+    expect(raw.fields).toEqual({ t: 's', k: `file:${rid}/title`, v: logged[0].version })
   })
 })

@@ -4,7 +4,7 @@
  * only from the `Last-Event-ID` header.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { META_EVENTS } from '../../kv/index.js'
+import { META_EVENTS } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import type { StartPosition } from '../sse/sse-connection.js'
 import { withErrors } from '../schemas.js'

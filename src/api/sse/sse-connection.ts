@@ -19,9 +19,10 @@
 import type { ServerResponse } from 'node:http'
 import type { Logger } from '../../common/index.js'
 import {
-  META_EVENTS, compareEventIds, formatEventId, parseEventId,
+  compareEventIds, formatEventId, parseEventId,
   type EventIdParts, type KvStore, type StreamEntry
 } from '../../kv/index.js'
+import { META_EVENTS } from '../../records/index.js'
 import { KEEP_ALIVE, formatEntry, formatEvent } from './sse-format.js'
 
 /** Where a new subscriber starts. */
@@ -36,6 +37,8 @@ export type StartPosition =
 export interface SseConnectionOptions {
   kv: KvStore
   stream: string
+  /** The entry as clients see it, or undefined for one they are not shown (it still advances the cursor). */
+  present: (e: StreamEntry) => StreamEntry | undefined
   res: ServerResponse
   /** A `:keep-alive` comment is sent after this much silence (spec: 30 s). */
   heartbeatMs: number
@@ -109,8 +112,10 @@ export class SseConnection {
     for (const e of entries) {
       const id = parseEventId(e.id)
       if (compareEventIds(id, this.lastSent) <= 0) continue
-      const ok = this.write(formatEntry(e))
+      const shown = this.o.present(e)
       this.lastSent = id
+      if (shown === undefined) continue
+      const ok = this.write(formatEntry(shown))
       if (!ok) {
         // The socket pushes back: stop holding entries in memory and read the rest from the store once it drains.
         this.startPump()
@@ -174,7 +179,8 @@ export class SseConnection {
         return
       }
       for (const e of page) {
-        this.write(formatEntry(e))
+        const shown = this.o.present(e)
+        if (shown !== undefined) this.write(formatEntry(shown))
         this.lastSent = parseEventId(e.id)
       }
     }

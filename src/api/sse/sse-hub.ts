@@ -10,9 +10,13 @@ import { SseConnection, type StartPosition } from './sse-connection.js'
 
 export interface SseHubOptions {
   kv: KvStore
+  /** Per stream, the entry as clients see it (undefined: not shown); streams without one are shown as stored. */
+  presenters?: Record<string, (e: StreamEntry) => StreamEntry | undefined>
   heartbeatMs: number
   log: Logger
 }
+
+const asStored = (e: StreamEntry): StreamEntry => e
 
 export class SseHub {
   private readonly o: SseHubOptions
@@ -40,6 +44,7 @@ export class SseHub {
     const conn = new SseConnection({
       kv: this.o.kv,
       stream,
+      present: this.o.presenters?.[stream] ?? asStored,
       res,
       heartbeatMs: this.o.heartbeatMs,
       log: this.o.log,

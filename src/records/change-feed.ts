@@ -1,0 +1,196 @@
+/**
+ * What peers read from this node: the change log read back as each changed
+ * key's current state (`changesSince`), and the whole replicated range for a
+ * full resync (`exportRange`). Both read one snapshot and answer entries in
+ * the shape `applyRemote` takes, so a page applied on a peer is a merge.
+ *
+ * A field key whose own version was dropped under a root tombstone (DeleteRoot
+ * raised the root above it) is answered by that root tombstone, `file:<rid>`:
+ * that is what `ver:` holds for it, and it is what makes the peer shadow the
+ * key too. The root tombstone's row always follows the rows of the keys it
+ * shadows in the log, so a reader never needs a row it has already passed.
+ */
+import {
+  compareEventIds, parseEventId, prefixEnd, type EventId, type EventIdParts, type KvStore
+} from '../kv/index.js'
+import { META_EVENTS, decodeChange, type ChangeLogEntry } from './change-log.js'
+import { VER, readFields, type Reader } from './layout.js'
+import type { RemoteEntry } from './remote-entry.js'
+import { VersionMap, versionHlc, versionOrigin } from './versions.js'
+
+/** A page of `changesSince`. */
+export interface ChangePage {
+  /** Each key changed in the page once, with its current value (null: tombstone) and current version. */
+  changes: RemoteEntry[]
+  /** The last change-log id consumed: the cursor for the next call (the given cursor when nothing was read). */
+  next: EventId | undefined
+  /** The change log's head when the page was read (undefined: the log never had an entry). */
+  head: EventId | undefined
+  /**
+   * Changes after the cursor are no longer all in the log (a trim or clear
+   * removed some), or the cursor is ahead of the head (this log never issued
+   * it): the reader must resync with `exportRange`. A gap page has no changes.
+   */
+  gap: boolean
+}
+
+/** A page of `exportRange`. */
+export interface ExportPage {
+  /** Replicated entries in key order: live keys, tombstones and root tombstones, with versions. */
+  entries: RemoteEntry[]
+  /** The last key in the page, to pass as `after`; undefined once the range is exhausted. */
+  next: string | undefined
+  /** The change log's head, read in the same snapshot: after a full resync, pull `changesSince` from the first page's head. */
+  head: EventId | undefined
+}
+
+export interface PageOptions {
+  /** Most entries in the page (changesSince: changed keys; exportRange: entries). */
+  limit: number
+  /** Stop adding to the page once its entries pass this many bytes (`entryBytes`); a page always holds at least one. */
+  maxBytes?: number
+}
+
+/** Change-log rows examined per call at most: a log of one hot key changed again and again must not make a page unbounded work. */
+const MAX_ROWS_PER_PAGE = 50_000
+const ROWS_CHUNK = 1_000
+const ROOTS_CHUNK = 256
+const ZERO: EventIdParts = { ms: 0, seq: 0 }
+
+/** Approximate JSON size of an entry on the wire (punctuation and field names included), for page bounds. */
+export function entryBytes (e: RemoteEntry): number {
+  return 48 + Buffer.byteLength(e.key) + (e.value === null ? 4 : Buffer.byteLength(e.value)) + e.hlc.length + e.origin.length
+}
+
+/** The replicated state of one root in key order: its root tombstone first, then live keys and tombstones with their versions. */
+export function rootEntries (r: Reader, rid: string): RemoteEntry[] {
+  const vm = VersionMap.parse(r.get(VER + rid))
+  const fields = readFields(r, rid)
+  const out: RemoteEntry[] = []
+  if (vm.root !== undefined) out.push({ key: `file:${rid}`, value: null, hlc: versionHlc(vm.root), origin: versionOrigin(vm.root) })
+  for (const f of [...vm.fields.keys()].sort()) {
+    const v = vm.fields.get(f)!
+    out.push({ key: `file:${rid}/${f}`, value: fields.get(f) ?? null, hlc: versionHlc(v), origin: versionOrigin(v) })
+  }
+  return out
+}
+
+export function changesSince (kv: KvStore, cursor: string | undefined, opts: PageOptions): ChangePage {
+  const limit = Math.max(1, Math.floor(opts.limit))
+  const maxBytes = opts.maxBytes ?? Infinity
+  return kv.read(() => {
+    const head = kv.streamHead(META_EVENTS)
+    const low = kv.streamTrimmedThrough(META_EVENTS)
+    let after = cursor === undefined ? undefined : parseEventId(cursor)
+    let next = cursor === undefined ? undefined : (cursor as EventId)
+    const from = after ?? ZERO
+    const lost = low !== undefined && compareEventIds(from, parseEventId(low)) < 0
+    const neverIssued = compareEventIds(from, head === undefined ? ZERO : parseEventId(head)) > 0
+    if (lost || neverIssued) return { changes: [], next, head, gap: true }
+    const current = new CurrentState(kv)
+    const changes: RemoteEntry[] = []
+    let bytes = 0
+    let scanned = 0
+    for (;;) {
+      const rows = kv.readStream(META_EVENTS, after, ROWS_CHUNK)
+      if (rows.length === 0) break
+      for (const row of rows) {
+        if (changes.length >= limit || scanned >= MAX_ROWS_PER_PAGE) return { changes, next, head, gap: false }
+        const c = decodeChange(row)
+        const e = c === undefined ? undefined : current.take(c.key)
+        if (e !== undefined) {
+          const size = entryBytes(e)
+          // Full: stop before this row, so the next call starts with it.
+          if (changes.length > 0 && bytes + size > maxBytes) return { changes, next, head, gap: false }
+          changes.push(e)
+          bytes += size
+        }
+        scanned++
+        next = row.id
+      }
+      after = parseEventId(rows[rows.length - 1].id)
+    }
+    return { changes, next, head, gap: false }
+  })
+}
+
+export function readChangeLog (kv: KvStore, after: string | undefined, limit: number): ChangeLogEntry[] {
+  const out: ChangeLogEntry[] = []
+  for (const row of kv.readStream(META_EVENTS, after === undefined ? undefined : parseEventId(after), limit)) {
+    const c = decodeChange(row)
+    if (c !== undefined) out.push(c)
+  }
+  return out
+}
+
+/**
+ * Every root that has a version map (fully tombstoned roots, known only by
+ * their root tombstone, included), in key order after the key `after`.
+ */
+export function exportRange (kv: KvStore, after: string | undefined, opts: PageOptions): ExportPage {
+  const limit = Math.max(1, Math.floor(opts.limit))
+  const maxBytes = opts.maxBytes ?? Infinity
+  return kv.read(() => {
+    const head = kv.streamHead(META_EVENTS)
+    const entries: RemoteEntry[] = []
+    let bytes = 0
+    // Continue within the root of the last key sent, then with the roots after it.
+    let lo = VER
+    if (after !== undefined) {
+      const rest = after.startsWith('file:') ? after.slice(5) : after
+      const slash = rest.indexOf('/')
+      lo = VER + (slash < 0 ? rest : rest.slice(0, slash))
+    }
+    const hi = prefixEnd(VER)
+    for (;;) {
+      const keys = kv.keys(lo, hi, ROOTS_CHUNK)
+      if (keys.length === 0) return { entries, next: undefined, head }
+      for (const k of keys) {
+        for (const e of rootEntries(kv, k.slice(VER.length))) {
+          if (after !== undefined && e.key <= after) continue
+          const size = entryBytes(e)
+          if (entries.length >= limit || (entries.length > 0 && bytes + size > maxBytes)) {
+            return { entries, next: entries[entries.length - 1].key, head }
+          }
+          entries.push(e)
+          bytes += size
+        }
+      }
+      lo = keys[keys.length - 1] + '\u0000'
+    }
+  })
+}
+
+/** Reads keys' current state for one page, each root's version map once, and answers each entry key once. */
+class CurrentState {
+  private readonly maps = new Map<string, VersionMap>()
+  private readonly seen = new Set<string>()
+  private readonly sent = new Set<string>()
+
+  constructor (private readonly kv: KvStore) {}
+
+  /** The entry answering for `key`, unless it was already taken in this page. */
+  take (key: string): RemoteEntry | undefined {
+    if (this.seen.has(key)) return undefined
+    this.seen.add(key)
+    const e = this.current(key)
+    if (e === undefined || this.sent.has(e.key)) return undefined
+    this.sent.add(e.key)
+    return e
+  }
+
+  /** The key's value and version, the root tombstone when that shadows it, or undefined when it has no version. */
+  private current (key: string): RemoteEntry | undefined {
+    const slash = key.indexOf('/', 5)
+    const rid = slash < 0 ? key.slice(5) : key.slice(5, slash)
+    let vm = this.maps.get(rid)
+    if (vm === undefined) {
+      vm = VersionMap.parse(this.kv.get(VER + rid))
+      this.maps.set(rid, vm)
+    }
+    const v = slash < 0 ? undefined : vm.fields.get(key.slice(slash + 1))
+    if (v !== undefined) return { key, value: this.kv.get(key) ?? null, hlc: versionHlc(v), origin: versionOrigin(v) }
+    if (vm.root !== undefined) return { key: `file:${rid}`, value: null, hlc: versionHlc(vm.root), origin: versionOrigin(vm.root) }
+    return undefined
+  }
+}
