@@ -18,7 +18,7 @@ import { ApiError } from '../errors.js'
 import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
 
 /** Namespaces the store derives or owns: never written raw (a raw write would desynchronise versions, indexes or streams). */
-export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'dup:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
+export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'evlow:', 'dup:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
 
 /** The 1 KiB key limit peers enforce (replication.md). */
 const MAX_KEY_BYTES = 1024
