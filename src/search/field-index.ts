@@ -97,6 +97,16 @@ export class FieldIndex {
     return out
   }
 
+  /** Every record's value of field `name` (exactly that name), by root: one covering-index range read. */
+  valuesOfField (name: string): Map<string, string> {
+    const out = new Map<string, string>()
+    for (const [k, v] of this.st.nameEq.all(asciiLower(name)) as Row[]) {
+      const [rid, field] = splitKey(k)
+      if (field === name) out.set(rid, v)
+    }
+    return out
+  }
+
   /** Rows of field `property` (any case) with a value one of whose comma pieces may fold to `folded`. */
   exactValueRows (property: string, folded: string): Row[] {
     if (!isWellFormed(folded)) return [] // no stored piece can equal it

@@ -24,7 +24,14 @@ export interface Paging {
   offset: number
   /** Resume after this root id (decoded cursor). */
   after?: string
+  /** Order by this field's value rather than by root id. */
+  sort?: SortOrder
 }
+
+export interface SortOrder { field: string, desc: boolean }
+
+/** Longest sort field: a field path's limit, plus the `-`. */
+const MAX_SORT_LENGTH = 513
 
 export type NormalizedRequest =
   | { kind: 'hashId', hashId: string, paging: Paging }
@@ -51,10 +58,19 @@ export function normalizeLimit (v: unknown): number {
   return n === 0 ? DEFAULT_LIMIT : Math.min(n, MAX_LIMIT)
 }
 
-export function normalizePaging (req: { limit?: unknown, offset?: unknown, cursor?: unknown }): Paging {
+export function normalizePaging (req: { limit?: unknown, offset?: unknown, cursor?: unknown, sort?: unknown }): Paging {
   const paging: Paging = { limit: normalizeLimit(req.limit), offset: optCount(req.offset, 'offset') ?? 0 }
   const cursor = optString(req.cursor, 'cursor')
   if (cursor !== undefined && cursor !== '') paging.after = decodeCursor(cursor)
+  const sort = optString(req.sort, 'sort', MAX_SORT_LENGTH)
+  if (sort !== undefined && sort !== '') {
+    const desc = sort.startsWith('-')
+    const field = desc ? sort.slice(1) : sort
+    if (field === '') bad('sort must name a field')
+    // A cursor is a root id: it can only resume the root id order.
+    if (paging.after !== undefined) bad('cursor cannot be combined with sort: page with offset')
+    paging.sort = { field, desc }
+  }
   return paging
 }
 

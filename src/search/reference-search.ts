@@ -25,5 +25,9 @@ export function referenceSearch (records: RecordStore, req: SearchRequest, exclu
     matches.push(rid)
     docs.set(rid, fields)
   }
-  return toResponse(pageOf(matches, n.paging), rid => docs.get(rid)!)
+  const valueOf = (rid: string): string | undefined => {
+    const d = docs.get(rid)!
+    return n.paging.sort !== undefined && Object.hasOwn(d, n.paging.sort.field) ? d[n.paging.sort.field] : undefined
+  }
+  return toResponse(pageOf(matches, n.paging, valueOf), rid => docs.get(rid)!)
 }

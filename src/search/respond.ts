@@ -28,6 +28,7 @@ export function toResponse (page: Page, metadataOf: (rid: string) => Record<stri
  */
 export function lookupHashId (records: RecordStore, excluded: Excluder, hashId: string, paging: Paging): SearchResponse {
   const rid = isRecordId(hashId) ? records.resolveRoot(hashId) : undefined
-  const page = pageOf(rid === undefined ? [] : [rid], paging)
+  // At most one result: a sort has nothing to order.
+  const page = pageOf(rid === undefined ? [] : [rid], paging, () => undefined)
   return toResponse(page, r => visibleFields(records, r, excluded))
 }

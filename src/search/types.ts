@@ -42,6 +42,13 @@ export interface SearchRequest {
   offset?: number
   /** Beyond the original: continue after this opaque cursor (from a previous response's nextCursor). */
   cursor?: string
+  /**
+   * Beyond the original: order the matches by this field's value (`-field`:
+   * descending) instead of by root id. Numbers compare as numbers, text
+   * case-insensitively; records without the field come last either way; ties
+   * in root id order. Page with `offset` (a cursor is refused with a sort).
+   */
+  sort?: string
 }
 
 export interface SearchHit {

@@ -183,3 +183,22 @@ describe('canonical_cid on search hits', () => {
     }
   })
 })
+
+describe('sort on POST /api/metadata/search', () => {
+  it('orders by a field over HTTP, and refuses a cursor with a sort', async () => {
+    const h = await api()
+    for (const i of [10, 11, 12, 13]) {
+      const r = syntheticRecord(i)
+      expect((await h.app.inject({ method: 'PATCH', url: `/meta/${r.cid}`, payload: r.fields })).statusCode).toBe(200)
+    }
+    const years = [10, 11, 12, 13].map(i => syntheticRecord(i).fields.year).sort().reverse()
+    const res = await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { sort: '-year' } })
+    expect(res.statusCode).toBe(200)
+    expect((res.json().results as Array<{ metadata: { year: string } }>).map(r => r.metadata.year)).toEqual(years)
+    const first = (await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { limit: 1 } })).json()
+    const bad = await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { sort: 'year', cursor: first.nextCursor } })
+    expect(bad.statusCode).toBe(400)
+    expect(bad.json()).toMatchObject({ error: 'invalid_search_request', message: 'cursor cannot be combined with sort: page with offset' })
+    expect((await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { sort: 5 } })).statusCode).toBe(400)
+  })
+})

@@ -1,6 +1,6 @@
 /**
  * Every view has its own address (bookmark, share, back button):
- *   /?q=<query>&offset=<n>   the library, with that search
+ *   /?q=<query>&sort=<field>&offset=<n>   the library, with that search and order
  *   /cid/<address>           a record, by any of its CIDs (or its record id)
  *   /ui/node                 the node panel
  * The node answers index.html on all of them (src/api/routes/ui-routes.ts).
@@ -8,7 +8,7 @@
 import { useEffect, useState } from 'preact/hooks'
 
 export type Route =
-  | { view: 'library', q: string, offset: number }
+  | { view: 'library', q: string, offset: number, sort: string }
   | { view: 'record', addr: string }
   | { view: 'node' }
 
@@ -21,7 +21,7 @@ export function parseRoute (loc: { pathname: string, search: string }): Route {
   if (loc.pathname === '/ui/node') return { view: 'node' }
   const params = new URLSearchParams(loc.search)
   const offset = Number(params.get('offset') ?? '0')
-  return { view: 'library', q: params.get('q') ?? '', offset: Number.isSafeInteger(offset) && offset > 0 ? offset : 0 }
+  return { view: 'library', q: params.get('q') ?? '', offset: Number.isSafeInteger(offset) && offset > 0 ? offset : 0, sort: params.get('sort') ?? '' }
 }
 
 export function href (r: Route): string {
@@ -31,6 +31,7 @@ export function href (r: Route): string {
     case 'library': {
       const p = new URLSearchParams()
       if (r.q !== '') p.set('q', r.q)
+      if (r.sort !== '') p.set('sort', r.sort)
       if (r.offset > 0) p.set('offset', String(r.offset))
       const s = p.toString()
       return s === '' ? '/' : `/?${s}`

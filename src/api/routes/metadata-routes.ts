@@ -26,6 +26,7 @@ const searchBody = {
     limit: { type: 'integer', minimum: 0, maximum: 10_000 },
     offset: { type: 'integer', minimum: 0, maximum: 10_000_000 },
     cursor: { type: 'string', maxLength: 1024 },
+    sort: { type: 'string', maxLength: 513, description: 'beyond the original: order by this field (-field: descending); page with offset' },
     filters: {
       type: 'array',
       maxItems: 64,

@@ -45,7 +45,7 @@ export function App () {
     }
     const t = route.view === 'library' ? (route.q === '' ? 'Library' : `${route.q} – search`) : route.view === 'node' ? 'Node' : 'Record'
     document.title = `${t} · meta-core`
-  }, [route.view, route.view === 'library' ? route.q : '', route.view === 'library' ? route.offset : 0])
+  }, [route.view === 'library' ? href(route) : route.view])
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent): void => {
@@ -67,7 +67,7 @@ export function App () {
 
   const submit = (e: Event): void => {
     e.preventDefault()
-    navigate({ view: 'library', q: draft.trim(), offset: 0 })
+    navigate({ view: 'library', q: draft.trim(), offset: 0, sort: route.view === 'library' ? route.sort : '' })
   }
   const toResults = (e: KeyboardEvent): void => {
     if (e.key !== 'ArrowDown') return
@@ -97,7 +97,7 @@ export function App () {
       </header>
       <div class="layout">
         <main id="main" class="main" tabIndex={-1}>
-          {route.view === 'library' && <Library q={route.q} offset={route.offset} />}
+          {route.view === 'library' && <Library q={route.q} offset={route.offset} sort={route.sort} />}
           {route.view === 'record' && <RecordPage addr={route.addr} />}
           {route.view === 'node' && <NodePanel />}
         </main>

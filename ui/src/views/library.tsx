@@ -1,7 +1,8 @@
 /**
  * The library: the API's own search (free text and field:value filters, see
- * query.ts), a page of results with the true total, and paging by offset so
- * each page has its own address. Results follow live changes: a change to a
+ * query.ts), ordered as the API can (the order records were added, or by a
+ * field's value), a page of results with the true total, and paging by
+ * offset so each page has its own address. Results follow live changes: a change to a
  * shown record runs the search again (debounced), so a row updates in place
  * or leaves a result it no longer matches.
  */
@@ -10,11 +11,23 @@ import { call } from '../api.js'
 import { formatBytes, formatCount, recordTitle, shortId } from '../format.js'
 import { useRootChanges } from '../live.js'
 import { parseQuery } from '../query.js'
-import { href } from '../router.js'
+import { href, navigate } from '../router.js'
 import type { SearchResponse } from '../wire.js'
 import { CopyButton, ErrorNote, useLoad } from './common.js'
 
 export const PAGE_SIZE = 50
+
+/** The orders offered: the API sorts by any field (`-field` descending); these are the columns shown. */
+const ORDERS: Array<[string, string]> = [
+  ['', 'Order added'],
+  ['title', 'Title, A–Z'],
+  ['-title', 'Title, Z–A'],
+  ['-year', 'Year, newest first'],
+  ['year', 'Year, oldest first'],
+  ['type', 'Type'],
+  ['-sizeByte', 'Size, largest first'],
+  ['sizeByte', 'Size, smallest first']
+]
 
 /** Up/Down move between result links, as Tab does; Enter opens (a link's own behaviour). */
 function moveFocus (e: KeyboardEvent): void {
@@ -27,9 +40,9 @@ function moveFocus (e: KeyboardEvent): void {
   links[Math.max(0, Math.min(links.length - 1, i + (e.key === 'ArrowDown' ? 1 : -1)))].focus()
 }
 
-export function Library ({ q, offset }: { q: string, offset: number }) {
-  const res = useLoad(`${q}\u0000${offset}`, async (signal) =>
-    await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset }, signal }))
+export function Library ({ q, offset, sort }: { q: string, offset: number, sort: string }) {
+  const res = useLoad(`${q}\u0000${offset}\u0000${sort}`, async (signal) =>
+    await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset, ...(sort === '' ? {} : { sort }) }, signal }))
   const reload = useCallback(() => { res.reload() }, [res.reload])
   useRootChanges(res.data?.results.map(r => r.hashId) ?? [], reload, 250)
 
@@ -44,9 +57,16 @@ export function Library ({ q, offset }: { q: string, offset: number }) {
           ? (res.loading ? 'Searching…' : '')
           : data.total === 0
             ? 'No record matches.'
-            : <>{formatCount(from)}–{formatCount(to)} of <strong>{formatCount(data.total)}</strong> {q === '' ? 'records' : 'matches'}, in the order they were added</>}
+            : <>{formatCount(from)}–{formatCount(to)} of <strong>{formatCount(data.total)}</strong> {q === '' ? 'records' : 'matches'}{sort === '' ? ', in the order they were added' : ''}</>}
       </p>
       <ErrorNote error={res.error} />
+      <p class="order">
+        <label for="order">Order</label>{' '}
+        <select id="order" value={sort} onChange={e => { navigate({ view: 'library', q, offset: 0, sort: e.currentTarget.value }) }}>
+          {ORDERS.some(([v]) => v === sort) ? null : <option value={sort}>{sort}</option>}
+          {ORDERS.map(([v, label]) => <option key={v} value={v}>{label}</option>)}
+        </select>
+      </p>
       {data !== undefined && data.results.length > 0 && (
         <div class="table-wrap">
           <table id="results" class="results" onKeyDown={moveFocus}>
@@ -77,9 +97,9 @@ export function Library ({ q, offset }: { q: string, offset: number }) {
       )}
       {data !== undefined && data.total > PAGE_SIZE && (
         <nav class="pager" aria-label="Result pages">
-          {offset > 0 ? <a href={href({ view: 'library', q, offset: Math.max(0, offset - PAGE_SIZE) })} rel="prev">← Previous</a> : <span />}
+          {offset > 0 ? <a href={href({ view: 'library', q, offset: Math.max(0, offset - PAGE_SIZE), sort })} rel="prev">← Previous</a> : <span />}
           <span class="muted">Page {formatCount(Math.floor(offset / PAGE_SIZE) + 1)} of {formatCount(Math.ceil(data.total / PAGE_SIZE))}</span>
-          {to < data.total ? <a href={href({ view: 'library', q, offset: offset + PAGE_SIZE })} rel="next">Next →</a> : <span />}
+          {to < data.total ? <a href={href({ view: 'library', q, offset: offset + PAGE_SIZE, sort })} rel="next">Next →</a> : <span />}
         </nav>
       )}
       <details class="help">
