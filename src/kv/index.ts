@@ -3,6 +3,11 @@
  * that holds everything a node stores, and the only module that imports
  * better-sqlite3.
  *
+ * Files: `kv-store.ts` the connection and reads; `group-commit.ts` the writer
+ * and the transaction handle; `streams.ts` the event streams; `schema-gate.ts`
+ * the boot gate; `statements.ts` the shared prepared statements;
+ * `checkpointer.ts` WAL checkpoints on a worker thread.
+ *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),
  * and generic event streams kept as rows `ev:<stream>/<ms13>-<seq10>` with a
@@ -12,7 +17,7 @@
  * to the layers above (the record layer writes `meta:events` itself).
  */
 export { KvStore, openKv } from './kv-store.js'
-export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, SqlStatement } from './kv-store.js'
+export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, SqlStatement } from './types.js'
 export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError } from './errors.js'
 export { prefixEnd, prefixRange, SCHEMA_VERSION, SCHEMA_VERSION_KEY } from './keys.js'
 export { formatEventId, parseEventId, padEventId, compareEventIds, nextEventId } from './event-id.js'

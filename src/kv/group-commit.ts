@@ -1,0 +1,223 @@
+/**
+ * The group-commit writer. Write functions queued in the same turn of the
+ * event loop run in one transaction (at most `maxBatch` of them), each under
+ * its own SAVEPOINT: one that throws rolls back alone (its rows, stream
+ * entries, counter deltas and after-commit hooks) and only its caller sees
+ * the error. Promises settle after COMMIT; after-commit hooks run first,
+ * then commit listeners hear the batch's stream entries in order.
+ *
+ * Write functions are synchronous: one that returns a promise is rolled
+ * back (AsyncWriteError), because an await inside a transaction would let
+ * other work interleave with it.
+ */
+import type { Logger } from '../common/index.js'
+import { AsyncWriteError, KvClosedError, StorageError } from './errors.js'
+import type { EventId } from './event-id.js'
+import { prefixEnd } from './keys.js'
+import { readSuffixes, type RowWriter, type Statements } from './statements.js'
+import type { Streams } from './streams.js'
+import type { CommitListener, StreamEntry, Tx } from './types.js'
+
+interface Frame {
+  events: StreamEntry[]
+  counters: Map<string, number>
+  after: Array<() => void>
+}
+
+interface Pending {
+  fn: (tx: Tx) => unknown
+  resolve: (v: unknown) => void
+  reject: (e: unknown) => void
+}
+
+type Outcome = { ok: true, value: unknown } | { ok: false, error: unknown }
+
+export interface GroupCommitOptions {
+  st: Statements
+  rows: RowWriter
+  streams: Streams
+  log: Logger
+  /** Most write functions per transaction. */
+  maxBatch: number
+  /** True once the store is closed: queued work is refused. */
+  isClosed: () => boolean
+}
+
+export class GroupCommit {
+  private readonly o: GroupCommitOptions
+  private queue: Pending[] = []
+  private scheduled = false
+  private readonly listeners = new Set<CommitListener>()
+  /** The frame of the write function currently running, if any. */
+  private frame: Frame | undefined
+  private readonly tx: Tx
+
+  constructor (opts: GroupCommitOptions) {
+    this.o = opts
+    this.tx = this.makeTx()
+  }
+
+  async write<T> (fn: (tx: Tx) => T): Promise<T> {
+    if (this.o.isClosed()) throw new KvClosedError()
+    return await new Promise<T>((resolve, reject) => {
+      this.queue.push({ fn, resolve: resolve as (v: unknown) => void, reject })
+      if (!this.scheduled) {
+        this.scheduled = true
+        setImmediate(() => { this.flush() })
+      }
+    })
+  }
+
+  writeSync<T> (fn: (tx: Tx) => T): T {
+    if (this.frame !== undefined) throw new StorageError('writeSync called inside a write function')
+    const r = this.runBatch([{ fn, resolve: () => {}, reject: () => {} }])[0]
+    if (r.ok) return r.value as T
+    throw r.error
+  }
+
+  onCommit (listener: CommitListener): () => void {
+    this.listeners.add(listener)
+    return () => { this.listeners.delete(listener) }
+  }
+
+  /** Commits everything queued (close does this before closing the file). */
+  drain (): void {
+    while (this.queue.length > 0) this.flush()
+  }
+
+  private flush (): void {
+    this.scheduled = false
+    if (this.queue.length === 0) return
+    const max = this.o.maxBatch
+    const batch = this.queue.length <= max ? this.queue : this.queue.slice(0, max)
+    this.queue = this.queue.length <= max ? [] : this.queue.slice(max)
+    if (this.queue.length > 0) {
+      this.scheduled = true
+      setImmediate(() => { this.flush() })
+    }
+    if (this.o.isClosed()) {
+      for (const op of batch) op.reject(new KvClosedError())
+      return
+    }
+    const results = this.runBatch(batch)
+    for (let i = 0; i < batch.length; i++) {
+      const r = results[i]
+      if (r.ok) batch[i].resolve(r.value)
+      else batch[i].reject(r.error)
+    }
+  }
+
+  private runBatch (batch: Pending[]): Outcome[] {
+    const { st, streams } = this.o
+    const results: Outcome[] = []
+    const total: Frame = { events: [], counters: new Map(), after: [] }
+    const streamsBefore = streams.snapshot()
+    try {
+      st.begin.run()
+    } catch (err) {
+      const e = new StorageError(`cannot begin transaction: ${(err as Error).message}`, { cause: err })
+      return batch.map(() => ({ ok: false as const, error: e }))
+    }
+    try {
+      for (const op of batch) {
+        const frame: Frame = { events: [], counters: new Map(), after: [] }
+        const streamsAtOp = streams.snapshot()
+        st.sp.run()
+        this.frame = frame
+        try {
+          const value = op.fn(this.tx)
+          if (value instanceof Promise) {
+            value.catch(() => {})
+            throw new AsyncWriteError()
+          }
+          this.frame = undefined
+          st.spRelease.run()
+          total.events.push(...frame.events)
+          for (const [k, d] of frame.counters) total.counters.set(k, (total.counters.get(k) ?? 0) + d)
+          total.after.push(...frame.after)
+          results.push({ ok: true, value })
+        } catch (error) {
+          this.frame = undefined
+          st.spRollback.run()
+          st.spRelease.run()
+          streams.restore(streamsAtOp)
+          results.push({ ok: false, error })
+        }
+      }
+      this.applyCounters(total.counters)
+      streams.persist(total.events)
+      st.commit.run()
+    } catch (err) {
+      this.frame = undefined
+      try { st.rollback.run() } catch { /* already rolled back by SQLite */ }
+      streams.restore(streamsBefore)
+      const e = new StorageError(`commit failed: ${(err as Error).message}`, { cause: err })
+      return batch.map(() => ({ ok: false as const, error: e }))
+    }
+    for (const fn of total.after) {
+      try { fn() } catch (err) { this.o.log.error('after-commit hook failed', { err }) } // the write is durable; a hook's failure must not undo its success
+    }
+    if (total.events.length > 0) {
+      for (const l of this.listeners) {
+        try { l(total.events) } catch (err) { this.o.log.error('commit listener failed', { err }) } // one broken subscriber must not starve the others
+      }
+    }
+    return results
+  }
+
+  private applyCounters (counters: Map<string, number>): void {
+    const { st } = this.o
+    for (const [k, d] of counters) {
+      if (d === 0) continue
+      const cur = Number(st.get.get(k) ?? '0')
+      const next = (Number.isFinite(cur) ? cur : 0) + d
+      if (next === 0) st.del.run(k)
+      else st.put.run(k, String(next))
+    }
+  }
+
+  private makeTx (): Tx {
+    const { st, rows, streams } = this.o
+    const frame = (): Frame => {
+      if (this.frame === undefined) throw new StorageError('transaction handle used outside its write function')
+      return this.frame
+    }
+    return {
+      get: (k) => st.get.get(k) as string | undefined,
+      has: (k) => st.get.get(k) !== undefined,
+      put (k, v) {
+        frame()
+        const old = st.get.get(k) as string | undefined
+        if (old === v) return false
+        st.put.run(k, v)
+        return true
+      },
+      putMany (list) {
+        frame()
+        const changed: Array<[string, string]> = []
+        for (const [k, v, old] of list) if (old !== v) changed.push([k, v])
+        if (changed.length === 0) return 0
+        rows.write(changed)
+        return changed.length
+      },
+      delete (k) {
+        frame()
+        return st.del.run(k).changes > 0
+      },
+      range: (lo, hi, limit) => (limit === undefined ? st.range.all(lo, hi) : st.rangeLimit.all(lo, hi, limit)) as Array<[string, string]>,
+      keys: (lo, hi, limit) => (limit === undefined ? st.keys.all(lo, hi) : st.keysLimit.all(lo, hi, limit)) as string[],
+      suffixes: (prefix) => readSuffixes(st, prefix, prefixEnd(prefix)),
+      appendEvent: (stream, fields): EventId => streams.append(frame().events, stream, fields),
+      appendEvents: (stream, entries) => streams.appendMany(frame().events, stream, entries),
+      clearStream (stream) {
+        frame()
+        streams.clear(stream)
+      },
+      addCounter (k, delta) {
+        const f = frame()
+        f.counters.set(k, (f.counters.get(k) ?? 0) + delta)
+      },
+      afterCommit (fn) { frame().after.push(fn) }
+    }
+  }
+}

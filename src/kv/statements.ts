@@ -1,0 +1,93 @@
+import type Database from 'better-sqlite3'
+
+/** The statements every part of the store shares, prepared once on the one connection. */
+export interface Statements {
+  get: Database.Statement
+  put: Database.Statement
+  del: Database.Statement
+  range: Database.Statement
+  rangeLimit: Database.Statement
+  keys: Database.Statement
+  suffixRange: Database.Statement
+  jsonRange: Database.Statement
+  keysLimit: Database.Statement
+  lastKey: Database.Statement
+  firstKey: Database.Statement
+  keyAtOffset: Database.Statement
+  delRange: Database.Statement
+  count: Database.Statement
+  begin: Database.Statement
+  beginRead: Database.Statement
+  commit: Database.Statement
+  rollback: Database.Statement
+  sp: Database.Statement
+  spRelease: Database.Statement
+  spRollback: Database.Statement
+}
+
+export function prepareStatements (db: Database.Database): Statements {
+  const p = (sql: string): Database.Statement => db.prepare(sql)
+  return {
+    get: p('SELECT v FROM kv WHERE k = ?').pluck(),
+    put: p('INSERT INTO kv (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
+    del: p('DELETE FROM kv WHERE k = ?'),
+    range: p('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
+    rangeLimit: p('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').raw(),
+    keys: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k').pluck(),
+    suffixRange: p('SELECT substr(k, ?), v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
+    jsonRange: p('SELECT json_group_object(substr(k, ?), v) FROM (SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k)').pluck(),
+    keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
+    lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
+    firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
+    keyAtOffset: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1 OFFSET ?').pluck(),
+    delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
+    count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
+    begin: p('BEGIN IMMEDIATE'),
+    beginRead: p('BEGIN DEFERRED'),
+    commit: p('COMMIT'),
+    rollback: p('ROLLBACK'),
+    sp: p('SAVEPOINT w'),
+    spRelease: p('RELEASE w'),
+    spRollback: p('ROLLBACK TO w')
+  }
+}
+
+/** Rows per multi-row statement: amortises the per-statement cost while staying far under SQLite's 32766 bound parameters. */
+const MULTI_ROWS = 32
+
+/** Upserts many rows with statements of up to MULTI_ROWS rows each (far fewer calls into SQLite than one per row). */
+export class RowWriter {
+  /** Multi-row upserts by row count (prepared on first use). */
+  private readonly putN = new Map<number, Database.Statement>()
+
+  constructor (private readonly db: Database.Database) {}
+
+  write (rows: ReadonlyArray<readonly [string, string]>): void {
+    let i = 0
+    while (i < rows.length) {
+      const left = rows.length - i
+      const n = left >= MULTI_ROWS ? MULTI_ROWS : left >= 8 ? 8 : 1
+      const args: string[] = []
+      for (let j = 0; j < n; j++) args.push(rows[i + j][0], rows[i + j][1])
+      this.multiPut(n).run(args)
+      i += n
+    }
+  }
+
+  private multiPut (n: number): Database.Statement {
+    let st = this.putN.get(n)
+    if (st === undefined) {
+      st = this.db.prepare(`INSERT INTO kv (k, v) VALUES ${Array.from({ length: n }, () => '(?, ?)').join(', ')} ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
+      this.putN.set(n, st)
+    }
+    return st
+  }
+}
+
+/** The rows under `prefix` as an object keyed by the rest of each key: SQLite cuts the prefix off, so only the short suffix becomes a JS string. */
+export function readSuffixes (st: Statements, prefix: string, end: string): Record<string, string> {
+  const rows = st.suffixRange.all(prefix.length + 1, prefix, end) as Array<[string, string]>
+  const out: Record<string, string> = {}
+  for (const [k, v] of rows) out[k] = v
+  return out
+}

@@ -1,0 +1,78 @@
+import type Database from 'better-sqlite3'
+import type { Logger } from '../common/index.js'
+import type { EventId } from './event-id.js'
+
+/** Prepared statement type handed to derived-structure modules (search) so they need not import better-sqlite3. */
+export type SqlStatement = Database.Statement
+
+export interface KvOptions {
+  /** Path of the SQLite file; parent folders are created. */
+  path: string
+  /** Entries kept per event stream (default 100 000, as the original's MAXLEN ~ 100000). */
+  streamRetention?: number
+  /** Trim a stream after this many appends (default 10 000). */
+  trimEvery?: number
+  /** Most write functions committed in one transaction (default 2 000): bounds the latency a batch adds. */
+  maxBatch?: number
+  /** SQLite page cache in KiB (default 32 MiB): the node's memory budget matters more than cache hits. */
+  cacheKiB?: number
+  logger?: Logger
+  /** Checkpoint the WAL on a worker thread instead of inside commits (default true). */
+  backgroundCheckpoint?: boolean
+  /** Wall clock in ms, injectable for tests of clock steps. */
+  now?: () => number
+  /**
+   * Asked only when the file has no schema version yet, before it is
+   * stamped: returns why the rows already there make the file unreadable
+   * (an older program's store), or undefined to accept it. The layers above
+   * know what their rows look like; kv does not.
+   */
+  checkUnversioned?: (r: KvReader) => string | undefined
+}
+
+/** Reads offered to the schema check before the store is usable. */
+export interface KvReader {
+  get: (k: string) => string | undefined
+  /** True when some key lies in [lo, hi). */
+  any: (lo: string, hi: string) => boolean
+}
+
+export interface StreamEntry {
+  stream: string
+  id: EventId
+  fields: Record<string, string>
+}
+
+/** What a write function sees: reads see its own writes. */
+export interface Tx {
+  get: (k: string) => string | undefined
+  has: (k: string) => boolean
+  /** Writes `v`; returns false (and writes nothing) when the key already holds `v`. */
+  put: (k: string, v: string) => boolean
+  /**
+   * Many puts for a caller that already read each key's current value
+   * (`old`, undefined when absent), e.g. with one range read for a whole
+   * record: no point reads, unchanged rows skipped, the rest written with
+   * multi-row statements (far fewer calls into SQLite than one put per row).
+   * Returns how many rows changed.
+   */
+  putMany: (rows: ReadonlyArray<readonly [k: string, v: string, old: string | undefined]>) => number
+  /** Deletes `k`; returns false when it did not exist. */
+  delete: (k: string) => boolean
+  range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
+  /** The rows under `prefix` as an object keyed by the rest of each key (one allocation per row, not three). */
+  suffixes: (prefix: string) => Record<string, string>
+  keys: (lo: string, hi: string, limit?: number) => string[]
+  /** Appends an entry to an event stream; the entry is visible to listeners only after commit. */
+  appendEvent: (stream: string, fields: Record<string, string>) => EventId
+  /** Appends entries in order with multi-row writes (the record layer's change log: one row per changed key). */
+  appendEvents: (stream: string, entries: ReadonlyArray<Record<string, string>>) => EventId[]
+  /** Deletes every retained entry of a stream; ids keep increasing from the high-water mark. */
+  clearStream: (stream: string) => void
+  /** Adds `delta` to an integer counter key; applied once per commit, so hot counters cost one row write per batch. */
+  addCounter: (k: string, delta: number) => void
+  /** Runs after this write commits (never if it rolls back). */
+  afterCommit: (fn: () => void) => void
+}
+
+export type CommitListener = (entries: readonly StreamEntry[]) => void
