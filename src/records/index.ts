@@ -19,12 +19,22 @@
  * - Roots sharing a CID form one group, read as one record whose canonical
  *   root is the smallest rid; this is derived locally and writes nothing
  *   replicated.
+ *
+ * Files by concern: `reads.ts` (documents, roots, groups merged),
+ * `local-writes.ts` (this node's writes), `file-ops.ts` (duplicate paths,
+ * holders, file tuples), `remote-apply.ts` (merging a peer's entries),
+ * `change-log.ts` and `change-feed.ts` (the versioned change log and what
+ * peers read from it), `mutation.ts` (the one write path under all of them),
+ * `layout.ts` (the key grammar, private to this module), `record-store.ts`
+ * (the object that wires them together).
  */
-export { RecordStore, OWNED_FIELD_PREFIXES } from './record-store.js'
+export { RecordStore } from './record-store.js'
+export { OWNED_FIELD_PREFIXES } from './local-writes.js'
 export { checkRemoteEntry, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
+export type { RecordStoreOptions } from './record-store.js'
 export type {
-  RecordStoreOptions, RecordDocument, ApplyResult, WriteResult, RemovePathResult, FileTuple
-} from './record-store.js'
+  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, FileTuple
+} from './types.js'
 export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 export type { RemoteEntry } from './remote-entry.js'
 export { META_EVENTS, presentChange, decodeChange } from './change-log.js'

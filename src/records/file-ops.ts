@@ -1,0 +1,152 @@
+/**
+ * The record side of files on this node's disk (the watcher, file routes):
+ * duplicate paths, a copy going away, this node's holder member, and the
+ * file tuples boot hydration reads. Duplicate paths (`dup:`) are per node
+ * and never replicated; holders are replicated members (replication.md).
+ */
+import { prefixEnd, type SqlStatement, type Tx } from '../kv/index.js'
+import { issueVersion, type RecordContext } from './context.js'
+import { InvalidValueError, UnknownRecordError } from './errors.js'
+import { validateFieldPath, validateValue } from './field-path.js'
+import { checkAddress } from './input.js'
+import { DUP, fieldKey, membersOf, readDuplicates } from './layout.js'
+import type { LocalWriter } from './local-writes.js'
+import type { RecordReader } from './reads.js'
+import type { RecordId } from './record-id.js'
+import type { FileTuple, ReleaseResult, RemovePathResult } from './types.js'
+
+export class FileOps {
+  private fieldStmt: SqlStatement | undefined
+
+  constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader, private readonly writer: LocalWriter) {}
+
+  /**
+   * This node's last local copy of the content at `path` went away
+   * (replication.md, holders): in one transaction, the path leaves the record
+   * and this node's `holders/<holderId>` member goes; when that leaves no
+   * holder at all, the record is deleted. A record that never had holders
+   * (written only through the API) is not deleted. Deciding inside the write
+   * means a holder a peer added a moment ago is always seen.
+   */
+  async releaseCopy (addr: string, path: string, holderId: string): Promise<ReleaseResult> {
+    checkAddress(addr)
+    const holder = `holders/${holderId}`
+    validateFieldPath(holder)
+    return await this.ctx.kv.write(tx => {
+      const rid = this.reads.resolveRoot(addr, tx)
+      if (rid === undefined) return { kind: 'not-found' as const }
+      const fields = this.reads.mergedFields(tx, rid)
+      const mine = fields[holder] !== undefined
+      const others = Object.keys(fields).some(f => f.startsWith('holders/') && f !== holder)
+      if (mine && !others) {
+        this.writer.deleteRootTx(tx, rid)
+        return { kind: 'deleted' as const, rid }
+      }
+      this.removePathTx(tx, rid, path)
+      if (mine) {
+        const version = issueVersion(this.ctx, tx)
+        for (const m of membersOf(tx, rid)) {
+          if (tx.get(fieldKey(m, holder)) !== undefined) this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }])
+        }
+      }
+      return { kind: 'released' as const, rid }
+    })
+  }
+
+  /** Records another path on this node's disk with the same content. */
+  async addDuplicatePath (addr: string, path: string): Promise<RecordId> {
+    validateValue(path)
+    if (path.length === 0) throw new InvalidValueError('path is empty')
+    checkAddress(addr)
+    return await this.ctx.kv.write(tx => {
+      const rid = this.reads.resolveRoot(addr, tx)
+      if (rid === undefined) throw new UnknownRecordError(addr)
+      for (const m of membersOf(tx, rid)) if (tx.get(fieldKey(m, 'filePath')) === path) return rid
+      tx.put(`${DUP}${rid}/${path}`, '')
+      return rid
+    })
+  }
+
+  /**
+   * A copy at `path` went away: drops it from the duplicates, or promotes a
+   * duplicate to `filePath` when it was the main path. `last-copy` means no
+   * copy is left on this node; the caller decides what that means (holders).
+   */
+  async removeFilePath (addr: string, path: string): Promise<RemovePathResult> {
+    checkAddress(addr)
+    return await this.ctx.kv.write((tx): RemovePathResult => {
+      const rid = this.reads.resolveRoot(addr, tx)
+      return rid === undefined ? { kind: 'not-found' } : this.removePathTx(tx, rid, path)
+    })
+  }
+
+  private removePathTx (tx: Tx, rid: RecordId, path: string): RemovePathResult {
+    const members = membersOf(tx, rid)
+    for (const m of members) {
+      if (tx.get(`${DUP}${m}/${path}`) !== undefined) {
+        tx.delete(`${DUP}${m}/${path}`)
+        return { kind: 'duplicate-removed', rid }
+      }
+    }
+    for (const m of members) {
+      if (tx.get(fieldKey(m, 'filePath')) !== path) continue
+      const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : 1))
+      if (dups.length === 0) return { kind: 'last-copy', rid }
+      const [owner, promoted] = dups[0]
+      tx.delete(`${DUP}${owner}/${promoted}`)
+      this.ctx.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: issueVersion(this.ctx, tx) }])
+      return { kind: 'promoted', rid, promoted }
+    }
+    return { kind: 'not-found' }
+  }
+
+  /** Roots carrying filePath, sizeByte and mtimeNano (the watcher's boot hydration, `/api/files/tuples`). */
+  * iterateFileTuples (): IterableIterator<FileTuple> {
+    const kv = this.ctx.kv
+    for (const rid of this.reads.iterateRoots()) {
+      for (const m of membersOf(kv, rid)) {
+        const t = this.tupleOf(m)
+        if (t !== undefined) yield t
+      }
+    }
+  }
+
+  /**
+   * File tuples of the roots that hold `field` (e.g. this node's
+   * `holders/<id>`), without walking every record: the query repeats the
+   * field-index expression of the storage layout, so SQLite answers it from
+   * `kv_field_v` when search has created it, and by a scan of the `file:`
+   * range otherwise (same answer, slower).
+   */
+  fileTuplesWithField (field: string): FileTuple[] {
+    const kv = this.ctx.kv
+    this.fieldStmt ??= kv.prepare(
+      "SELECT k FROM kv WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0 AND lower(substr(k,instr(k,'/')+1)) = ?").pluck()
+    return kv.read(() => {
+      const out: FileTuple[] = []
+      for (const k of this.fieldStmt!.all(field.toLowerCase()) as string[]) {
+        const slash = k.indexOf('/')
+        if (k.slice(slash + 1) !== field) continue
+        const t = this.tupleOf(k.slice(5, slash) as RecordId)
+        if (t !== undefined) out.push(t)
+      }
+      return out
+    })
+  }
+
+  private tupleOf (rid: RecordId): FileTuple | undefined {
+    const kv = this.ctx.kv
+    const filePath = kv.get(fieldKey(rid, 'filePath'))
+    const sizeByte = kv.get(fieldKey(rid, 'sizeByte'))
+    const mtimeNano = kv.get(fieldKey(rid, 'mtimeNano'))
+    return filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined ? { rid, filePath, sizeByte, mtimeNano } : undefined
+  }
+
+  /** Every duplicate path on this node, as [rid, path]. */
+  * iterateDuplicates (): IterableIterator<[RecordId, string]> {
+    for (const [k] of this.ctx.kv.iterate(DUP, prefixEnd(DUP))) {
+      const slash = k.indexOf('/', DUP.length)
+      yield [k.slice(DUP.length, slash) as RecordId, k.slice(slash + 1)]
+    }
+  }
+}

@@ -1,0 +1,214 @@
+/**
+ * Reads of records as people and the API see them: an address (root id or
+ * any CID) resolves to its group's canonical root, and a group reads as one
+ * document whose fields are the per-key last-writer-wins merge of its
+ * members. Multi-statement reads run in one read transaction (one snapshot).
+ */
+import { canonicalCid } from '../cid/index.js'
+import { prefixEnd, type KvStore, type SqlStatement } from '../kv/index.js'
+import { cidMemberOf } from './field-path.js'
+import { nest, type Nested } from './flatten.js'
+import {
+  CID, COUNT_ROOTS, DUP, FILE, GRP, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
+  readCids, readDuplicates, readFields, readFieldsObject, type Reader
+} from './layout.js'
+import { isRecordId, type RecordId } from './record-id.js'
+import type { RecordDocument, RecordDocumentJson } from './types.js'
+import { VersionMap, type Version } from './versions.js'
+
+/** The JSON-text document of a root in no group, `canonical_cid` derived from its cids. */
+function singleRootDocument (rid: RecordId, metadataJson: string, cids: string[], duplicates: string[]): RecordDocumentJson {
+  const out: RecordDocumentJson = { rid, members: [rid], metadataJson, cids, duplicates }
+  const canon = canonicalCid(cids)
+  if (canon !== undefined) out.canonical_cid = canon
+  return out
+}
+
+export class RecordReader {
+  private docStmt: SqlStatement | undefined
+
+  constructor (private readonly kv: KvStore) {}
+
+  /**
+   * The canonical root an address names: a root id (mapped to its group's
+   * canonical root) or any registered CID. Undefined when nothing is live there.
+   */
+  resolveRoot (addr: string, r: Reader = this.kv): RecordId | undefined {
+    if (isRecordId(addr)) {
+      const c = canonOf(r, addr)
+      return isLive(r, c) ? c : undefined
+    }
+    const owner = r.get(CID + addr)
+    if (owner === undefined) return undefined
+    const c = canonOf(r, owner)
+    return isLive(r, c) ? c : undefined
+  }
+
+  /** The record's flat fields (the group merged), or undefined. */
+  getFlat (addr: string): Record<string, string> | undefined {
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      return rid === undefined ? undefined : this.mergedFields(this.kv, rid)
+    })
+  }
+
+  getProperty (addr: string, field: string): string | undefined {
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      if (rid === undefined) return undefined
+      const members = membersOf(this.kv, rid)
+      if (members.length === 1) return this.kv.get(fieldKey(rid, field))
+      return this.mergedFields(this.kv, rid)[field]
+    })
+  }
+
+  /**
+   * The document with its flat fields as JSON text (`metadataJson`), for
+   * replies that are JSON anyway (`GET /api/meta/{cid}`): a single record's
+   * fields are serialised by SQLite instead of being materialised and then
+   * stringified. Same content as `getDocument`.
+   */
+  getDocumentJson (addr: string): RecordDocumentJson | undefined {
+    if (!isRecordId(addr) && !this.kv.inTransaction) {
+      this.kv.checkOpen()
+      // The hot path (a CID of a root in no group): one statement reads the
+      // owner, its group and liveness, the fields as JSON, the cids and the
+      // duplicates. A single statement is its own snapshot, so no explicit
+      // read transaction is needed, and the record's pages are visited once.
+      const row = this.documentStatement().get(CID + addr) as [string, string | null, number | null, string, string, string] | undefined
+      if (row === undefined) return undefined
+      const [rid, grp, live, metadataJson, cidsJson, dupsJson] = row
+      if (grp === null) {
+        if (live === null) return undefined
+        return singleRootDocument(rid as RecordId, metadataJson, JSON.parse(cidsJson) as string[], JSON.parse(dupsJson) as string[])
+      }
+      // A root in a group: the general path below merges the members.
+    }
+    return this.kv.read(() => {
+      const rid = this.resolveRoot(addr)
+      if (rid === undefined) return undefined
+      const members = membersOf(this.kv, rid)
+      if (members.length > 1) {
+        const { metadata, ...rest } = this.readDocument(rid)!
+        return { ...rest, metadataJson: JSON.stringify(metadata) }
+      }
+      return singleRootDocument(rid, this.kv.jsonObject(`${FILE}${rid}/`), readCids(this.kv, rid), readDuplicates(this.kv, rid))
+    })
+  }
+
+  /**
+   * `cid:<cid>` → [owner, its group entry, live marker, fields as a JSON
+   * object, cids as a JSON array, duplicate paths as a JSON array].
+   */
+  private documentStatement (): SqlStatement {
+    if (this.docStmt === undefined) {
+      const f = `'${FILE}' || r.v || '/'`
+      this.docStmt = this.kv.prepare(`SELECT r.v,
+        (SELECT v FROM kv WHERE k = '${GRP}' || r.v),
+        (SELECT 1 FROM kv WHERE k = '${ROOTS}' || r.v),
+        (SELECT json_group_object(substr(k, length(${f}) + 1), v) FROM kv WHERE k >= ${f} AND k < '${FILE}' || r.v || '0'),
+        (SELECT json_group_array(substr(k, length(${f}) + 6)) FROM kv WHERE k >= ${f} || 'cids/' AND k < ${f} || 'cids0'),
+        (SELECT json_group_array(substr(k, length('${DUP}' || r.v || '/') + 1)) FROM kv WHERE k >= '${DUP}' || r.v || '/' AND k < '${DUP}' || r.v || '0')
+        FROM kv r WHERE r.k = ?`).raw()
+    }
+    return this.docStmt
+  }
+
+  /** One snapshot read of the record at `addr`: every statement under one read lock. */
+  getDocument (addr: string): RecordDocument | undefined {
+    return this.kv.read(() => this.readDocument(addr))
+  }
+
+  private readDocument (addr: string): RecordDocument | undefined {
+    const rid = this.resolveRoot(addr)
+    if (rid === undefined) return undefined
+    const members = membersOf(this.kv, rid)
+    const metadata = this.mergedFields(this.kv, rid, members)
+    const cids: string[] = []
+    for (const f of Object.keys(metadata)) {
+      const c = cidMemberOf(f)
+      if (c !== undefined) cids.push(c)
+    }
+    const duplicates: string[] = []
+    for (const m of members) duplicates.push(...readDuplicates(this.kv, m))
+    const doc: RecordDocument = { rid, members: [rid, ...members.filter(m => m !== rid)], metadata, cids, duplicates }
+    const canon = canonicalCid(cids)
+    if (canon !== undefined) doc.canonical_cid = canon
+    return doc
+  }
+
+  /**
+   * The document nested for people (flatten/nest rules in flatten.ts): the
+   * `cids/` key-set hoisted into the `cids` array, `canonical_cid` derived,
+   * `duplicates` listed. Undefined when nothing is live at `addr`.
+   */
+  getNestedDocument (addr: string): Record<string, Nested> | undefined {
+    const doc = this.getDocument(addr)
+    if (doc === undefined) return undefined
+    const fields: Record<string, string> = {}
+    for (const [k, v] of Object.entries(doc.metadata)) if (cidMemberOf(k) === undefined) fields[k] = v
+    const out: Record<string, Nested> = { ...nest(fields), cids: [...doc.cids].sort(), duplicates: doc.duplicates }
+    if (doc.canonical_cid !== undefined) out.canonical_cid = doc.canonical_cid
+    return out
+  }
+
+  /** Visible records (a group counts once). */
+  countRecords (): number {
+    return Number(this.kv.get(COUNT_ROOTS) ?? '0')
+  }
+
+  /** Canonical live roots in id order, after `after` (exclusive). */
+  listRoots (opts: { after?: string, limit?: number } = {}): RecordId[] {
+    const out: RecordId[] = []
+    const limit = opts.limit ?? Infinity
+    let lo = opts.after === undefined ? ROOTS : `${ROOTS}${opts.after}\u0000`
+    const hi = prefixEnd(ROOTS)
+    while (out.length < limit) {
+      const page = this.kv.keys(lo, hi, 1000)
+      if (page.length === 0) break
+      for (const k of page) {
+        const rid = k.slice(ROOTS.length) as RecordId
+        if (canonOf(this.kv, rid) === rid) out.push(rid)
+        if (out.length >= limit) break
+      }
+      lo = page[page.length - 1] + '\u0000'
+    }
+    return out
+  }
+
+  /** Every canonical root, lazily, in id order. */
+  * iterateRoots (): IterableIterator<RecordId> {
+    let after: string | undefined
+    for (;;) {
+      const page = this.listRoots({ after, limit: 1000 })
+      if (page.length === 0) return
+      yield * page
+      after = page[page.length - 1]
+    }
+  }
+
+  duplicatesOf (addr: string): string[] {
+    const rid = this.resolveRoot(addr)
+    if (rid === undefined) return []
+    return membersOf(this.kv, rid).flatMap(m => readDuplicates(this.kv, m))
+  }
+
+  /** Per-key last-writer-wins over the group's roots, by their original versions. */
+  mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
+    if (members.length === 1) return readFieldsObject(r, members[0])
+    const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
+    for (const m of members) {
+      const vm = VersionMap.parse(r.get(VER + m))
+      const fields = readFields(r, m)
+      const names = new Set([...vm.fields.keys(), ...fields.keys()])
+      for (const f of names) {
+        const v = vm.effective(f)
+        const cur = best.get(f)
+        if (cur === undefined || (v !== undefined && (cur.v === undefined || v > cur.v))) best.set(f, { v, value: fields.get(f) })
+      }
+    }
+    const out: Record<string, string> = {}
+    for (const [f, { value }] of [...best].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (value !== undefined) out[f] = value
+    return out
+  }
+}
