@@ -34,3 +34,11 @@ export const CODEC_PROVIDER_FILE = 0x100a
 
 /** Largest digest any MetaMesh component accepts (MAX_MULTIHASH_SIZE, spec §1.4). */
 export const MAX_DIGEST_BYTES = 64
+
+/**
+ * Largest codec or multihash code a CID may carry: 2^49 − 1, seven varint
+ * bytes. Every code in the multicodec table fits in four; the cap keeps codes
+ * exact JS numbers (the varint reader loses precision past 2^53), so a parsed
+ * CID always re-encodes to the same string.
+ */
+export const MAX_CODE = 2 ** 49 - 1

@@ -1,12 +1,15 @@
 /**
  * CIDs: strict parsing, the rank ladder and canonical choice, and the two
  * file digests the store computes itself (midhash256, full-file sha2-256).
+ * Encoding and decoding go through multiformats (`CID`, `base32`, `varint`,
+ * `Digest`); what is ours is the strictness on top of it, the rank ladder,
+ * the midhash256 multihash (0x1000) and its sampling.
  *
  * Guarantees:
  * - A `Cid` is only ever a CIDv1 in multibase base32-lower with its single
  *   canonical spelling (lower-case, no padding, zero trailing bits, minimal
- *   varints, digest ≤ 64 B whose length matches its varint). CIDv0, other
- *   bases and the retired `<algo>:<cid>` token form are refused with
+ *   varints, codes below 2^49, digest ≤ 64 B whose length matches its varint).
+ *   CIDv0, other bases and the retired `<algo>:<cid>` token form are refused with
  *   InvalidCidError (`invalid_cid`). Parsing checks structure only: a sha1 or
  *   crc32 CID is a valid CID, it just ranks 0.
  * - `cidRank` / `canonicalCid` follow spec §2 and the shared vectors

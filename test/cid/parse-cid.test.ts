@@ -138,6 +138,21 @@ describe('parseCid refuses', () => {
     refusal(SHA256_HELLO + '======')
   })
 
+  it('what multiformats alone accepts: mixed case, padding, CIDv0 bytes, codes past 2^49', () => {
+    // multiformats' base32 codec is case-insensitive and strips padding; both would give one CID two spellings
+    expect(() => CID.parse(SHA256_HELLO.slice(0, 12) + SHA256_HELLO.slice(12).toUpperCase())).not.toThrow()
+    expect(refusal(SHA256_HELLO.slice(0, 12) + SHA256_HELLO.slice(12).toUpperCase()).message).toMatch(/uppercase/)
+    expect(refusal(SHA256_HELLO + '====').message).toBe('invalid base32 character')
+    // a CIDv0 (bare sha2-256 multihash) spelled in base32 is a v0 CID to multiformats
+    const v0 = bytesToCidString([0x12, 0x20, ...new Array<number>(32).fill(1)])
+    expect(refusal(v0).message).toBe('cid version must be 1')
+    // codec 2^49 (eight varint bytes): past what a JS number keeps exact through encode and decode
+    const big = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]
+    expect(refusal(bytesToCidString([0x01, ...big, 0x12, 0x01, 0xaa])).message).toBe('truncated or malformed cid header')
+    expect(() => encodeCidV1(2 ** 49, 0x12, new Uint8Array(1))).toThrow(InvalidCidError)
+    expect(isCid(encodeCidV1(2 ** 49 - 1, 0x12, new Uint8Array(1)))).toBe(true)
+  })
+
   it('garbage and over-long input', () => {
     for (const s of ['not-a-cid', 'b!!!!', 'b0189', 'bafy bei', ' ' + SHA256_EMPTY, SHA256_EMPTY + '\n', 'b\u00e9aaaaaa', 'hello']) refusal(s)
     expect(refusal('b' + 'a'.repeat(MAX_CID_STRING_LENGTH)).message).toBe('cid too long')
