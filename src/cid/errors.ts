@@ -1,5 +1,8 @@
 import { InvalidInputError, MetaCoreError } from '../common/index.js'
 
+/** The path exists but is not a regular file (a directory, a FIFO, …): defined with the library-path rules in common. */
+export { NotAFileError } from '../common/index.js'
+
 /** A string that is not a strict MetaMesh CID (CIDv1, base32-lower). */
 export class InvalidCidError extends InvalidInputError {
   constructor (message: string, options?: { cause?: unknown }) {
@@ -16,12 +19,5 @@ export class InvalidCidError extends InvalidInputError {
 export class ShortReadError extends MetaCoreError {
   constructor (message: string, options?: { cause?: unknown }) {
     super('short_read', message, options)
-  }
-}
-
-/** The path exists but is not a regular file (a directory, a socket, …). */
-export class NotAFileError extends InvalidInputError {
-  constructor (message = 'not a regular file', options?: { cause?: unknown }) {
-    super(message, { ...options, code: 'not_a_file' })
   }
 }

@@ -11,6 +11,8 @@ export interface FileDigest {
 
 export interface HashFileOptions {
   signal?: AbortSignal
+  /** Refuse a symlink instead of following it (the caller resolved the path already and wants exactly that file). */
+  noFollow?: boolean
 }
 
 /** Plain Uint8Array view of a Buffer, so callers compare digests without Buffer semantics. */
@@ -22,3 +24,4 @@ export function toUint8Array (b: Buffer): Uint8Array {
 export function throwIfAborted (signal: AbortSignal | undefined): void {
   if (signal?.aborted === true) throw new AbortedError('aborted while hashing', { cause: signal.reason })
 }
+

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto'
-import { open } from 'node:fs/promises'
-import { InvalidInputError } from '../common/index.js'
+import { InvalidInputError, openRegularFile } from '../common/index.js'
 import { MH_MIDHASH256 } from './codes.js'
 import { encodeCidV1 } from './encode-cid.js'
-import { NotAFileError, ShortReadError } from './errors.js'
+import { ShortReadError } from './errors.js'
 import { throwIfAborted, toUint8Array } from './file-digest.js'
 import type { FileDigest, HashFileOptions } from './file-digest.js'
 import type { Cid } from './parse-cid.js'
@@ -17,8 +16,9 @@ const DIGEST_BYTES = 32
 export interface MidhashOptions extends HashFileOptions {
   /**
    * Total file size in bytes, when the caller already has it (the watcher's
-   * directory walk does, as the Go original). Skips the stat; a stale value
-   * that points past the end of the file ends in ShortReadError.
+   * directory walk does, as the Go original): the sample is taken for this
+   * size, so the digest names what the caller saw; a stale value that points
+   * past the end of the file ends in ShortReadError.
    */
   size?: number
 }
@@ -56,15 +56,11 @@ export function midhashCidFromDigest (digest: Uint8Array): Cid {
 export async function midhash256 (path: string, opts: MidhashOptions = {}): Promise<FileDigest> {
   const { signal } = opts
   throwIfAborted(signal)
-  const fh = await open(path, 'r')
+  // Refuses anything but a regular file before reading; fstat on the open handle: the size and the bytes come from the same inode.
+  const opened = await openRegularFile(path, opts)
+  const fh = opened.fh
   try {
-    let size = opts.size
-    if (size === undefined) {
-      // fstat on the open handle: the size and the bytes come from the same inode.
-      const st = await fh.stat()
-      if (!st.isFile()) throw new NotAFileError()
-      size = st.size
-    }
+    const size = opts.size ?? opened.st.size
     const { offset, length } = midhashSampleRange(size)
     // allocUnsafe is safe here only because every byte is overwritten before
     // hashing: on a short read we throw instead of hashing leftover memory.

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto'
-import { open } from 'node:fs/promises'
+import { openRegularFile } from '../common/index.js'
 import { CODEC_RAW, MH_SHA2_256 } from './codes.js'
 import { encodeCidV1 } from './encode-cid.js'
-import { NotAFileError } from './errors.js'
 import { throwIfAborted, toUint8Array } from './file-digest.js'
 import type { FileDigest, HashFileOptions } from './file-digest.js'
 
@@ -19,10 +18,8 @@ const CHUNK_BYTES = 1_048_576
 export async function sha256FileCid (path: string, opts: HashFileOptions = {}): Promise<FileDigest> {
   const { signal } = opts
   throwIfAborted(signal)
-  const fh = await open(path, 'r')
+  const { fh } = await openRegularFile(path, opts)
   try {
-    const st = await fh.stat()
-    if (!st.isFile()) throw new NotAFileError()
     const hash = createHash('sha256')
     const buf = Buffer.allocUnsafe(CHUNK_BYTES)
     let size = 0

@@ -8,8 +8,8 @@ import { Semaphore } from './semaphore.js'
 import { statFile, type FileStat } from './tree-walk.js'
 
 export interface ChangeTrackerOptions {
-  /** Absolute library root. */
-  root: string
+  /** The real path of the library root (symlinks resolved; it may change between scans, hence a getter). */
+  root: () => string
   state: FileState
   writer: LifecycleWriter
   settleMs: number
@@ -36,6 +36,8 @@ interface Candidate {
   mtimeNs: bigint
   /** `${size}:${mtimeNs}`, kept to spare converting the bigint on every use. */
   key: string
+  /** The real path when the file is a symlink to a library file: hashing reads it, never following a link itself. */
+  real: string | undefined
   /** Monotonic ms since which (size, mtime) has not been seen to change. */
   stableSince: number
   phase: Phase
@@ -94,7 +96,7 @@ interface PendingDelete {
  * a file that is still being written.
  */
 export class ChangeTracker {
-  private readonly root: string
+  private readonly root: () => string
   private readonly state: FileState
   private readonly writer: LifecycleWriter
   private readonly settleMs: number
@@ -192,7 +194,7 @@ export class ChangeTracker {
     const now = performance.now()
     const quiet = Date.now() - Number(st.mtimeNs / 1_000_000n) >= this.settleMs
     const fresh: Candidate = {
-      rel, size: st.size, mtimeNs: st.mtimeNs, key: `${st.size}:${st.mtimeNs}`, stableSince: now, phase: 'settling', quiet, checking: false, dirty: false, tag: undefined
+      rel, size: st.size, mtimeNs: st.mtimeNs, key: `${st.size}:${st.mtimeNs}`, real: st.real, stableSince: now, phase: 'settling', quiet, checking: false, dirty: false, tag: undefined
     }
     this.candidates.set(rel, fresh)
     this.indexAdd(fresh)
@@ -246,6 +248,7 @@ export class ChangeTracker {
     c.size = st.size
     c.mtimeNs = st.mtimeNs
     c.key = `${st.size}:${st.mtimeNs}`
+    c.real = st.real
     this.indexAdd(c)
     c.stableSince = performance.now()
     c.dirty = false
@@ -285,7 +288,7 @@ export class ChangeTracker {
   private async settleCheck (c: Candidate): Promise<void> {
     let st: FileStat | null
     try {
-      st = await statFile(path.join(this.root, c.rel))
+      st = await statFile(this.root(), c.rel)
     } catch (err) {
       c.checking = false
       this.unreadable(c, err)
@@ -329,12 +332,13 @@ export class ChangeTracker {
   }
 
   private async hash (c: Candidate): Promise<void> {
-    const abs = path.join(this.root, c.rel)
+    // noFollow: a regular file is read as itself, a link's target by its real path; a link swapped in meanwhile is refused, never followed.
+    const abs = c.real ?? path.join(this.root(), c.rel)
     let digest: FileDigest
     let after: FileStat | null = c
     try {
-      digest = await midhash256(abs, { size: c.size, signal: this.controller.signal })
-      if (!c.quiet) after = await statFile(abs)
+      digest = await midhash256(abs, { size: c.size, signal: this.controller.signal, noFollow: true })
+      if (!c.quiet) after = await statFile(this.root(), c.rel)
     } catch (err) {
       this.sem.release()
       this.hashFailed(c, err)
@@ -389,11 +393,11 @@ export class ChangeTracker {
     this.dropCandidate(c)
   }
 
-  /** Hashes a file outside the candidate queue (registerFile), within the same concurrency bound. */
-  async hashNow (abs: string, size: number): Promise<FileDigest> {
+  /** Hashes a file outside the candidate queue (registerFile), within the same concurrency bound; `real` is its resolved path. */
+  async hashNow (real: string, size: number): Promise<FileDigest> {
     await this.sem.acquire()
     try {
-      return await midhash256(abs, { size, signal: this.controller.signal })
+      return await midhash256(real, { size, signal: this.controller.signal, noFollow: true })
     } finally {
       this.sem.release()
     }

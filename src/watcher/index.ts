@@ -21,6 +21,11 @@
  *   no hashing and no event; files removed while down are announced `delete`,
  *   moved ones `rename`.
  * - Hidden paths (a segment starting with `.`) are not part of the library.
+ *   Neither are FIFOs, sockets and devices (never opened: a FIFO's open
+ *   blocks), symlinks whose target lies outside the library (never read),
+ *   symlinked folders (not followed) and names that are not valid UTF-8;
+ *   each of those is logged once and counted in the status. A symlink to a
+ *   file inside the library is that file at another path.
  *   Unreadable files and folders are logged and skipped, never fatal, and an
  *   unreadable folder never makes its files count as deleted; a missing
  *   FILES_PATH fails the scan instead of deleting the library's records.

@@ -62,6 +62,12 @@ export interface WatcherStatus {
   progress: WatcherProgress
   /** The live event source; absent when the watcher is disabled. */
   events?: EventSourceStatus
+  /**
+   * Entries the last full scan found and skipped, each logged once: FIFOs,
+   * sockets and devices (`special`), symlinks leading outside the library
+   * (`outside`), names that are not valid UTF-8 (`unnamable`).
+   */
+  skipped: { special: number, outside: number, unnamable: number }
 }
 
 export interface ScanSummary {

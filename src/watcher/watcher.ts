@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { AbortedError, InvalidInputError, silentLogger, stopAll, waitFor, type Logger } from '../common/index.js'
+import { AbortedError, InvalidInputError, NotAFileError, silentLogger, stopAll, waitFor, type Logger } from '../common/index.js'
 import { validateFieldPath } from '../records/index.js'
 import { ChangeTracker } from './change-tracker.js'
 import { FileNotFoundError, FilesPathUnavailableError, InvalidPathError } from './errors.js'
@@ -10,7 +10,7 @@ import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
 import { ProgressMeter } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
-import { statPath, walkTree } from './tree-walk.js'
+import { statPath, walkTree, type SkipReason, type SkippedEntry } from './tree-walk.js'
 import {
   FILE_EVENTS, type RegisterResult, type ScanSummary, type WatcherComponents, type WatcherHandle, type WatcherInit,
   type WatcherProgress, type WatcherStatus
@@ -35,6 +35,8 @@ type ScanKind = Exclude<WatcherProgress['phase'], 'idle'>
 class FilesWatcher implements WatcherHandle {
   private readonly c: WatcherComponents
   private readonly root: string
+  /** `root` with symlinks resolved (FILES_PATH may itself be a link): what links inside the library are judged against. */
+  private realRoot: string
   private readonly filesPath: string
   private readonly enabled: boolean
   private readonly rescanMs: number
@@ -58,6 +60,10 @@ class FilesWatcher implements WatcherHandle {
   private scanning = false
   private lastScan: string | undefined
   private rescanTimer: NodeJS.Timeout | undefined
+  /** Entries the last full scan skipped, by reason (GET /api/watchers). */
+  private skippedCounts: Record<SkipReason, number> = { special: 0, outside: 0, unnamable: 0 }
+  /** Skipped entries already logged: each is logged once while it stays (reset by every full scan). */
+  private loggedSkips = new Set<string>()
   private hints = new Set<string>()
   private hintTimer: NodeJS.Timeout | undefined
   private hintWork: Promise<void> | undefined
@@ -67,6 +73,7 @@ class FilesWatcher implements WatcherHandle {
     this.c = components
     this.filesPath = init.filesPath
     this.root = path.resolve(init.filesPath)
+    this.realRoot = this.root
     this.enabled = init.enabled ?? true
     this.rescanMs = positive(init.rescanIntervalMs ?? DEFAULT_RESCAN_MS, 'rescanIntervalMs')
     this.progressMs = positive(init.progressIntervalMs ?? DEFAULT_PROGRESS_MS, 'progressIntervalMs')
@@ -89,7 +96,7 @@ class FilesWatcher implements WatcherHandle {
       claimPendingDelete: cid => tracker?.claimPendingDelete(cid)
     })
     tracker = new ChangeTracker({
-      root: this.root,
+      root: () => this.realRoot,
       state: this.state,
       writer: this.writer,
       settleMs,
@@ -112,6 +119,7 @@ class FilesWatcher implements WatcherHandle {
     this.controller = new AbortController()
     this.tracker.restart()
     await fs.promises.mkdir(this.root, { recursive: true })
+    this.realRoot = await fs.promises.realpath(this.root)
     // Disabled: nothing to compare until a scan or a registration asks (each hydrates first).
     if (!this.enabled) return
     this.hydrate()
@@ -161,7 +169,8 @@ class FilesWatcher implements WatcherHandle {
       active: this.started && this.enabled,
       isScanning: this.scanning,
       fileCount: this.state.size,
-      progress: this.progress.snapshot(this.tracker.pendingWork())
+      progress: this.progress.snapshot(this.tracker.pendingWork()),
+      skipped: { ...this.skippedCounts }
     }
     if (this.lastScan !== undefined) s.lastScan = this.lastScan
     if (this.source !== undefined && this.started) s.events = this.source.status()
@@ -216,17 +225,23 @@ class FilesWatcher implements WatcherHandle {
     try {
       if (kind === 'reset') await this.resetState()
       const seen = new Set<string>()
+      const logged = new Set<string>()
+      let walked
       try {
-        await walkTree({
-          root: this.root,
+        this.realRoot = await fs.promises.realpath(this.root)
+        walked = await walkTree({
+          root: this.realRoot,
           signal,
           onFile: (rel, st) => { seen.add(rel); this.progress.seen(); this.tracker.observe(rel, st, tag) },
-          onError: (rel, err) => { this.log.warn('unreadable entry skipped', { path: rel, code: err.code }) }
+          onError: (rel, err) => { this.log.warn('unreadable entry skipped', { path: rel, code: err.code }) },
+          onSkip: (e) => { logged.add(this.logSkip(e)) }
         })
       } catch (err) {
         if (err instanceof AbortedError) throw err
         throw new FilesPathUnavailableError(this.filesPath, { cause: err })
       }
+      this.skippedCounts = walked.skipped
+      this.loggedSkips = logged
       const unseen: string[] = []
       for (const rel of this.state.paths()) if (!seen.has(rel)) unseen.push(rel)
       await this.restat(unseen, tag, signal)
@@ -266,7 +281,8 @@ class FilesWatcher implements WatcherHandle {
       if (signal.aborted) throw new AbortedError('watcher stopped')
       await Promise.all(rels.slice(i, i + RESTAT_BATCH).map(async rel => {
         try {
-          const k = await statPath(path.join(this.root, rel))
+          const k = await statPath(this.realRoot, rel)
+          if (k.kind === 'none' && k.skipped !== undefined) this.logSkip(k.skipped)
           this.tracker.observe(rel, k.kind === 'file' ? k.st : null, tag)
         } catch (err) {
           // Unreadable is not gone: keep what we know.
@@ -296,6 +312,17 @@ class FilesWatcher implements WatcherHandle {
     this.log.info('scan progress', {
       phase: p.phase, filesSeen: p.filesSeen, filesHashed: p.filesHashed, filesPending: p.filesPending, mbPerSecond: p.mbPerSecond, etaSeconds: p.etaSeconds
     })
+  }
+
+  /** Logs a skipped entry once while it stays skipped; returns its log key. */
+  private logSkip (e: SkippedEntry): string {
+    const key = `${e.reason}:${e.rel}`
+    if (this.loggedSkips.has(key)) return key
+    this.loggedSkips.add(key)
+    if (e.reason === 'special') this.log.warn('not a regular file: skipped, never opened', { path: e.rel, kind: e.detail })
+    else if (e.reason === 'outside') this.log.warn('symlink leads outside the library: skipped, never read', { path: e.rel, target: e.detail })
+    else this.log.warn('name is not valid UTF-8: skipped (no API answer could name it)', { path: e.rel, kind: e.detail })
+    return key
   }
 
   // ------------------------------------------------------------ hints
@@ -339,11 +366,12 @@ class FilesWatcher implements WatcherHandle {
   private async lookAt (rel: string): Promise<string | undefined> {
     let k
     try {
-      k = await statPath(path.join(this.root, rel))
+      k = await statPath(this.realRoot, rel)
     } catch (err) {
       this.log.debug('cannot stat a hinted path', { path: rel, err })
       return undefined
     }
+    if (k.kind === 'none' && k.skipped !== undefined) this.logSkip(k.skipped)
     if (k.kind === 'file') {
       this.tracker.observe(rel, k.st)
       return undefined
@@ -357,11 +385,12 @@ class FilesWatcher implements WatcherHandle {
     const seen = new Set<string>()
     try {
       await walkTree({
-        root: this.root,
+        root: this.realRoot,
         under: rel,
         signal: this.controller.signal,
         onFile: (r, st) => { seen.add(r); this.tracker.observe(r, st) },
-        onError: (r, err) => { this.log.warn('unreadable entry skipped', { path: r, code: err.code }) }
+        onError: (r, err) => { this.log.warn('unreadable entry skipped', { path: r, code: err.code }) },
+        onSkip: (e) => { this.logSkip(e) }
       })
     } catch (err) {
       if (err instanceof AbortedError) return rel
@@ -377,20 +406,17 @@ class FilesWatcher implements WatcherHandle {
   async registerFile (relPath: string): Promise<RegisterResult> {
     const rel = checkRegisterPath(relPath)
     this.hydrate()
-    const abs = path.join(this.root, rel)
-    let st: fs.BigIntStats
-    try {
-      st = await fs.promises.stat(abs, { bigint: true })
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code
-      if (code === 'ENOENT' || code === 'ENOTDIR') throw new FileNotFoundError(rel, { cause: err })
-      throw err
+    // The walk's rules: a FIFO is never opened, a link leading outside is never read.
+    const k = await statPath(this.realRoot, rel)
+    if (k.kind === 'dir') throw new InvalidPathError(relPath, 'names a directory')
+    if (k.kind === 'none') {
+      if (k.skipped?.reason === 'outside') throw new InvalidPathError(relPath, 'is a symlink that leads outside the library folder')
+      if (k.skipped?.reason === 'special') throw new NotAFileError(`${JSON.stringify(rel)} is a ${k.skipped.detail}, not a regular file`)
+      throw new FileNotFoundError(rel)
     }
-    if (st.isDirectory()) throw new InvalidPathError(relPath, 'names a directory')
-    if (!st.isFile()) throw new InvalidPathError(relPath, 'not a regular file')
-    const size = Number(st.size)
-    const digest = await this.tracker.hashNow(abs, size)
-    const out = await this.writer.submit({ kind: 'seen', rel, size, mtimeNs: String(st.mtimeNs), cid: digest.cid, register: true })
+    const { size, mtimeNs } = k.st
+    const digest = await this.tracker.hashNow(k.st.real ?? path.join(this.realRoot, rel), size)
+    const out = await this.writer.submit({ kind: 'seen', rel, size, mtimeNs: String(mtimeNs), cid: digest.cid, register: true })
     if (!out.ok) throw out.error
     const root = this.c.records.resolveRoot(digest.cid)
     if (root === undefined) throw new FileNotFoundError(rel) // deleted again between the write and this read

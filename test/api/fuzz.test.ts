@@ -1,10 +1,12 @@
 /**
  * Generated hostile traffic across every route (seeded, so a failure
  * replays): malformed paths and escapes, wrong methods, junk queries and
- * headers, malformed, mistyped and oversized bodies, bad CIDs and cursors.
+ * headers, malformed, mistyped and oversized bodies, bad CIDs and cursors,
+ * FIFOs and symlinks out of the library where a route opens a path.
  * Afterwards: no 5xx was ever sent, the server still answers, the file
  * passes integrity_check, and the store holds only what its invariants allow.
  */
+import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -22,6 +24,8 @@ const REQUESTS = Number(process.env.FUZZ_REQUESTS ?? 2400)
 const CID_KNOWN = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e'
 const CID_UNKNOWN = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
 const MIDHASH = 'bagacbabaec7v3fu2ygzh3e2sybg3fbzmisry2hbtpmck6vx3yftea6vzq35r4'
+/** A record whose filePath is a FIFO: its byte routes must answer, never block. */
+const CID_FIFO = 'bafkreihzl7h5f2mtu66mafnsb7sbghc2jseyfxgp7oqdyoahejzfoonjw4'
 
 let h: ApiHarness
 let rid: string
@@ -36,15 +40,26 @@ beforeAll(async () => {
   fs.mkdirSync(path.join(h.filesPath, 'plugin'), { recursive: true })
   fs.writeFileSync(path.join(h.filesPath, 'plugin', 'a.srt'), 'hello world')
   fs.symlinkSync(path.join(h.dir, 'secret.txt'), path.join(h.filesPath, 'plugin', 'evil.srt'))
+  fs.symlinkSync(path.join(h.dir, 'secret.txt'), path.join(h.filesPath, 'outside.mkv'))
+  for (const f of FIFOS) execFileSync('mkfifo', [path.join(h.filesPath, f)])
   rid = await h.store.records.mint('/files/plugin/a.srt', 11, 1n, { [`cids/${CID_KNOWN}`]: 'true', title: 'Known' })
   await h.store.records.mint('/files/../secret.txt', 6, 1n, { [`cids/${MIDHASH}`]: 'true' })
+  await h.store.records.mint('/files/pipe.mkv', 0, 1n, { [`cids/${CID_FIFO}`]: 'true' })
 })
 
-afterAll(async () => { await h.close() })
+afterAll(async () => {
+  // A reader stuck in open() on a FIFO (the defect) is released, so a failure cannot hang the run.
+  for (const f of FIFOS) {
+    try { fs.closeSync(fs.openSync(path.join(h.filesPath, f), fs.constants.O_WRONLY | fs.constants.O_NONBLOCK)) } catch { /* nobody waiting */ }
+  }
+  await h.close()
+})
+
+const FIFOS = ['pipe.mkv', 'plugin/pipe.srt']
 
 function gen (rand: () => number): { method: string, url: string, headers: Record<string, string>, payload?: string | Buffer } {
   const long = (n: number): string => 'a'.repeat(n)
-  const addrs = [CID_KNOWN, CID_UNKNOWN, MIDHASH, rid, '', '..', '%2e%2e', '%2F', '%2Fetc%2Fpasswd', 'Qm' + long(44), 'b' + long(400),
+  const addrs = [CID_KNOWN, CID_UNKNOWN, MIDHASH, CID_FIFO, rid, '', '..', '%2e%2e', '%2F', '%2Fetc%2Fpasswd', 'Qm' + long(44), 'b' + long(400),
     '%00', '%ff', '%E0%A4%A', 'été', long(3000), 'midhash256:' + MIDHASH, '..%2F..%2Fsecret.txt', CID_KNOWN.toUpperCase(),
     '01ARZ3NDEKTSV4RRFFQ69G5FAV', rid.toLowerCase(), 'bafy', '%20', '*', '?', '#x']
   const keys = ['title', 'a/b', '../x', '%2e%2e/%2e%2e/x', 'midhash256', 'cid_sha256', 'canonical_cid', 'cids/garbage', `cids/${MIDHASH}`,
@@ -64,6 +79,7 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     `{"cids/${MIDHASH}":"true"}`, '{"__proto__":{"polluted":"yes"}}', '{"constructor":{"prototype":{"p":"1"}}}', '{bad json',
     '{"a":"b"', JSON.stringify({ path: '../secret.txt' }), JSON.stringify({ path: '/etc/passwd' }), JSON.stringify({ path: 'plugin/a.srt' }),
     JSON.stringify({ path: 'plugin/evil.srt' }), JSON.stringify({ path: 'plugin' }), JSON.stringify({ path: 5 }),
+    JSON.stringify({ path: 'pipe.mkv' }), JSON.stringify({ path: 'plugin/pipe.srt' }), JSON.stringify({ path: 'outside.mkv' }),
     JSON.stringify({ key: 'cid:x', value: 'y' }), JSON.stringify({ key: `idx:roots/${rid}`, value: '' }), JSON.stringify({ key: `file:${rid}/t`, value: 'v' }),
     JSON.stringify({ key: `file:${rid}/midhash256`, value: 'v' }), JSON.stringify({ key: 'ok:k', value: 'v' }), JSON.stringify({ key: 'ver:x', value: '{}' }),
     JSON.stringify({ query: 'x', filters: [{ property: 'title', values: ['known'] }] }), JSON.stringify({ filters: 'x' }), JSON.stringify({ limit: -1 }),

@@ -22,7 +22,8 @@ export function simpleWatcher (kv: KvStore, records: RecordStore, filesPath: str
     status (): WatcherStatus {
       return {
         filesPath, enabled: false, active: false, isScanning: false, fileCount: 0,
-        progress: { phase: 'idle', filesSeen: 0, filesHashed: 0, bytesHashed: 0, mbPerSecond: 0 }
+        progress: { phase: 'idle', filesSeen: 0, filesHashed: 0, bytesHashed: 0, mbPerSecond: 0 },
+        skipped: { special: 0, outside: 0, unnamable: 0 }
       }
     },
     async scan () { return empty },

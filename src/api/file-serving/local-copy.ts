@@ -1,6 +1,6 @@
 import type { KvStore } from '../../kv/index.js'
 import { fieldKey, type RecordDocument } from '../../records/index.js'
-import { openRegularFile, relativeOfStored, resolveInside, type OpenedFile } from './local-path.js'
+import { openServableFile, relativeOfStored, resolveInside, type OpenedFile } from './local-path.js'
 
 export interface LocalCopy {
   file: OpenedFile
@@ -27,7 +27,7 @@ export async function findLocalCopy (kv: KvStore, filesPath: string, doc: Record
     if (rel === undefined) continue
     const r = await resolveInside(filesPath, rel)
     if (r.kind !== 'ok') continue
-    const file = await openRegularFile(r.real)
+    const file = await openServableFile(r.real)
     if (file !== undefined) return { file, rel: r.rel }
   }
   return undefined

@@ -6,13 +6,13 @@
  * are checked like client input: only the `/files/` form is accepted, the
  * relative part may not climb (`..`), and the real path (symlinks resolved)
  * must lie inside the real FILES_PATH. The file is then opened with
- * O_NOFOLLOW and checked to be a regular file on the open descriptor, so a
- * symlink swapped in after the check is refused rather than followed.
+ * O_NOFOLLOW (and O_NONBLOCK) and checked to be a regular file on the open
+ * descriptor, so a symlink or FIFO swapped in after the check is refused
+ * rather than followed or blocked on.
  */
-import fs from 'node:fs'
-import { open, realpath, type FileHandle } from 'node:fs/promises'
+import { realpath, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
-import { InvalidInputError } from '../../common/index.js'
+import { InvalidInputError, NotAFileError, openRegularFile } from '../../common/index.js'
 
 /** The prefix every stored file path carries (the library volume as the original mounted it). */
 export const FILES_MOUNT = '/files/'
@@ -78,27 +78,22 @@ export interface OpenedFile {
   mtimeMs: number
 }
 
-/** Opens a resolved real path read-only without following a final symlink; undefined when it is not a regular file (any more). */
-export async function openRegularFile (real: string): Promise<OpenedFile | undefined> {
-  let fh: FileHandle
+/**
+ * Opens a resolved real path read-only without following a final symlink;
+ * undefined when it is not a regular file (any more). A FIFO, socket or
+ * device is refused before it is opened, and the descriptor is checked again
+ * (see openRegularFile in common), so serving never blocks on one.
+ */
+export async function openServableFile (real: string): Promise<OpenedFile | undefined> {
+  let opened
   try {
-    fh = await open(real, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW)
+    opened = await openRegularFile(real, { noFollow: true })
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
-    if (isMissing(err) || code === 'ELOOP' || code === 'EISDIR') return undefined
+    if (err instanceof NotAFileError || isMissing(err) || code === 'ELOOP' || code === 'EISDIR') return undefined
     throw err
   }
-  try {
-    const st = await fh.stat()
-    if (!st.isFile()) {
-      await fh.close()
-      return undefined
-    }
-    return { fh, size: st.size, mtimeMs: st.mtimeMs }
-  } catch (err) {
-    await fh.close()
-    throw err
-  }
+  return { fh: opened.fh, size: opened.st.size, mtimeMs: opened.st.mtimeMs }
 }
 
 function isMissing (err: unknown): boolean {
