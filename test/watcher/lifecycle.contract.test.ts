@@ -181,6 +181,34 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
   })
 
+  it('a copy made in another folder after the first was recorded takes over when the first is deleted live, and after a restart', async () => {
+    const h = await harness(kind)
+    const data = Buffer.alloc(4097, 0x5a)
+    h.fsd.write('watch/s2/f2.bin', data)
+    await h.waitEvents(e => e.length === 1, 'the first add')
+    const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
+    h.fsd.mkdir('watch/copy')
+    h.fsd.write('watch/copy/dup.bin', data)
+    await h.waitEvents(e => e.length === 2, 'the copy recorded')
+    expect(h.store.records.getDocument(cid)!.duplicates).toEqual(['/files/watch/copy/dup.bin'])
+    h.fsd.remove('watch/s2/f2.bin')
+    await h.waitEvents(e => e.length === 3, 'the delete')
+    await h.idle()
+    const doc = h.store.records.getDocument(cid)!
+    expect(doc.metadata.filePath).toBe('/files/watch/copy/dup.bin')
+    expect(doc.duplicates).toEqual([])
+    expect(h.store.records.countRecords()).toBe(1)
+    // The promoted copy is served, and a rescan finds nothing to change.
+    expect(await h.watcher.scan()).toEqual({ fileCount: 1, added: 0, changed: 0, deleted: 0, renamed: 0 })
+    // After a restart the copy is still known: deleting it too deletes the record.
+    await h.shutdown()
+    await h.reopen()
+    await h.idle()
+    h.fsd.remove('watch/copy/dup.bin')
+    await h.waitEvents(e => e.length === 4, 'the last delete')
+    expect(h.store.records.resolveRoot(cid)).toBeUndefined()
+  })
+
   it('a file written slowly over several seconds is recorded once, whole', async () => {
     // Writes 250 ms apart for 2.5 s against an 800 ms settle window: no pause is long enough to pass for finished.
     const h = await harness(kind, 800)
