@@ -5,6 +5,7 @@ import { META_EVENTS, presentChange } from '../records/index.js'
 import { makeTokenCheck } from './auth.js'
 import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
+import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
 import { cidRoutes } from './routes/cid-routes.js'
 import { watcherRoutes } from './routes/watcher-routes.js'
@@ -41,7 +42,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // A client gets this long to send its whole request (the original's 30 s read timeout); a slow sender cannot hold a socket forever.
     requestTimeout: REQUEST_TIMEOUT_MS,
-    // JSON bodies carrying __proto__ or constructor.prototype are refused, never merged into objects.
+    // JSON bodies carrying __proto__ or constructor.prototype are refused, never merged into objects
+    // (by json-body.ts, which replaces fastify's parser; these settings guard any other use of it).
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // Our own 503 envelope answers requests that arrive while closing (below).
@@ -76,6 +78,10 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     if (r.headers !== undefined) reply.headers(r.headers)
     void reply.code(r.statusCode).type('application/json; charset=utf-8').send(r.body)
   }
+
+  // Strict UTF-8, well-formed Unicode and no prototype keys, with an answer that says which (json-body.ts).
+  app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser)
 
   app.addSchema(errorEnvelopeSchema)
   app.setErrorHandler((err: FastifyError, _req, reply) => { sendError(reply, err) })

@@ -11,6 +11,14 @@ export const MAX_FIELD_BYTES = 1024 - 'file:'.length - 26 - 1
 /** Largest value in UTF-16 units: the 256 KiB value limit of replication.md. */
 export const MAX_VALUE_LENGTH = 256 * 1024
 
+/**
+ * A lone UTF-16 surrogate: SQLite stores it as bytes that are not UTF-8 and
+ * reads them back as U+FFFD, so a key holding one could never be addressed
+ * again and a value would silently change. (With the `u` flag a well-formed
+ * pair is one code point and does not match.)
+ */
+const LONE_SURROGATE = /\p{Cs}/u
+
 // Control characters (C0, DEL, C1) never belong in a field name; \x1f also separates idx:schema key parts.
 // eslint-disable-next-line no-control-regex
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
@@ -27,6 +35,7 @@ export function validateFieldPath (field: unknown): asserts field is string {
   // Three UTF-8 bytes per UTF-16 unit at most: only long names need counting.
   if (field.length * 3 > MAX_FIELD_BYTES && Buffer.byteLength(field) > MAX_FIELD_BYTES) throw new InvalidFieldError(`field name is longer than ${MAX_FIELD_BYTES} UTF-8 bytes`)
   if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
+  if (LONE_SURROGATE.test(field)) throw new InvalidFieldError('field name contains a lone UTF-16 surrogate: text must be well-formed Unicode')
   if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
 }
 
@@ -45,6 +54,7 @@ export function checkWritableField (field: unknown): asserts field is string {
 export function validateValue (value: unknown): asserts value is string {
   if (typeof value !== 'string') throw new InvalidValueError('value must be a string')
   if (value.length > MAX_VALUE_LENGTH) throw new InvalidValueError(`value is longer than ${MAX_VALUE_LENGTH} characters`)
+  if (LONE_SURROGATE.test(value)) throw new InvalidValueError('value contains a lone UTF-16 surrogate: text must be well-formed Unicode')
 }
 
 /** The CID of a `cids/<cid>` member field, or undefined for other fields. */

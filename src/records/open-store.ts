@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
+import { silentLogger } from '../common/index.js'
 import { openKv, prefixEnd, type KvOptions, type KvReader, type KvStore } from '../kv/index.js'
+import { sweepMalformedRows } from './malformed-sweep.js'
 import { RecordStore, type RecordStoreOptions } from './record-store.js'
 import { FILE, ROOTS } from './layout.js'
 
@@ -36,10 +38,11 @@ export function recordsInUnversionedFile (r: KvReader): string | undefined {
   return r.any(FILE, prefixEnd(FILE)) || r.any(ROOTS, prefixEnd(ROOTS)) ? 'holds records' : undefined
 }
 
-/** Opens the kv file and the record layer over it. */
+/** Opens the kv file and the record layer over it (after the one-time malformed-text sweep, malformed-sweep.ts). */
 export function openNodeStore (opts: NodeStoreOptions): NodeStore {
   const kv = openKv({ ...opts, checkUnversioned: recordsInUnversionedFile })
   try {
+    sweepMalformedRows(kv, opts.logger ?? silentLogger)
     const nodeId = opts.nodeId ?? ensureNodeId(kv)
     const records = new RecordStore(kv, { ...opts, nodeId })
     return { kv, records, close: () => { kv.close() } }

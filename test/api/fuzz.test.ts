@@ -2,10 +2,13 @@
  * Generated hostile traffic across every route (seeded, so a failure
  * replays): malformed paths and escapes, wrong methods, junk queries and
  * headers, malformed, mistyped and oversized bodies, bad CIDs and cursors,
- * FIFOs and symlinks out of the library where a route opens a path.
+ * lone surrogates and bytes that are not UTF-8 in bodies and URLs, FIFOs
+ * and symlinks out of the library where a route opens a path. Afterwards
+ * every key and value in the store is well-formed UTF-8.
  * Afterwards: no 5xx was ever sent, the server still answers, the file
  * passes integrity_check, and the store holds only what its invariants allow.
  */
+import { isUtf8 } from 'node:buffer'
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
@@ -63,7 +66,8 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     '%00', '%ff', '%E0%A4%A', 'été', long(3000), 'midhash256:' + MIDHASH, '..%2F..%2Fsecret.txt', CID_KNOWN.toUpperCase(),
     '01ARZ3NDEKTSV4RRFFQ69G5FAV', rid.toLowerCase(), 'bafy', '%20', '*', '?', '#x']
   const keys = ['title', 'a/b', '../x', '%2e%2e/%2e%2e/x', 'midhash256', 'cid_sha256', 'canonical_cid', 'cids/garbage', `cids/${MIDHASH}`,
-    long(600), '%00', 'a//b', '/', 'x%2Fy', '_add', '_add/x', 'tags', 'holders/peer', 'filePath', '\u200b', '%C0%AF', 'k%0d%0aSet-Cookie:x']
+    long(600), '%00', 'a//b', '/', 'x%2Fy', '_add', '_add/x', 'tags', 'holders/peer', 'filePath', '\u200b', '%C0%AF', 'k%0d%0aSet-Cookie:x',
+    'k%ED%A0%80', '%FF%FE', 'mood%F0%9F%98%80']
   const templates = ['/meta', '/meta/{A}', '/meta/{A}/{K}', '/meta/{A}/_add/{K}', '/api/meta/{A}', '/file/{A}', '/api/file/{A}',
     '/api/file/{A}/info', '/file/cid', '/api/files/register', '/api/files/tuples', '/api/kv/info', '/api/kv/keys', '/api/kv/key/{K}',
     '/api/kv/tree', '/api/kv/search', '/api/kv/find', '/api/kv/value', '/health', '/status', '/api/stats', '/api/schema', '/docs',
@@ -84,7 +88,11 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     JSON.stringify({ key: `file:${rid}/midhash256`, value: 'v' }), JSON.stringify({ key: 'ok:k', value: 'v' }), JSON.stringify({ key: 'ver:x', value: '{}' }),
     JSON.stringify({ query: 'x', filters: [{ property: 'title', values: ['known'] }] }), JSON.stringify({ filters: 'x' }), JSON.stringify({ limit: -1 }),
     JSON.stringify({ [long(600)]: 'x' }), JSON.stringify({ title: long(300_000) }), '{"t":"' + long(5_000_000) + '"}',
-    Buffer.from([0xff, 0xfe, 0x00, 0x61]), Buffer.from('{"title":"\u00e9t\u00e9"}', 'latin1'), '\u0000\u0000', 'a=b&c=d'
+    Buffer.from([0xff, 0xfe, 0x00, 0x61]), Buffer.from('{"title":"\u00e9t\u00e9"}', 'latin1'), '\u0000\u0000', 'a=b&c=d',
+    '{"k\\ud800":"v"}', '{"title":"x\\udfff"}', '{"value":"\\ud800"}', '{"value":"\\ud83d\\ude00"}', '{"\\u005f_proto__":{"p":"1"}}',
+    JSON.stringify({ key: 'ok:\ud800', value: 'v' }), '{"key":"ok:k","value":"\\udc00"}',
+    Buffer.concat([Buffer.from('{"title":"'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('"}')]),
+    Buffer.concat([Buffer.from('{"t'), Buffer.from([0xff]), Buffer.from('":"v"}')]), Buffer.from([0xed, 0xa0, 0x80])
   ]
   const types = ['application/json', 'application/json', 'text/plain', 'application/octet-stream', 'multipart/form-data; boundary=x',
     'application/x-www-form-urlencoded', 'application/json; charset=latin1', 'a/b/c', '', 'application/json; charset=utf-8', '*/*']
@@ -184,6 +192,12 @@ describe('fuzz: hostile requests across all routes', () => {
     let visible = 0
     for (const r of indexed) if ((kv.get(`idx:grp/${r}`) ?? r) === r) visible++
     expect(h.store.records.countRecords()).toBe(visible)
+    // Every key and value is well-formed UTF-8: no lone surrogate and no stray byte got in.
+    const rows = kv.prepare('SELECT CAST(k AS BLOB), CAST(v AS BLOB) FROM kv').raw().all() as Array<[Buffer, Buffer]>
+    for (const [k, v] of rows) {
+      expect(isUtf8(k), k.toString('hex')).toBe(true)
+      expect(isUtf8(v), k.toString('utf8')).toBe(true)
+    }
     // Raw kv writes landed only outside the store's namespaces (watch: is the watcher's own state).
     for (const k of kv.keys('', '\u{10FFFF}')) {
       expect(/^(file:|cid:|idx:|ver:|ev:|evhwm:|dup:|meta-core:|watch:|ok:)/.test(k), k).toBe(true)
