@@ -93,8 +93,14 @@ export interface MeshPeer {
   driftRefusals?: number
 }
 
-/** GET /api/mesh (a node with a mesh; a node without one answers 404 or 503). */
-export interface MeshStatus { self: { peerId: string, addrs?: string[], hlc?: string }, peers: MeshPeer[] }
+/** GET /api/mesh. A standalone node answers `enabled: false` (an older node 404, one built without it 503). */
+export interface MeshStatus {
+  enabled?: boolean
+  /** Short id derived from the swarm key: the nodes of one mesh show the same. */
+  meshId?: string | null
+  self: { peerId: string, addrs?: string[], hlc?: string }
+  peers: MeshPeer[]
+}
 
 /** GET /api/mesh/digest */
 export interface MeshDigest { digest: string, keys: number }

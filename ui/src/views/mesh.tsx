@@ -1,6 +1,7 @@
 /**
  * The mesh part of the node panel. A node started without a swarm key has
- * no mesh (`/api/mesh` answers 404 or 503) and the panel says so. With a
+ * no mesh (`/api/mesh` says `enabled: false`; a node without the route
+ * answers 404, one without the component 503) and the panel says so. With a
  * mesh: this node's peer id, addresses and digest, and per peer the
  * connection state, lag (changes behind, last sync), frames received and
  * rejected, clock-drift refusals, and whether its digest agrees with ours.
@@ -49,6 +50,7 @@ async function meshState (): Promise<MeshState> {
     if (err instanceof ApiFailure && (err.status === 404 || err.status === 503)) return { kind: 'none', reason: err.message }
     return { kind: 'error', error: err }
   }
+  if (mesh.enabled === false) return { kind: 'none', reason: 'standalone: started without a swarm key' }
   try {
     return { kind: 'mesh', mesh, digest: await call<MeshDigest>('GET', '/api/mesh/digest', { quiet: true }) }
   } catch (err) {
@@ -111,6 +113,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   return (
     <>
       <dl class="kv">
+        {mesh.meshId != null && <><dt>Mesh</dt><dd><code>{mesh.meshId}</code></dd></>}
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
         <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
         <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
