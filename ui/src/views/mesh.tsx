@@ -200,7 +200,7 @@ function CompareForm ({ urls, onChange, remotes }: { urls: string[], onChange: (
             return (
               <li key={u}>
                 <code>{u}</code> {r?.error !== undefined ? <span class="error-inline">{r.error}</span> : r?.peerId !== undefined ? <span class="muted">peer {shortId(r.peerId, 6)}</span> : null}{' '}
-                <button type="button" class="small secondary" aria-label={`Stop comparing with ${u}`} onClick={() => { onChange(urls.filter(x => x !== u)) }}>Remove</button>
+                <button type="button" class="small secondary" aria-label={`Remove ${u}`} onClick={() => { onChange(urls.filter(x => x !== u)) }}>Remove</button>
               </li>
             )
           })}
