@@ -5,8 +5,9 @@
  *
  * Files: `kv-store.ts` the connection and reads; `group-commit.ts` the writer
  * and the transaction handle; `streams.ts` the event streams; `schema-gate.ts`
- * the boot gate; `statements.ts` the shared prepared statements;
- * `checkpointer.ts` WAL checkpoints on a worker thread.
+ * the boot gate; `store-guard.ts` the refusal of foreign files and the
+ * one-process-per-store lock; `statements.ts` the shared prepared
+ * statements; `checkpointer.ts` WAL checkpoints on a worker thread.
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),
@@ -18,7 +19,8 @@
  */
 export { KvStore, openKv } from './kv-store.js'
 export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, SqlStatement } from './types.js'
-export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError } from './errors.js'
+export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError, ForeignStoreError, StoreInUseError } from './errors.js'
+export type { StoreOwner } from './errors.js'
 export { prefixEnd, prefixRange, SCHEMA_VERSION, SCHEMA_VERSION_KEY } from './keys.js'
 export { formatEventId, parseEventId, padEventId, compareEventIds, nextEventId } from './event-id.js'
 export type { EventId, EventIdParts } from './event-id.js'

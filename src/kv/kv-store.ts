@@ -25,6 +25,7 @@ import type { EventId, EventIdParts } from './event-id.js'
 import { GroupCommit } from './group-commit.js'
 import { prefixEnd } from './keys.js'
 import { checkSchema } from './schema-gate.js'
+import { refuseForeignFile, StoreLock } from './store-guard.js'
 import { prepareStatements, readSuffixes, RowWriter, type Statements } from './statements.js'
 import { Streams } from './streams.js'
 import type { CommitListener, KvOptions, SqlStatement, StreamEntry, Tx } from './types.js'
@@ -38,14 +39,23 @@ export class KvStore {
   private readonly streams: Streams
   private readonly writer: GroupCommit
   private checkpointer: Checkpointer | undefined
+  /** This process's exclusive hold on the store file (none for ':memory:'). */
+  private readonly lock: StoreLock | undefined
 
   constructor (opts: KvOptions) {
     this.path = opts.path
     this.log = opts.logger ?? silentLogger
-    if (opts.path !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(opts.path)), { recursive: true })
+    if (opts.path !== ':memory:') {
+      fs.mkdirSync(path.dirname(path.resolve(opts.path)), { recursive: true })
+      // Before anything writes (store-guard.ts): another application's database is refused untouched, and a
+      // store another process holds is refused with its owner named.
+      refuseForeignFile(opts.path)
+      this.lock = StoreLock.acquire(path.resolve(opts.path))
+    }
     try {
       this.db = new Database(opts.path)
     } catch (err) {
+      this.lock?.release()
       throw new StorageError(`cannot open store file ${opts.path}: ${(err as Error).message}`, { cause: err })
     }
     try {
@@ -57,6 +67,7 @@ export class KvStore {
       this.db.exec('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID')
     } catch (err) {
       this.db.close()
+      this.lock?.release()
       throw new StorageError(`cannot initialise store file ${opts.path}: ${(err as Error).message}`, { cause: err })
     }
     this.st = prepareStatements(this.db)
@@ -78,6 +89,7 @@ export class KvStore {
       checkSchema(this.st, this.path, opts.checkUnversioned)
     } catch (err) {
       this.db.close()
+      this.lock?.release()
       throw err
     }
     if (opts.path !== ':memory:' && opts.backgroundCheckpoint !== false) {
@@ -271,6 +283,12 @@ export class KvStore {
       this.log.warn('checkpoint on close failed', { err }) // the WAL is replayed on next open; nothing is lost
     }
     this.db.close()
+    this.lock?.release()
+  }
+
+  /** Records where this store's owner can be reached (its HTTP address), for the message a second process prints. */
+  announceOwner (info: { url?: string }): void {
+    this.lock?.announce(info)
   }
 
   private assertOpen (): void {

@@ -41,10 +41,11 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
   const stops: Array<() => Maybe<void>> = []
   const unwind = async (): Promise<void> => { await stopAll([...stops].reverse()) }
 
-  fs.mkdirSync(config.filesPath, { recursive: true })
+  // The store first: a node refused its store (another process owns it, or it is not a meta-core file) changes nothing on disk.
   const store = openNodeStore({ path: config.dbPath, logger: log.child('kv') })
   stops.push(() => { store.close() })
   try {
+    fs.mkdirSync(config.filesPath, { recursive: true })
     const { kv, records } = store
 
     // Search first: it registers its record hook before anything can write. A large store's
@@ -74,6 +75,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     const addr = app.server.address()
     const port = addr !== null && typeof addr === 'object' ? addr.port : config.httpPort
     const hostForUrl = config.httpHost.includes(':') ? `[${config.httpHost}]` : config.httpHost
+    // A second node started on this store is refused with this address in its message.
+    kv.announceOwner({ url: `http://${hostForUrl}:${port}` })
 
     let stopping: Promise<void> | undefined
     return {
