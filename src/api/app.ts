@@ -9,6 +9,7 @@ import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
 import { cidRoutes } from './routes/cid-routes.js'
 import { watcherRoutes } from './routes/watcher-routes.js'
+import { meshRoutes } from './routes/mesh-routes.js'
 import { eventRoutes } from './routes/event-routes.js'
 import { fileRoutes } from './routes/file-routes.js'
 import { kvRoutes } from './routes/kv-routes.js'
@@ -60,6 +61,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     records: components.records,
     search: components.search,
     watcher: components.watcher,
+    mesh: components.mesh,
     log,
     filesPath: init.filesPath,
     version: init.version ?? '0.0.0',
@@ -151,6 +153,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { watcherRoutes(scope, ctx) })
   void app.register(async (scope) => { recordRoutes(scope, ctx) })
   void app.register(async (scope) => { uiRoutes(scope, ctx) })
+  void app.register(async (scope) => { meshRoutes(scope, ctx) })
   return app
 }
 

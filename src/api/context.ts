@@ -1,17 +1,19 @@
 import type { Logger } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
+import type { MeshService } from '../mesh/index.js'
 import type { RecordStore } from '../records/index.js'
 import type { SearchService } from '../search/types.js'
 import type { Watcher } from '../watcher/types.js'
 import type { LibrarySweep } from './library-sweep.js'
 import type { SseHub } from './sse/sse-hub.js'
 
-/** What the API serves from. `search` and `watcher` are optional: their routes answer 503 without them. */
+/** What the API serves from. `search`, `watcher` and `mesh` are optional: their routes answer 503 without them. */
 export interface ApiComponents {
   kv: KvStore
   records: RecordStore
   search?: SearchService
   watcher?: Watcher
+  mesh?: MeshService
   logger?: Logger
 }
 
@@ -39,6 +41,7 @@ export interface ApiContext {
   records: RecordStore
   search: SearchService | undefined
   watcher: Watcher | undefined
+  mesh: MeshService | undefined
   log: Logger
   filesPath: string
   version: string

@@ -21,3 +21,5 @@ export {
 export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
 export { RecordReplica } from './replica-store.js'
 export type { RecordReplicaOptions } from './replica-store.js'
+export { StandaloneMesh } from './service.js'
+export type { MeshService, MeshView, MeshPeerView } from './service.js'

@@ -4,9 +4,13 @@
  * reported together, each naming both spellings, so an operator fixes a bad
  * deployment in one round.
  */
+import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
+import { peerIdFromString } from '@libp2p/peer-id'
+import { multiaddr } from '@multiformats/multiaddr'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
+import { parseSwarmKey } from '../mesh/libp2p/swarm-key.js'
 
 export interface NodeConfig {
   dbPath: string
@@ -20,6 +24,15 @@ export interface NodeConfig {
   hashConcurrency: number
   indexExcludePrefixes: string[]
   logLevel: LogLevel
+  /** pnet swarm key file; unset: standalone (no p2p port). */
+  swarmKeyPath: string | undefined
+  /** The node's identity key file (defaults beside the store: `<db folder>/<db name>.key`). */
+  keyPath: string
+  p2pListen: string[]
+  bootstrap: string[]
+  blockedPeers: string[]
+  antiEntropyMs: number
+  maxClockDriftMs: number
 }
 
 /** The configuration cannot be used; the message says what to change. */
@@ -31,6 +44,10 @@ export class ConfigError extends MetaCoreError {
 
 type Kind =
   | { type: 'path' }
+  | { type: 'optpath' }
+  | { type: 'swarmkey' }
+  | { type: 'multiaddrs', peer: boolean }
+  | { type: 'peerids' }
   | { type: 'host' }
   | { type: 'secret' }
   | { type: 'int', min: number, max: number }
@@ -50,6 +67,8 @@ interface OptionSpec {
 }
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+/** The multiaddr the mesh listens on when a swarm key is set and META_CORE_P2P_LISTEN is not. */
+const DEFAULT_P2P_LISTEN = '/ip4/0.0.0.0/tcp/4001'
 
 /** The agreed option table; the order is the order of `--help`. */
 export const OPTIONS: readonly OptionSpec[] = [
@@ -63,7 +82,14 @@ export const OPTIONS: readonly OptionSpec[] = [
   { key: 'settleMs', env: 'META_CORE_SETTLE_MS', flag: 'settle-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '2000', help: 'a file is hashed once its size and mtime held still this long, in ms' },
   { key: 'hashConcurrency', env: 'META_CORE_HASH_CONCURRENCY', flag: 'hash-concurrency', kind: { type: 'int', min: 1, max: 64 }, def: '4', help: 'files hashed at once' },
   { key: 'indexExcludePrefixes', env: 'META_CORE_INDEX_EXCLUDE_PREFIXES', flag: 'index-exclude-prefixes', kind: { type: 'list' }, def: 'categories/newznab/', help: 'comma-separated field prefixes left out of search (explicit empty: exclude nothing)' },
-  { key: 'logLevel', env: 'META_CORE_LOG_LEVEL', flag: 'log-level', kind: { type: 'enum', values: LOG_LEVELS }, def: 'info', help: `one of ${LOG_LEVELS.join(', ')}` }
+  { key: 'logLevel', env: 'META_CORE_LOG_LEVEL', flag: 'log-level', kind: { type: 'enum', values: LOG_LEVELS }, def: 'info', help: `one of ${LOG_LEVELS.join(', ')}` },
+  { key: 'swarmKeyPath', env: 'META_CORE_SWARM_KEY', flag: 'swarm-key', kind: { type: 'swarmkey' }, def: undefined, help: 'swarm key file of the private mesh to join (unset: standalone, no p2p port; npm start -- keygen <path> writes one)' },
+  { key: 'keyPath', env: 'META_CORE_KEY_PATH', flag: 'key-path', kind: { type: 'optpath' }, def: undefined, help: 'this node\'s identity key file, created on first start with mode 0600 (default beside the store: <db folder>/<db name>.key)' },
+  { key: 'p2pListen', env: 'META_CORE_P2P_LISTEN', flag: 'p2p-listen', kind: { type: 'multiaddrs', peer: false }, def: DEFAULT_P2P_LISTEN, help: 'comma-separated multiaddrs the mesh listens on (port 0 binds a free port; GET /api/mesh shows it)' },
+  { key: 'bootstrap', env: 'META_CORE_BOOTSTRAP', flag: 'bootstrap', kind: { type: 'multiaddrs', peer: true }, def: '', help: 'comma-separated multiaddrs of peers to keep connected, each ending in /p2p/<peerId>' },
+  { key: 'blockedPeers', env: 'META_CORE_BLOCKED_PEERS', flag: 'blocked-peers', kind: { type: 'peerids' }, def: '', help: 'comma-separated peer ids whose connections, frames and pulls are refused' },
+  { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
+  { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' }
 ]
 
 export type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help', text: string }
@@ -95,6 +121,7 @@ export function parseConfig (argv: readonly string[], env: Readonly<Record<strin
   }
 
   const out: Partial<Record<keyof NodeConfig, unknown>> = {}
+  const explicit = new Set<keyof NodeConfig>()
   for (const o of OPTIONS) {
     const flag = fromFlags.get(o)
     const flagValue = flag?.value
@@ -102,6 +129,7 @@ export function parseConfig (argv: readonly string[], env: Readonly<Record<strin
     // An empty environment variable means "unset" (compose files often pass VAR= ); only the exclude list gives empty a meaning.
     const raw = flagValue ?? (envValue === '' && o.kind.type !== 'list' ? undefined : envValue) ?? o.def
     const source = flag !== undefined ? flag.used : envValue !== undefined && raw === envValue ? o.env : 'default'
+    if (source !== 'default') explicit.add(o.key)
     const name = `${o.env} (--${o.flag})`
     const r = convert(o.kind, raw, cwd)
     // A token is never echoed, even a malformed one.
@@ -113,6 +141,15 @@ export function parseConfig (argv: readonly string[], env: Readonly<Record<strin
   const host = out.httpHost as string | undefined
   if (host !== undefined && !isLoopback(host) && out.apiToken === undefined) {
     problems.push(`META_CORE_HTTP_HOST (--http-host) ${host} is not a loopback address: set META_CORE_API_TOKEN (--api-token) to listen on it, or use 127.0.0.1`)
+  }
+  if (out.swarmKeyPath === undefined) {
+    for (const k of ['p2pListen', 'bootstrap', 'blockedPeers'] as const) {
+      const o = OPTIONS.find(x => x.key === k)!
+      if (explicit.has(k) && (out[k] as string[] | undefined)?.length !== 0) problems.push(`${o.env} (--${o.flag}) needs META_CORE_SWARM_KEY (--swarm-key): without a swarm key the node runs standalone`)
+    }
+  }
+  if (out.keyPath === undefined && typeof out.dbPath === 'string') {
+    out.keyPath = path.join(path.dirname(out.dbPath), path.basename(out.dbPath, path.extname(out.dbPath)) + '.key')
   }
   if (problems.length > 0) throw new ConfigError(problems.join('\n'))
   return { kind: 'config', config: out as unknown as NodeConfig }
@@ -132,6 +169,45 @@ function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
       if (raw === undefined || raw.trim() === '') return { problem: 'must be a path' }
       if (raw.includes('\u0000')) return { problem: 'contains a NUL character' }
       return path.resolve(cwd, raw)
+    case 'optpath':
+      return raw === undefined ? undefined : convert({ type: 'path' }, raw, cwd)
+    case 'swarmkey': {
+      if (raw === undefined) return undefined
+      const file = convert({ type: 'path' }, raw, cwd)
+      if (typeof file !== 'string') return file
+      let text: string
+      try {
+        text = fs.readFileSync(file, 'utf8')
+      } catch (err) {
+        return { problem: `cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` }
+      }
+      if (parseSwarmKey(text) === undefined) return { problem: 'is not a swarm key (/key/swarm/psk/1.0.0/, /base16/, 64 hex digits; npm start -- keygen <path> writes one)' }
+      return file
+    }
+    case 'multiaddrs': {
+      const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+      for (const a of list) {
+        try {
+          const m = multiaddr(a)
+          const last = m.getComponents().pop()
+          if (kind.peer && last?.name !== 'p2p') return { problem: `${JSON.stringify(a)} does not end in /p2p/<peerId>` }
+        } catch {
+          return { problem: `${JSON.stringify(a)} is not a multiaddr (e.g. /ip4/10.0.0.2/tcp/4001${kind.peer ? '/p2p/12D3KooW…' : ''})` }
+        }
+      }
+      return list
+    }
+    case 'peerids': {
+      const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+      for (const id of list) {
+        try {
+          peerIdFromString(id)
+        } catch {
+          return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
+        }
+      }
+      return list
+    }
     case 'host':
       if (raw === undefined || raw === '') return { problem: 'must be an IP address or host name' }
       if (net.isIP(raw) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(raw)) {

@@ -3,13 +3,37 @@
  * listens. SIGINT/SIGTERM stop it in reverse start order and exit 0; a
  * second signal while stopping exits at once with 1. Bad configuration exits
  * 2 with every problem listed; a failed start exits 1.
+ *
+ * `npm start -- keygen <path>` writes a new swarm key (mode 0600, never
+ * over an existing file) and exits.
  */
+import '../mesh/libp2p/polyfill.js'
 import { createLogger } from '../common/index.js'
+import { MeshKeyError, writeNewSwarmKey } from '../mesh/libp2p/index.js'
 import { ConfigError, parseConfig } from './config.js'
 import { startNode } from './start-node.js'
 import { packageVersion } from './version.js'
 
+function keygen (args: string[]): number {
+  if (args.length !== 1 || args[0].startsWith('-')) {
+    process.stderr.write('usage: npm start -- keygen <path>   (writes a new swarm key for a private mesh)\n')
+    return 2
+  }
+  try {
+    writeNewSwarmKey(args[0])
+  } catch (err) {
+    if (err instanceof MeshKeyError) {
+      process.stderr.write(`meta-core: ${err.message}\n`)
+      return 1
+    }
+    throw err
+  }
+  process.stdout.write(`wrote a new swarm key to ${args[0]}: give every node of the mesh a copy (META_CORE_SWARM_KEY)\n`)
+  return 0
+}
+
 async function main (): Promise<number> {
+  if (process.argv[2] === 'keygen') return keygen(process.argv.slice(3))
   let parsed
   try {
     parsed = parseConfig(process.argv.slice(2), process.env)
@@ -32,7 +56,8 @@ async function main (): Promise<number> {
     `meta-core listening on ${node.url}`,
     `store: ${config.dbPath}`,
     `files: ${config.filesPath}`,
-    `file watcher: ${config.enableFileWatcher ? 'on' : 'off'}${config.apiToken === undefined ? '' : ', API token required'}`
+    `file watcher: ${config.enableFileWatcher ? 'on' : 'off'}${config.apiToken === undefined ? '' : ', API token required'}`,
+    meshLine(node)
   ].join('\n') + '\n')
 
   return await new Promise<number>((resolve) => {
@@ -53,6 +78,12 @@ async function main (): Promise<number> {
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
   })
+}
+
+function meshLine (node: Awaited<ReturnType<typeof startNode>>): string {
+  const s = node.mesh.status()
+  if (!s.enabled) return `mesh: standalone (no swarm key), node id ${s.self.peerId}`
+  return `mesh ${s.meshId ?? ''}: peer id ${s.self.peerId}, p2p on ${s.self.addrs.join(', ') || 'no address'}`
 }
 
 main().then((code) => { process.exit(code) }, (err: unknown) => {

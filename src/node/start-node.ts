@@ -1,18 +1,23 @@
 /**
- * Start order and stop order of a node. Start: store → search (it registers
- * its indexer before any write runs) → watcher → API listening. Stop runs in
- * reverse, every step even when one fails (stopAll), so the store is always
- * closed last and nothing writes into a closed store.
+ * Start order and stop order of a node. Start: identity key read (its peer
+ * id is the origin the store writes with; a new one is written only once the
+ * store opened as ours) → store → holder members moved to that id → search (it registers its indexer before any write runs) → mesh →
+ * watcher → API listening. Stop runs in reverse, every step even when one
+ * fails (stopAll), so the mesh stops before the store closes, the store is
+ * always closed last and nothing writes into a closed store.
  */
 import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
 import { buildApp } from '../api/index.js'
+import { StandaloneMesh, type MeshService } from '../mesh/index.js'
+import { Libp2pMesh, prepareIdentity, readSwarmKey, type NodeIdentity } from '../mesh/libp2p/index.js'
 import { openNodeStore, type NodeStore } from '../records/index.js'
 import { createSearch, type Search } from '../search/index.js'
 import { createWatcher, type WatcherHandle } from '../watcher/index.js'
 import type { FastifyInstance } from 'fastify'
 import type { NodeConfig } from './config.js'
 import { uiDistPath } from './version.js'
+import { adoptHolderId } from './holder-id.js'
 
 export interface RunningNode {
   config: NodeConfig
@@ -20,6 +25,8 @@ export interface RunningNode {
   app: FastifyInstance
   search: Search
   watcher: WatcherHandle
+  /** The mesh (a standalone one, with no peers and no p2p port, without a swarm key). */
+  mesh: MeshService
   /** `http://host:port` with the port actually bound (for `--port 0`). */
   url: string
   port: number
@@ -32,6 +39,9 @@ export interface StartOptions {
   version?: string
   /** The built web page (default: the package's ui/dist). */
   uiPath?: string
+  /** Event-stream retention of the store (tests and benchmarks of trimmed streams; the defaults otherwise). */
+  streamRetention?: number
+  trimEvery?: number
 }
 
 type Maybe<T> = T | Promise<T>
@@ -41,17 +51,42 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
   const stops: Array<() => Maybe<void>> = []
   const unwind = async (): Promise<void> => { await stopAll([...stops].reverse()) }
 
+  // Keys are read (a new identity made, not yet written) before the store opens: the store writes with its peer id.
+  const swarmKey = config.swarmKeyPath === undefined ? undefined : readSwarmKey(config.swarmKeyPath)
+  const prepared = swarmKey === undefined ? undefined : await prepareIdentity(config.keyPath, log.child('mesh'))
+  const identity: NodeIdentity | undefined = prepared?.identity
   // The store first: a node refused its store (another process owns it, or it is not a meta-core file) changes nothing on disk.
-  const store = openNodeStore({ path: config.dbPath, logger: log.child('kv') })
+  const store = openNodeStore({
+    path: config.dbPath,
+    nodeId: identity?.peerId,
+    maxClockDriftMs: config.maxClockDriftMs,
+    streamRetention: opts.streamRetention,
+    trimEvery: opts.trimEvery,
+    logger: log.child('kv')
+  })
   stops.push(() => { store.close() })
   try {
+    prepared?.persist()
     fs.mkdirSync(config.filesPath, { recursive: true })
     const { kv, records } = store
+    await adoptHolderId(store, log.child('node'))
 
     // Search first: it registers its record hook before anything can write. A large store's
     // rows are rebuilt in the background; answers are correct (slower) meanwhile.
     const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
     stops.push(() => search.stop())
+
+    const mesh: MeshService = swarmKey === undefined || identity === undefined
+      ? new StandaloneMesh(records)
+      : new Libp2pMesh({ records, logger: log.child('mesh') }, {
+        identity,
+        swarmKey,
+        listen: config.p2pListen,
+        bootstrap: config.bootstrap,
+        options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
+      })
+    stops.push(() => mesh.stop())
+    await mesh.start()
 
     const watcher = createWatcher({ kv, records, logger: log.child('watcher') }, {
       filesPath: config.filesPath,
@@ -64,7 +99,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     // Starts watching and the initial scan in the background; the API can serve meanwhile.
     await watcher.start()
 
-    const app = buildApp({ kv, records, search, watcher, logger: log.child('api') }, {
+    const app = buildApp({ kv, records, search, watcher, mesh, logger: log.child('api') }, {
       filesPath: config.filesPath,
       apiToken: config.apiToken,
       version: opts.version,
@@ -85,6 +120,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       app,
       search,
       watcher,
+      mesh,
       url: `http://${hostForUrl}:${port}`,
       port,
       stop: async () => {

@@ -1,8 +1,15 @@
+import fs from 'node:fs'
 import path from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError, OPTIONS, isLoopback, parseConfig, type NodeConfig } from '../../src/node/index.js'
+import { tmpDir } from '../helpers/tmp.js'
 
 const CWD = '/srv/mc'
+const PEER = '12D3KooWRm8J3iL796zPFi2EtGGtUJn58AG67gcqzMFHZnnsTzqD'
+const tmp = tmpDir()
+afterAll(() => { tmp.cleanup() })
+const SWARM_KEY = path.join(tmp.dir, 'swarm.key')
+fs.writeFileSync(SWARM_KEY, `/key/swarm/psk/1.0.0/\n/base16/\n${'0f'.repeat(32)}\n`)
 
 function cfg (argv: string[], env: Record<string, string> = {}): NodeConfig {
   const r = parseConfig(argv, env, CWD)
@@ -33,7 +40,14 @@ describe('parseConfig', () => {
       settleMs: 2000,
       hashConcurrency: 4,
       indexExcludePrefixes: ['categories/newznab/'],
-      logLevel: 'info'
+      logLevel: 'info',
+      swarmKeyPath: undefined,
+      keyPath: path.resolve(CWD, 'data/meta-core.key'),
+      p2pListen: ['/ip4/0.0.0.0/tcp/4001'],
+      bootstrap: [],
+      blockedPeers: [],
+      antiEntropyMs: 15_000,
+      maxClockDriftMs: 10_000
     })
   })
 
@@ -49,7 +63,14 @@ describe('parseConfig', () => {
       META_CORE_SETTLE_MS: '0',
       META_CORE_HASH_CONCURRENCY: '2',
       META_CORE_INDEX_EXCLUDE_PREFIXES: 'a/, b/',
-      META_CORE_LOG_LEVEL: 'debug'
+      META_CORE_LOG_LEVEL: 'debug',
+      META_CORE_SWARM_KEY: SWARM_KEY,
+      META_CORE_KEY_PATH: 'keys/id.key',
+      META_CORE_P2P_LISTEN: '/ip4/127.0.0.1/tcp/0, /ip6/::1/tcp/0',
+      META_CORE_BOOTSTRAP: `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`,
+      META_CORE_BLOCKED_PEERS: PEER,
+      META_CORE_ANTI_ENTROPY_MS: '2000',
+      META_CORE_MAX_CLOCK_DRIFT_MS: '5000'
     }
     expect(cfg([], env)).toEqual({
       dbPath: '/db/x.db',
@@ -62,11 +83,19 @@ describe('parseConfig', () => {
       settleMs: 0,
       hashConcurrency: 2,
       indexExcludePrefixes: ['a/', 'b/'],
-      logLevel: 'debug'
+      logLevel: 'debug',
+      swarmKeyPath: SWARM_KEY,
+      keyPath: path.resolve(CWD, 'keys/id.key'),
+      p2pListen: ['/ip4/127.0.0.1/tcp/0', '/ip6/::1/tcp/0'],
+      bootstrap: [`/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`],
+      blockedPeers: [PEER],
+      antiEntropyMs: 2000,
+      maxClockDriftMs: 5000
     })
     const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
-      '--index-exclude-prefixes=', '--log-level', 'warn']
+      '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
+      '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0']
     expect(cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -78,12 +107,19 @@ describe('parseConfig', () => {
       settleMs: 5,
       hashConcurrency: 8,
       indexExcludePrefixes: [],
-      logLevel: 'warn'
+      logLevel: 'warn',
+      swarmKeyPath: SWARM_KEY,
+      keyPath: '/k',
+      p2pListen: ['/ip4/0.0.0.0/tcp/4100'],
+      bootstrap: [],
+      blockedPeers: [],
+      antiEntropyMs: 60_000,
+      maxClockDriftMs: 0
     })
     // Every option has both spellings.
     for (const o of OPTIONS) {
-      expect(o.env).toMatch(/^[A-Z_]+$/)
-      expect(o.flag).toMatch(/^[a-z-]+$/)
+      expect(o.env).toMatch(/^[A-Z0-9_]+$/)
+      expect(o.flag).toMatch(/^[a-z0-9-]+$/)
     }
   })
 
@@ -123,6 +159,22 @@ describe('parseConfig', () => {
     const msg = problems(['--api-token', 'has space inside'])
     expect(msg).toContain('(value hidden)')
     expect(msg).not.toContain('has space')
+  })
+
+  it('checks the mesh options: a readable swarm key, multiaddrs, peer ids, and no p2p option without a key', () => {
+    const bad = path.join(tmp.dir, 'not-a-key')
+    fs.writeFileSync(bad, 'hello')
+    const msg = problems(['--swarm-key', bad, '--p2p-listen', '/ip4/1.2.3.4/tcp', '--bootstrap', '/ip4/10.0.0.2/tcp/4001', '--blocked-peers', 'nope'])
+    expect(msg).toContain('META_CORE_SWARM_KEY (--swarm-key)')
+    expect(msg).toContain('is not a swarm key')
+    expect(msg).toContain('META_CORE_P2P_LISTEN (--p2p-listen) "/ip4/1.2.3.4/tcp" from --p2p-listen: "/ip4/1.2.3.4/tcp" is not a multiaddr')
+    expect(msg).toContain('does not end in /p2p/<peerId>')
+    expect(msg).toContain('"nope" is not a peer id')
+    expect(problems(['--swarm-key', path.join(tmp.dir, 'missing')])).toContain('cannot read it (ENOENT)')
+    const standalone = problems(['--bootstrap', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '--p2p-listen', '/ip4/127.0.0.1/tcp/0'])
+    expect(standalone).toContain('META_CORE_BOOTSTRAP (--bootstrap) needs META_CORE_SWARM_KEY (--swarm-key)')
+    expect(standalone).toContain('META_CORE_P2P_LISTEN (--p2p-listen) needs META_CORE_SWARM_KEY (--swarm-key)')
+    expect(cfg(['--swarm-key', SWARM_KEY, '--db-path', '/var/lib/mc/node.sqlite']).keyPath).toBe('/var/lib/mc/node.key')
   })
 
   it('prints usage for --help', () => {

@@ -1,0 +1,94 @@
+/**
+ * `/api/mesh` and `/api/mesh/digest`: this node's place in the mesh (its
+ * peer id and listening addresses, each peer's sync position and what it
+ * sent that was refused) and a digest of the replicated range, equal on two
+ * nodes exactly when they hold the same records, versions and tombstones.
+ * Both need the token when one is set (peer ids and addresses are internal).
+ */
+import type { FastifyInstance } from 'fastify'
+import type { ApiContext } from '../context.js'
+import { ComponentUnavailableError } from '../errors.js'
+import { withErrors } from '../schemas.js'
+
+const int = { type: 'integer' } as const
+const str = { type: 'string' } as const
+const strList = { type: 'array', items: str } as const
+
+const peerSchema = {
+  type: 'object',
+  properties: {
+    peerId: str,
+    addrs: { ...strList, description: 'remote addresses of its open connections' },
+    connected: { type: 'boolean' },
+    cursor: { type: 'string', nullable: true, description: 'our position in its change log (null: never synced)' },
+    behind: { type: 'boolean', description: 'true until a pull from it reaches the head it reported' },
+    resyncing: { type: 'boolean', description: 'a full resync from it is under way' },
+    lastSyncAt: { type: 'string', nullable: true, description: 'when a pull from it last applied a page (ISO 8601)' },
+    framesIn: { ...int, description: 'gossip frames it signed that reached us' },
+    framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
+    driftRefusals: { ...int, description: 'entries refused for being more than the allowed clock drift ahead' },
+    forged: { ...int, description: 'frames whose entries named another origin than their signer' },
+    replays: { ...int, description: 'frames whose sequence number was already seen' },
+    framesDropped: { ...int, description: 'frames dropped because too many of its frames were waiting (pulled instead)' },
+    pagesIn: int,
+    bytesIn: int,
+    pullFailures: int,
+    resyncs: int,
+    pagesServed: int,
+    bytesServed: int,
+    busyRefusals: { ...int, description: 'its pulls refused by the per-peer rate limit' }
+  }
+} as const
+
+export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  const mesh = (): NonNullable<ApiContext['mesh']> => {
+    if (ctx.mesh === undefined) throw new ComponentUnavailableError('mesh')
+    return ctx.mesh
+  }
+
+  app.get('/api/mesh', {
+    schema: {
+      summary: 'This node in the mesh: its peer id and addresses, and each peer\'s sync state and refusals',
+      tags: ['mesh'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            enabled: { type: 'boolean', description: 'false on a standalone node (no swarm key)' },
+            meshId: { type: 'string', nullable: true, description: 'short id derived from the swarm key: nodes of one mesh show the same' },
+            self: {
+              type: 'object',
+              properties: {
+                peerId: str,
+                addrs: { ...strList, description: 'listening multiaddrs with the ports actually bound' },
+                hlc: { ...str, description: 'the store\'s hybrid logical clock (16 hex digits)' },
+                epoch: int,
+                seq: int,
+                framesOut: int,
+                bytesOut: int,
+                publishFailures: int
+              }
+            },
+            peers: { type: 'array', items: peerSchema }
+          }
+        }
+      }, 503)
+    }
+  }, async () => mesh().status())
+
+  app.get('/api/mesh/digest', {
+    schema: {
+      summary: 'Digest of the replicated range (keys, values or tombstones, versions): equal on two nodes exactly when their replicas are',
+      tags: ['mesh'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            digest: { ...str, description: 'SHA-256, hex' },
+            keys: { ...int, description: 'versioned keys: live keys, tombstones and root tombstones' }
+          }
+        }
+      }, 503)
+    }
+  }, async () => mesh().digest())
+}

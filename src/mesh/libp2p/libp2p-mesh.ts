@@ -1,0 +1,191 @@
+/**
+ * The libp2p runtime of the mesh core: TCP, noise, yamux, a private network
+ * (pnet) from the swarm key, identify and ping, gossipsub with signed
+ * messages (StrictSign) for push frames on one topic per mesh, and the pull
+ * protocol over streams. This file and its siblings are the only place that
+ * imports libp2p.
+ *
+ * What it guarantees the core (runtime.ts): `onGossip`'s signer is the
+ * verified `from` of a StrictSign message; `handleRequest`'s peer is the
+ * noise-authenticated remote; `peerConnected`/`peerDisconnected` follow
+ * libp2p's peer:connect/peer:disconnect.
+ */
+import './polyfill.js'
+import { gossipsub, TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub'
+import { identify } from '@libp2p/identify'
+import { noise } from '@libp2p/noise'
+import { peerIdFromString } from '@libp2p/peer-id'
+import { ping } from '@libp2p/ping'
+import { preSharedKey } from '@libp2p/pnet'
+import { tcp } from '@libp2p/tcp'
+import { yamux } from '@libp2p/yamux'
+import { multiaddr } from '@multiformats/multiaddr'
+import { createLibp2p, type Libp2p } from 'libp2p'
+import { silentLogger, type Logger } from '../../common/index.js'
+import type { RecordStore } from '../../records/index.js'
+import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
+import { RecordReplica } from '../replica-store.js'
+import type { MeshService, MeshView } from '../service.js'
+import type { NodeIdentity } from './identity.js'
+import { PeerDialer } from './peer-dialer.js'
+import { handlePulls, requestPull } from './pull-protocol.js'
+import type { SwarmKey } from './swarm-key.js'
+
+export interface Libp2pMeshInit {
+  identity: NodeIdentity
+  swarmKey: SwarmKey
+  /** Multiaddrs to listen on (port 0 binds a free port). */
+  listen: readonly string[]
+  /** Multiaddrs ending in /p2p/<peerId>, kept connected. */
+  bootstrap: readonly string[]
+  /** Protocol tunables (anti-entropy interval, limits, blocked peers…). */
+  options?: Partial<MeshOptions>
+}
+
+const VERDICT: Record<GossipVerdict, TopicValidatorResult> = {
+  accept: TopicValidatorResult.Accept,
+  reject: TopicValidatorResult.Reject,
+  ignore: TopicValidatorResult.Ignore
+}
+
+export class Libp2pMesh implements MeshService {
+  readonly peerId: string
+  private readonly replica: RecordReplica
+  private readonly log: Logger
+  private readonly opts: MeshOptions
+  private readonly topic: string
+  private node: Libp2p<{ pubsub: GossipSub }> | undefined
+  private core: MeshCore | undefined
+  private dialer: PeerDialer | undefined
+  private starting: Promise<void> | undefined
+  private stopping: Promise<void> | undefined
+
+  constructor (components: { records: RecordStore, logger?: Logger }, private readonly init: Libp2pMeshInit) {
+    if (components.records.nodeId !== init.identity.peerId) {
+      throw new Error('the record store must write versions with the mesh identity (open it with nodeId = the peer id)')
+    }
+    this.peerId = init.identity.peerId
+    this.replica = new RecordReplica(components.records)
+    this.log = components.logger ?? silentLogger
+    this.opts = meshOptions(init.options)
+    this.topic = `/meta-core/mesh/${init.swarmKey.meshId}/1`
+  }
+
+  async start (): Promise<void> {
+    this.starting ??= this.doStart()
+    await this.starting
+  }
+
+  private async doStart (): Promise<void> {
+    const blocked = new Set(this.opts.blockedPeers)
+    const node = await createLibp2p({
+      privateKey: this.init.identity.privateKey,
+      addresses: { listen: [...this.init.listen] },
+      transports: [tcp()],
+      connectionEncrypters: [noise()],
+      streamMuxers: [yamux()],
+      connectionProtector: preSharedKey({ psk: this.init.swarmKey.psk }),
+      connectionGater: {
+        denyDialPeer: (p) => blocked.has(p.toString()),
+        denyInboundEncryptedConnection: (p) => blocked.has(p.toString()),
+        denyOutboundEncryptedConnection: (p) => blocked.has(p.toString())
+      },
+      services: {
+        identify: identify(),
+        ping: ping(),
+        pubsub: gossipsub({
+          // Nobody subscribed yet is not an error for us: the frame's sequence number is skipped and peers pull.
+          allowPublishToZeroTopicPeers: true,
+          fallbackToFloodsub: false,
+          emitSelf: false
+        })
+      }
+    })
+    this.node = node
+    const runtime: MeshRuntime = {
+      now: () => Date.now(),
+      random: Math.random,
+      schedule: (delayMs, fn) => {
+        const t = setTimeout(fn, delayMs)
+        t.unref()
+        return () => { clearTimeout(t) }
+      },
+      publish: (frame) => {
+        node.services.pubsub.publish(this.topic, frame).catch((err: unknown) => { this.log.debug('publish failed', { err }) }) // peers pull what a lost frame carried
+      },
+      request: async (peer, body, { timeoutMs }) => await requestPull(node, peerIdFromString(peer), body, timeoutMs)
+    }
+    const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
+    this.core = core
+    await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
+    node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
+      // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
+      if (msg.type !== 'signed') return TopicValidatorResult.Reject
+      return VERDICT[core.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
+    })
+    node.services.pubsub.subscribe(this.topic)
+    node.addEventListener('peer:connect', (evt) => { core.peerConnected(evt.detail.toString()) })
+    node.addEventListener('peer:disconnect', (evt) => { core.peerDisconnected(evt.detail.toString()) })
+    await core.start()
+    for (const p of node.getPeers()) core.peerConnected(p.toString())
+    this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
+      const addr = multiaddr(a)
+      const id = addr.getComponents().filter(c => c.name === 'p2p').pop()?.value
+      if (id === undefined) throw new Error(`bootstrap address ${a} does not end in /p2p/<peerId>`)
+      return { addr, peer: peerIdFromString(id) }
+    }), this.log.child('dial'))
+    this.dialer.start()
+    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
+  }
+
+  /** Stops dialing, then the core (its store work finishes), then libp2p. Idempotent. */
+  async stop (): Promise<void> {
+    this.stopping ??= (async () => {
+      await this.starting?.catch(() => {}) // a failed start leaves only what it created to stop
+      this.dialer?.stop()
+      try {
+        await this.core?.stop()
+      } finally {
+        await this.node?.stop()
+      }
+    })()
+    await this.stopping
+  }
+
+  /** Pulls from every connected peer now (tests and benchmarks). */
+  async syncNow (): Promise<void> {
+    await this.core?.syncNow()
+  }
+
+  status (): MeshView {
+    const s = this.core?.status()
+    const node = this.node
+    const addrsOf = (peer: string): string[] => {
+      if (node === undefined) return []
+      try {
+        return node.getConnections(peerIdFromString(peer)).map(c => c.remoteAddr.toString())
+      } catch {
+        return [] // a counter keyed by a peer id libp2p cannot parse has no connections either
+      }
+    }
+    return {
+      enabled: true,
+      meshId: this.init.swarmKey.meshId,
+      self: {
+        peerId: this.peerId,
+        addrs: node?.getMultiaddrs().map(String) ?? [],
+        hlc: this.replica.clock(),
+        epoch: s?.self.epoch ?? 0,
+        seq: s?.self.seq ?? 0,
+        framesOut: s?.self.framesOut ?? 0,
+        bytesOut: s?.self.bytesOut ?? 0,
+        publishFailures: s?.self.publishFailures ?? 0
+      },
+      peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: p.lastSyncAt === null ? null : new Date(p.lastSyncAt).toISOString() }))
+    }
+  }
+
+  digest (): StoreDigest {
+    return this.replica.digest()
+  }
+}

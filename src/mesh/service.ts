@@ -1,0 +1,78 @@
+/**
+ * What the rest of a node sees of the mesh: a Startable with the figures of
+ * `GET /api/mesh` and the digest of `GET /api/mesh/digest`. A standalone
+ * node (no swarm key) has one too, with no peers and no p2p port, so the
+ * routes answer the same way everywhere.
+ */
+import type { Startable } from '../common/index.js'
+import type { RecordStore } from '../records/index.js'
+import type { PeerCounters, StoreDigest } from './protocol/index.js'
+import { RecordReplica } from './replica-store.js'
+
+export interface MeshPeerView extends PeerCounters {
+  peerId: string
+  /** Addresses of its open connections (empty when not connected). */
+  addrs: string[]
+  connected: boolean
+  /** Our position in its change log (null: never synced). */
+  cursor: string | null
+  /** True until a pull from it reaches the head it reported. */
+  behind: boolean
+  resyncing: boolean
+  /** When a pull from it last applied a page (ISO 8601), or null. */
+  lastSyncAt: string | null
+}
+
+export interface MeshView {
+  /** False on a standalone node (no swarm key). */
+  enabled: boolean
+  /** A short id derived from the swarm key (not the key): nodes showing the same id are in the same mesh. */
+  meshId: string | null
+  self: {
+    peerId: string
+    /** Listening multiaddrs with the ports actually bound, each ending in /p2p/<peerId>. */
+    addrs: string[]
+    hlc: string
+    epoch: number
+    seq: number
+    framesOut: number
+    bytesOut: number
+    publishFailures: number
+  }
+  peers: MeshPeerView[]
+}
+
+export interface MeshService extends Startable {
+  readonly peerId: string
+  status: () => MeshView
+  digest: () => StoreDigest
+}
+
+/** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */
+export class StandaloneMesh implements MeshService {
+  private readonly replica: RecordReplica
+
+  constructor (private readonly records: RecordStore) {
+    this.replica = new RecordReplica(records)
+  }
+
+  get peerId (): string {
+    return this.records.nodeId
+  }
+
+  async start (): Promise<void> {}
+  async stop (): Promise<void> {}
+
+  status (): MeshView {
+    return {
+      enabled: false,
+      meshId: null,
+      self: { peerId: this.records.nodeId, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
+      peers: []
+    }
+  }
+
+  digest (): StoreDigest {
+    return this.replica.digest()
+  }
+}

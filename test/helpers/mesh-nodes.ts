@@ -1,0 +1,88 @@
+/**
+ * Real nodes in one process for mesh end-to-end tests: the whole node
+ * (store, search, mesh over libp2p TCP on 127.0.0.1, watcher, HTTP API on
+ * 127.0.0.1) started through `startNode` with a configuration parsed from
+ * flags, as `npm start` would.
+ */
+import fs from 'node:fs'
+import path from 'node:path'
+import { silentLogger, waitFor } from '../../src/common/index.js'
+import { writeNewSwarmKey } from '../../src/mesh/libp2p/index.js'
+import { parseConfig, startNode, type RunningNode } from '../../src/node/index.js'
+
+export interface MeshNodeOptions {
+  /** Folder of this node (store, identity key, library). Reusing it restarts the same node. */
+  dir: string
+  swarmKey: string
+  bootstrap?: string[]
+  watcher?: boolean
+  antiEntropyMs?: number
+  settleMs?: number
+  streamRetention?: number
+  trimEvery?: number
+  extraFlags?: string[]
+}
+
+export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
+  fs.mkdirSync(o.dir, { recursive: true })
+  const argv = [
+    '--db-path', path.join(o.dir, 'db', 'meta-core.db'),
+    '--files-path', path.join(o.dir, 'files'),
+    '--http-port', '0',
+    '--swarm-key', o.swarmKey,
+    '--p2p-listen', '/ip4/127.0.0.1/tcp/0',
+    '--enable-file-watcher', String(o.watcher ?? false),
+    '--settle-ms', String(o.settleMs ?? 100),
+    '--anti-entropy-ms', String(o.antiEntropyMs ?? 1_000),
+    '--log-level', 'silent',
+    ...(o.bootstrap !== undefined && o.bootstrap.length > 0 ? ['--bootstrap', o.bootstrap.join(',')] : []),
+    ...(o.extraFlags ?? [])
+  ]
+  const parsed = parseConfig(argv, {})
+  if (parsed.kind !== 'config') throw new Error('expected a configuration')
+  return await startNode(parsed.config, { logger: silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+}
+
+/** A fresh swarm key file in `dir`. */
+export function swarmKeyIn (dir: string, name = 'swarm.key'): string {
+  const file = path.join(dir, name)
+  writeNewSwarmKey(file)
+  return file
+}
+
+/** The node's p2p address (listening, with /p2p/<peerId>). */
+export function p2pAddr (n: RunningNode): string {
+  const a = n.mesh.status().self.addrs[0]
+  if (a === undefined) throw new Error('node has no p2p address')
+  return a
+}
+
+export async function getJson<T = any> (n: RunningNode, url: string, init?: RequestInit): Promise<{ status: number, body: T }> {
+  const headers = init?.body === undefined ? init?.headers : { 'content-type': 'application/json', ...(init.headers ?? {}) }
+  const r = await fetch(n.url + url, { ...init, headers })
+  const text = await r.text()
+  return { status: r.status, body: (text === '' ? undefined : JSON.parse(text)) as T }
+}
+
+export async function send (n: RunningNode, method: string, url: string, body?: unknown): Promise<{ status: number, body: any }> {
+  return await getJson(n, url, { method, body: body === undefined ? undefined : JSON.stringify(body) })
+}
+
+export async function digest (n: RunningNode): Promise<string> {
+  return (await getJson<{ digest: string }>(n, '/api/mesh/digest')).body.digest
+}
+
+/** Waits until every node reports the same digest (over HTTP). */
+export async function waitConverged (nodes: RunningNode[], timeoutMs = 20_000, what = 'the nodes to converge'): Promise<string> {
+  let last: string[] = []
+  await waitFor(async () => {
+    last = await Promise.all(nodes.map(digest))
+    return new Set(last).size === 1
+  }, { timeoutMs, what: `${what} (digests ${last.join(' ')})`, intervalMs: 100 })
+  return last[0]
+}
+
+/** Waits until every node is connected to `count` peers. */
+export async function waitConnected (nodes: RunningNode[], count: number, timeoutMs = 15_000): Promise<void> {
+  await waitFor(() => nodes.every(n => n.mesh.status().peers.filter(p => p.connected).length >= count), { timeoutMs, what: `every node connected to ${count} peers`, intervalMs: 50 })
+}
