@@ -113,7 +113,9 @@ describe('gossip frames', () => {
     const c = await virtualCluster(2, { seed: 4, mesh: { blockedPeers: [EVIL] } })
     cluster = c
     const a = c.nodes[0]
-    expect(a.core.onGossip(EVIL, frame(EVIL, 1, [entry(c, 'title', 'x')]))).toBe('reject')
+    // Its own frames relayed by an honest peer are dropped without punishing the relay; relayed by it, refused.
+    expect(a.core.onGossip(EVIL, frame(EVIL, 1, [entry(c, 'title', 'x')]), c.nodes[1].id)).toBe('ignore')
+    expect(a.core.onGossip(c.nodes[1].id, frame(c.nodes[1].id, 1, [entry(c, 'title', 'x', c.nodes[1].id)]), EVIL)).toBe('reject')
     const reply = decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'snap', after: null, maxBytes: 1000 })))
     expect(reply).toMatchObject({ t: 'error', code: 'blocked' })
     expect(a.store.kv.prefix('file:')).toEqual([])

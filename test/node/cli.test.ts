@@ -45,6 +45,36 @@ describe('meta-core CLI', () => {
     expect(fs.existsSync(path.join(dir, 'files'))).toBe(true)
   }, 60_000)
 
+  it('keygen writes a new swarm key (mode 0600) and never overwrites one; a node with it joins a mesh and prints its peer id', async () => {
+    const dir = tmp()
+    const keyFile = path.join(dir, 'keys', 'swarm.key')
+    const gen = runCli(['keygen', keyFile])
+    started.push(gen)
+    expect(await withTimeout(gen.exited, 30_000, 'keygen'), gen.stderr()).toBe(0)
+    const text = fs.readFileSync(keyFile, 'utf8')
+    expect(text).toMatch(/^\/key\/swarm\/psk\/1\.0\.0\/\n\/base16\/\n[0-9a-f]{64}\n$/)
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600)
+    const again = runCli(['keygen', keyFile])
+    started.push(again)
+    expect(await withTimeout(again.exited, 30_000, 'keygen over an existing key')).toBe(1)
+    expect(again.stderr()).toContain('already exists')
+    expect(fs.readFileSync(keyFile, 'utf8')).toBe(text)
+
+    const node = runCli(['--port', '0', '--log-level', 'warn', '--swarm-key', keyFile, '--p2p-listen', '/ip4/127.0.0.1/tcp/0'], {
+      META_CORE_DB_PATH: path.join(dir, 'db', 'm.db'), FILES_PATH: path.join(dir, 'files')
+    })
+    started.push(node)
+    const url = await listeningUrl(node)
+    await waitFor(() => /mesh \w+: peer id 12D3KooW\w+, p2p on \/ip4\/127\.0\.0\.1\/tcp\/[1-9]/.test(node.stdout()), { timeoutMs: 5000, what: 'the mesh line' })
+    const mesh = await (await fetch(`${url}/api/mesh`)).json() as { enabled: boolean, self: { peerId: string, addrs: string[] } }
+    expect(mesh.enabled).toBe(true)
+    expect(mesh.self.addrs[0]).toContain(mesh.self.peerId)
+    // The identity key sits beside the store, private.
+    expect(fs.statSync(path.join(dir, 'db', 'm.key')).mode & 0o777).toBe(0o600)
+    node.child.kill('SIGTERM')
+    expect(await withTimeout(node.exited, 15_000, 'the node to exit after SIGTERM'), node.stderr()).toBe(0)
+  }, 60_000)
+
   it('fails fast with a clear message on bad configuration', async () => {
     const bad = runCli(['--port', '70000', '--http-host', '0.0.0.0'])
     started.push(bad)

@@ -25,6 +25,7 @@ const peerSchema = {
     resyncing: { type: 'boolean', description: 'a full resync from it is under way' },
     lastSyncAt: { type: 'string', nullable: true, description: 'when a pull from it last applied a page (ISO 8601)' },
     framesIn: { ...int, description: 'gossip frames it signed that reached us' },
+    frameBytesIn: int,
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
     driftRefusals: { ...int, description: 'entries refused for being more than the allowed clock drift ahead' },
     forged: { ...int, description: 'frames whose entries named another origin than their signer' },

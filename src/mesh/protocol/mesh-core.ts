@@ -172,10 +172,13 @@ export class MeshCore {
 
   private gossip (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey): GossipVerdict {
     if (this.state !== 'running') return 'ignore'
-    if (this.blocked.has(signer) || (relay !== undefined && this.blocked.has(relay))) return 'reject'
+    // A blocked origin's frames may reach us through honest peers: drop them without punishing the relay.
+    if (this.blocked.has(signer)) return 'ignore'
+    if (relay !== undefined && this.blocked.has(relay)) return 'reject'
     if (signer === this.selfId) return 'ignore'
     const p = this.peer(signer)
     p.counters.framesIn++
+    p.counters.frameBytesIn += bytes.length
     const refuse = (why: string, fields: Record<string, unknown> = {}): GossipVerdict => {
       p.counters.framesRejected++
       this.log.debug('refused a frame', { signer, why, ...fields })

@@ -6,8 +6,9 @@
 import type { Cursor, PeerKey } from './runtime.js'
 
 export interface PeerCounters {
-  /** Gossip frames signed by this peer that reached us (accepted or not). */
+  /** Gossip frames signed by this peer that reached us (accepted or not), and their bytes. */
   framesIn: number
+  frameBytesIn: number
   /** Frames and replies from this peer refused as bad (malformed, oversized, non-`file:`, forged, replayed, far-future). */
   framesRejected: number
   /** Entries from this peer refused for being too far ahead of our clock. */
@@ -66,6 +67,7 @@ export interface MeshStatus {
 export function emptyCounters (): PeerCounters {
   return {
     framesIn: 0,
+    frameBytesIn: 0,
     framesRejected: 0,
     driftRefusals: 0,
     forged: 0,
