@@ -6,7 +6,7 @@
  */
 import type { Startable } from '../common/index.js'
 import type { RecordStore } from '../records/index.js'
-import type { PeerCounters, StoreDigest } from './protocol/index.js'
+import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
 
 export interface MeshPeerView extends PeerCounters {
@@ -28,16 +28,9 @@ export interface MeshView {
   enabled: boolean
   /** A short id derived from the swarm key (not the key): nodes showing the same id are in the same mesh. */
   meshId: string | null
-  self: {
-    peerId: string
+  self: SelfStatus & {
     /** Listening multiaddrs with the ports actually bound, each ending in /p2p/<peerId>. */
     addrs: string[]
-    hlc: string
-    epoch: number
-    seq: number
-    framesOut: number
-    bytesOut: number
-    publishFailures: number
   }
   peers: MeshPeerView[]
 }

@@ -8,42 +8,35 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RunningNode } from '../../src/node/index.js'
 import { testCid } from '../helpers/record-ops.js'
-import { getJson, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged } from '../helpers/mesh-nodes.js'
-import { tmpDir } from '../helpers/tmp.js'
+import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged } from '../helpers/mesh-nodes.js'
 
-let running: RunningNode[] = []
-let tmp: ReturnType<typeof tmpDir> | undefined
-afterEach(async () => {
-  for (const n of running) await n.stop()
-  running = []
-  tmp?.cleanup()
-})
+const state = meshTestState()
+afterEach(state.cleanup)
 
 async function partitionRun (retention?: { streamRetention: number, trimEvery: number }): Promise<{ c: RunningNode, others: RunningNode[] }> {
-  tmp = tmpDir('mc-e2e-part-')
-  const key = swarmKeyIn(tmp.dir)
-  const dir = (n: string): string => path.join(tmp!.dir, n)
+  const key = swarmKeyIn(state.dir())
+  const dir = (n: string): string => path.join(state.dir(), n)
   const a = await startMeshNode({ dir: dir('a'), swarmKey: key, ...retention })
   const b = await startMeshNode({ dir: dir('b'), swarmKey: key, bootstrap: [p2pAddr(a)], ...retention })
   const cOpts = { dir: dir('c'), swarmKey: key, bootstrap: [p2pAddr(a), p2pAddr(b)] }
   let c = await startMeshNode(cOpts)
-  running = [a, b, c]
-  await waitConnected(running, 2)
+  state.nodes.push(a, b, c)
+  await waitConnected(state.nodes, 2)
   for (let i = 0; i < 10; i++) await send(a, 'PATCH', `/meta/${testCid(i)}`, { title: `before ${i}` })
-  await waitConverged(running)
+  await waitConverged(state.nodes)
 
   await c.stop()
-  running = [a, b]
+  state.nodes.pop()
   // Writes on both while C is away, more than the logs keep when retention is small.
   for (let i = 0; i < 60; i++) {
     await send(i % 2 === 0 ? a : b, 'PATCH', `/meta/${testCid(i % 20)}`, { title: `during ${i}`, [`round/${i}`]: String(i) })
   }
   await send(b, 'DELETE', `/meta/${testCid(3)}`)
-  await waitConverged(running)
+  await waitConverged(state.nodes)
 
   c = await startMeshNode(cOpts)
-  running = [a, b, c]
-  await waitConverged(running, 20_000, 'the restarted node to catch up')
+  state.nodes.push(c)
+  await waitConverged(state.nodes, 20_000, 'the restarted node to catch up')
   return { c, others: [a, b] }
 }
 

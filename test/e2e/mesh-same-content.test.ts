@@ -13,16 +13,10 @@ import { midhash256 } from '../../src/cid/index.js'
 import { RecordReplica } from '../../src/mesh/index.js'
 import type { RemoteEntry } from '../../src/records/index.js'
 import type { RunningNode } from '../../src/node/index.js'
-import { getJson, p2pAddr, startMeshNode, swarmKeyIn, waitConverged } from '../helpers/mesh-nodes.js'
-import { tmpDir } from '../helpers/tmp.js'
+import { getJson, meshTestState, p2pAddr, startMeshNode, swarmKeyIn, waitConverged } from '../helpers/mesh-nodes.js'
 
-let running: RunningNode[] = []
-let tmp: ReturnType<typeof tmpDir> | undefined
-afterEach(async () => {
-  for (const n of running) await n.stop()
-  running = []
-  tmp?.cleanup()
-})
+const state = meshTestState()
+afterEach(state.cleanup)
 
 /** Every replicated entry of a node, as `key version value` lines. */
 function replicated (n: RunningNode): Set<string> {
@@ -39,11 +33,10 @@ function replicated (n: RunningNode): Set<string> {
 
 describe('the same content on two nodes before they meet', () => {
   it('reads as one identical record on both, listed and counted once, with no writes caused by the merge', async () => {
-    tmp = tmpDir('mc-e2e-same-')
-    const key = swarmKeyIn(tmp.dir)
+    const key = swarmKeyIn(state.dir())
     const content = 'the same film, byte for byte\n'.repeat(5000)
-    const dirA = path.join(tmp.dir, 'a')
-    const dirB = path.join(tmp.dir, 'b')
+    const dirA = path.join(state.dir(), 'a')
+    const dirB = path.join(state.dir(), 'b')
     fs.mkdirSync(path.join(dirA, 'files'), { recursive: true })
     fs.mkdirSync(path.join(dirB, 'files', 'films'), { recursive: true })
     fs.writeFileSync(path.join(dirA, 'files', 'film.mkv'), content)
@@ -52,8 +45,8 @@ describe('the same content on two nodes before they meet', () => {
 
     const a = await startMeshNode({ dir: dirA, swarmKey: key, watcher: true })
     let b = await startMeshNode({ dir: dirB, swarmKey: key, watcher: true })
-    running = [a, b]
-    for (const n of running) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to record the file' })
+    state.nodes.push(a, b)
+    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to record the file' })
     const ridA = a.store.records.resolveRoot(cid)!
     const ridB = b.store.records.resolveRoot(cid)!
     expect(ridA).not.toBe(ridB)
@@ -61,16 +54,17 @@ describe('the same content on two nodes before they meet', () => {
 
     // They meet: B comes back knowing A.
     await b.stop()
+    state.nodes.pop()
     b = await startMeshNode({ dir: dirB, swarmKey: key, watcher: true, bootstrap: [p2pAddr(a)] })
-    running = [a, b]
-    await waitConverged(running)
+    state.nodes.push(b)
+    await waitConverged(state.nodes)
 
     const docA = (await getJson(a, `/api/meta/${cid}`)).body
     const docB = (await getJson(b, `/api/meta/${cid}`)).body
     expect(docA).toEqual(docB)
     expect(docA.metadata[`holders/${a.mesh.peerId}`]).toBe('true')
     expect(docA.metadata[`holders/${b.mesh.peerId}`]).toBe('true')
-    for (const n of running) {
+    for (const n of state.nodes) {
       expect(n.store.records.resolveRoot(cid)).toBe(ridA < ridB ? ridA : ridB)
       expect((await getJson(n, '/api/stats')).body.records).toBe(1)
       expect((await getJson(n, '/meta')).body).toMatchObject({ count: 1, total: 1 })

@@ -9,6 +9,7 @@ import path from 'node:path'
 import { silentLogger, waitFor } from '../../src/common/index.js'
 import { writeNewSwarmKey } from '../../src/mesh/libp2p/index.js'
 import { parseConfig, startNode, type RunningNode } from '../../src/node/index.js'
+import { tmpDir } from './tmp.js'
 
 export interface MeshNodeOptions {
   /** Folder of this node (store, identity key, library). Reusing it restarts the same node. */
@@ -41,6 +42,24 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
   const parsed = parseConfig(argv, {})
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
   return await startNode(parsed.config, { logger: silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+}
+
+/**
+ * Nodes and a temp folder a test file starts, stopped and removed by
+ * `cleanup` (for afterEach): `nodes` is what is running now.
+ */
+export function meshTestState (): { nodes: RunningNode[], dir: () => string, cleanup: () => Promise<void> } {
+  let tmp: ReturnType<typeof tmpDir> | undefined
+  const state = {
+    nodes: [] as RunningNode[],
+    dir: () => { tmp ??= tmpDir('mc-e2e-'); return tmp.dir },
+    cleanup: async () => {
+      for (const n of state.nodes.splice(0)) await n.stop()
+      tmp?.cleanup()
+      tmp = undefined
+    }
+  }
+  return state
 }
 
 /** A fresh swarm key file in `dir`. */
