@@ -1,0 +1,235 @@
+/**
+ * The figures of one run, computed once the clock stopped. Every number
+ * here is a function of the seed and options (no wall clock), rounded so
+ * the JSON text is the same on every run.
+ *
+ * Definitions:
+ * - messagesPerOp: every network message of the run (gossip RPCs of all
+ *   kinds, pull requests and replies; connection handshakes, identify and
+ *   ping are not counted) over client operations, reads included, as
+ *   Maelstrom counts them.
+ * - stable latency of a write: from the client's call until the write is
+ *   readable on the last honest node that existed when it was issued and is
+ *   up at the end (later joiners are measured by catch-up).
+ * - lostWrites: acknowledged writes missing on some honest node that is up
+ *   at the end, while their origin is up too (a write whose origin is down
+ *   at the end is `unavailableWrites`: nobody else may have it yet, and that
+ *   is not a loss).
+ * - converged: every honest up node's replica digest is the same.
+ */
+import type { World } from '../world.js'
+import type { CheckValue } from '../scenario/scenario.js'
+import { histogram, round, summarise, type Summary } from './stats.js'
+import type { CatchUpTrack, TimelineEvent } from './collector.js'
+
+export interface RunSummary {
+  nodes: number
+  badPeers: number
+  converged: boolean
+  /** Distinct replica digests among honest up nodes (1 when converged). */
+  digests: number
+  replicatedKeys: number
+  lostWrites: number
+  unavailableWrites: number
+  forgedApplied: number
+  operations: { total: number, writes: number, writesAcked: number, reads: number, writeErrors: number }
+  messagesPerOp: number
+  bytesPerWrite: number
+  duplicatesPerWrite: number
+  latencyMs: Summary
+  latencyHistogram: { edges: number[], counts: number[] }
+  messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
+  lostMessages: Record<string, number>
+  perNode: {
+    bytesSent: Summary
+    bytesReceived: Summary
+    messagesSent: Summary
+    /** Mean bytes each node sent and received per second of the run. */
+    bytesPerSecond: number
+    messagesPerSecond: number
+    /** Mean bytes each node sent and received per client write. */
+    bytesPerWrite: number
+  }
+  gossip: { received: number, duplicates: number, verdicts: Record<string, number> }
+  /** The gossipsub mesh and the connections at the end: degrees and connected components. */
+  topology: { connections: Summary, meshDegree: Summary, meshComponents: number }
+  rejected: {
+    /** Gossip messages refused by honest nodes' validators, by signer role. */
+    fromBad: number
+    fromHonest: number
+    /** The cores' own counters about bad peers, summed over honest nodes. */
+    badPeerCounters: { framesIn: number, framesRejected: number, forged: number, replays: number, driftRefusals: number, framesDropped: number }
+    honestDriftRefusals: number
+  }
+  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
+  timeline: TimelineEvent[]
+  /** Scenario-specific checks, by name. */
+  checks: Record<string, CheckValue>
+  virtualMs: number
+  tasks: number
+  failures: string[]
+}
+
+export interface SummaryInput {
+  nodeCount: number
+  bad: ReadonlySet<number>
+  forbidden: ReadonlySet<string>
+  loadMs: number
+  end: number
+}
+
+export function summariseRun (world: World, inp: SummaryInput): RunSummary {
+  const m = world.metrics
+  const honestUp = world.nodes.filter(n => n.up && !inp.bad.has(n.index))
+  const upSet = new Set(honestUp.map(n => n.index))
+
+  const digests = new Map<string, number>()
+  let keys = 0
+  for (const n of honestUp) {
+    const d = n.replica.digest()
+    digests.set(d.digest, (digests.get(d.digest) ?? 0) + 1)
+    keys = Math.max(keys, d.keys)
+  }
+
+  const latencies: number[] = []
+  let lost = 0
+  let unavailable = 0
+  let acked = 0
+  for (const w of m.writes) {
+    if (!w.acked) continue
+    acked++
+    let last = 0
+    let missing = false
+    let missingAny = false
+    for (const n of honestUp) {
+      const t = n.index < w.visibleAt.length ? w.visibleAt[n.index] : NaN
+      if (Number.isNaN(t)) {
+        missingAny = true
+        if (n.index < w.members) missing = true
+        continue
+      }
+      if (n.index < w.members && t > last) last = t
+    }
+    if (missingAny) {
+      if (upSet.has(w.origin)) lost++
+      else unavailable++
+    }
+    if (!missing) latencies.push(last - w.at)
+  }
+
+  let forged = 0
+  for (const n of honestUp) for (const k of inp.forbidden) if (n.kv.get(k) !== undefined) forged++
+
+  const ops = m.writes.length + m.reads
+  const byKind: Record<string, { count: number, bytes: number }> = {}
+  for (const k of [...m.msgCount.keys()].sort()) byKind[k] = { count: m.msgCount.get(k)!, bytes: m.msgBytes.get(k)! }
+  const lostMessages: Record<string, number> = {}
+  for (const k of [...m.lostCount.keys()].sort()) lostMessages[k] = m.lostCount.get(k)!
+
+  const seconds = inp.end / 1000
+  const all = world.nodes.map(n => n.index)
+  const traffic = all.map(i => m.sentBytes[i] + m.recvBytes[i])
+  const meanTraffic = traffic.reduce((a, b) => a + b, 0) / Math.max(1, all.length)
+  const meanMsgs = all.map(i => m.sentMsgs[i]).reduce((a, b) => a + b, 0) / Math.max(1, all.length)
+
+  const bad = { framesIn: 0, framesRejected: 0, forged: 0, replays: 0, driftRefusals: 0, framesDropped: 0 }
+  let honestDrift = 0
+  const badIds = new Set([...inp.bad].map(i => world.nodes[i].peerId))
+  for (const n of honestUp) {
+    for (const p of n.core?.status().peers ?? []) {
+      if (badIds.has(p.peerId)) {
+        bad.framesIn += p.framesIn
+        bad.framesRejected += p.framesRejected
+        bad.forged += p.forged
+        bad.replays += p.replays
+        bad.driftRefusals += p.driftRefusals
+        bad.framesDropped += p.framesDropped
+      } else honestDrift += p.driftRefusals
+    }
+  }
+  let fromBad = 0
+  let fromHonest = 0
+  for (const [signer, c] of m.rejectedBySigner) {
+    if (inp.bad.has(signer)) fromBad += c
+    else fromHonest += c
+  }
+
+  return {
+    nodes: inp.nodeCount,
+    badPeers: inp.bad.size,
+    converged: digests.size <= 1,
+    digests: digests.size,
+    replicatedKeys: keys,
+    lostWrites: lost,
+    unavailableWrites: unavailable,
+    forgedApplied: forged,
+    operations: { total: ops, writes: m.writes.length, writesAcked: acked, reads: m.reads, writeErrors: m.writeErrors },
+    messagesPerOp: round(m.totalMessages / Math.max(1, ops), 2),
+    bytesPerWrite: round(m.totalBytes / Math.max(1, m.writes.length), 0),
+    duplicatesPerWrite: round(m.duplicates / Math.max(1, m.writes.length), 2),
+    latencyMs: summarise(latencies, 1),
+    latencyHistogram: histogram(latencies, 30),
+    messages: { total: m.totalMessages, bytes: m.totalBytes, byKind },
+    lostMessages,
+    perNode: {
+      bytesSent: summarise(all.map(i => m.sentBytes[i]), 0),
+      bytesReceived: summarise(all.map(i => m.recvBytes[i]), 0),
+      messagesSent: summarise(all.map(i => m.sentMsgs[i]), 0),
+      bytesPerSecond: round(meanTraffic / seconds, 0),
+      messagesPerSecond: round(meanMsgs / seconds, 2),
+      bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1)
+    },
+    gossip: { received: m.gossipReceived, duplicates: m.duplicates, verdicts: { ...m.verdicts } },
+    topology: topology(world),
+    rejected: { fromBad, fromHonest, badPeerCounters: bad, honestDriftRefusals: honestDrift },
+    catchUp: m.catchUps.map(catchUpRow),
+    timeline: m.timeline,
+    checks: {},
+    virtualMs: inp.end,
+    tasks: world.sched.tasksRun,
+    failures: world.failures
+  }
+}
+
+function catchUpRow (c: CatchUpTrack): RunSummary['catchUp'][number] {
+  return {
+    node: c.node,
+    kind: c.kind,
+    startAtMs: round(c.startAt, 1),
+    target: c.target,
+    got: c.got,
+    timeMs: c.doneAt === undefined ? null : round(c.doneAt - c.startAt, 1),
+    bytes: c.bytesIn,
+    messages: c.messagesIn,
+    progress: c.progress.map(([t, f]) => [round(t, 1), round(f, 3)])
+  }
+}
+
+/** Degrees of the connection graph and of the gossip mesh (links either side holds), and the mesh's components. */
+function topology (world: World): RunSummary['topology'] {
+  const up = world.nodes.filter(n => n.up)
+  const mesh = new Map<number, Set<number>>(up.map(n => [n.index, new Set<number>()]))
+  for (const n of up) {
+    for (const p of n.router?.meshPeers(world.topic) ?? []) {
+      if (!mesh.has(p)) continue
+      mesh.get(n.index)!.add(p)
+      mesh.get(p)!.add(n.index)
+    }
+  }
+  let components = 0
+  const seen = new Set<number>()
+  for (const start of mesh.keys()) {
+    if (seen.has(start)) continue
+    components++
+    const todo = [start]
+    seen.add(start)
+    while (todo.length > 0) {
+      for (const q of mesh.get(todo.pop()!)!) if (!seen.has(q)) { seen.add(q); todo.push(q) }
+    }
+  }
+  return {
+    connections: summarise(up.map(n => world.net.peersOf(n.index).length), 1),
+    meshDegree: summarise([...mesh.values()].map(s => s.size), 1),
+    meshComponents: components
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * One simulated node: a real record store (SQLite in memory), the mesh's
+ * replication core (`src/mesh/protocol`, the very code a node runs) driven
+ * through a `MeshRuntime` on virtual time, and a gossipsub router model in
+ * place of libp2p.
+ *
+ * A node is stopped like a killed process: its core and router are dropped
+ * without a graceful stop (unflushed push frames are lost, as on a crash),
+ * timers it scheduled never fire, and its store stays as it was committed.
+ * A restart builds a new core and router over the same store; a fresh join
+ * is a new node with an empty store.
+ */
+import { KvStore } from '../../src/kv/index.js'
+import { RecordStore } from '../../src/records/index.js'
+import { RecordReplica } from '../../src/mesh/replica-store.js'
+import { MeshCore, type MeshOptions, type MeshRuntime } from '../../src/mesh/protocol/index.js'
+import type { Prng } from '../engine/prng.js'
+import type { Cancel, Scheduler } from '../engine/scheduler.js'
+import type { GossipConfig } from '../gossip/config.js'
+import { GossipRouter, type GossipMessage, type Rpc, type RpcKind, type Verdict } from '../gossip/router.js'
+import { streamMessageBytes } from '../gossip/wire-size.js'
+import type { Metrics } from '../metrics/collector.js'
+import type { Network } from '../net/network.js'
+
+/** The request/response protocol id the real node negotiates (bytes of multistream-select). */
+export const SYNC_PROTOCOL = '/meta-core/sync/1.0.0'
+
+export interface NodeWorld {
+  sched: Scheduler
+  net: Network
+  metrics: Metrics
+  topic: string
+  /** Virtual wall clock at t = 0 (ms since 1970). */
+  epochMs: number
+  gossip: GossipConfig
+  mesh: Partial<MeshOptions>
+  node: (index: number) => SimNode
+  indexOf: (peerId: string) => number | undefined
+  nextMessageId: () => number
+  /** Marks that node `index` may have started asynchronous store work (the world then lets it finish). */
+  touch: (index: number) => void
+  /** An unexpected failure inside the node (a bug): the run reports it. */
+  fail: (err: unknown, where: string) => void
+}
+
+interface PendingRequest {
+  reject: (err: Error) => void
+}
+
+export class SimNode {
+  readonly kv: KvStore
+  readonly records: RecordStore
+  readonly replica: RecordReplica
+  core: MeshCore | undefined
+  router: GossipRouter | undefined
+  skewMs = 0
+  /** Bumped on every start and stop: callbacks of an older life are ignored. */
+  private life = 0
+  private readonly pending = new Map<number, Set<PendingRequest>>()
+  /** Gossip messages this node received, kept for a replaying bad peer. */
+  readonly captured: GossipMessage[] = []
+  capture = false
+
+  constructor (
+    readonly index: number,
+    readonly peerId: string,
+    readonly rng: Prng,
+    private readonly w: NodeWorld
+  ) {
+    const now = (): number => this.now()
+    this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now })
+    this.records = new RecordStore(this.kv, { nodeId: peerId, now, maxClockDriftMs: w.mesh.maxClockDriftMs })
+    const logRng = rng.fork('log-id')
+    this.replica = new RecordReplica(this.records, { newLogId: () => Buffer.from(logRng.bytes(8)).toString('hex') })
+    this.kv.onCommit((events) => {
+      const keys: string[] = []
+      for (const e of events) if (typeof e.fields.key === 'string') keys.push(e.fields.key)
+      if (keys.length > 0) w.metrics.committed(index, keys)
+    })
+  }
+
+  get up (): boolean {
+    return this.core !== undefined
+  }
+
+  /**
+   * This node's wall clock: virtual time, the epoch and its skew, in whole
+   * milliseconds as `Date.now()` gives them (virtual time itself is
+   * fractional; the HLC and event ids need integers).
+   */
+  now (): number {
+    return Math.floor(this.w.epochMs + this.w.sched.now + this.skewMs)
+  }
+
+  /** Starts a new life: router, core, network presence. */
+  start (): void {
+    if (this.up) return
+    const life = ++this.life
+    const alive = (): boolean => this.life === life
+    const rng = this.rng.fork(`life-${life}`)
+    this.router = new GossipRouter({
+      index: this.index,
+      rng: rng.fork('gossip'),
+      now: () => this.w.sched.now,
+      after: (ms, fn) => this.w.sched.after(ms, () => { if (alive()) fn() }),
+      transmit: (to, rpc, kind, bytes) => this.transmit(to, rpc, kind, bytes),
+      validate: (msg, source) => this.validate(msg, source),
+      onValidateError: (err) => { this.w.fail(err, `node ${this.index} gossip validation`) },
+      nextMessageId: this.w.nextMessageId,
+      stats: this.w.metrics
+    }, this.w.gossip)
+    this.core = new MeshCore({ selfId: this.peerId, runtime: this.runtime(rng.fork('core'), alive), store: this.replica, options: this.w.mesh })
+    this.router.start()
+    this.router.subscribe(this.w.topic)
+    this.w.touch(this.index)
+    this.core.start().catch((err: unknown) => { this.w.fail(err, `node ${this.index} start`) })
+    this.w.net.start(this.index)
+  }
+
+  /** Kills the node (see the header): nothing is flushed. */
+  stop (): void {
+    if (!this.up) return
+    this.life++
+    this.w.net.stop(this.index)
+    this.router?.stop()
+    this.router = undefined
+    this.core = undefined
+    for (const set of this.pending.values()) for (const p of set) p.reject(new Error('node stopped'))
+    this.pending.clear()
+  }
+
+  /** True while store work the core started has not finished. */
+  get busy (): boolean {
+    return this.core?.busy === true
+  }
+
+  // ------------------------------------------------------------ network events
+
+  connected (peer: number, direction: 'inbound' | 'outbound'): void {
+    if (!this.up) return
+    this.router?.addPeer(peer, direction)
+    this.w.touch(this.index)
+    this.core?.peerConnected(this.w.node(peer).peerId)
+  }
+
+  disconnected (peer: number): void {
+    if (!this.up) return
+    this.router?.removePeer(peer)
+    this.core?.peerDisconnected(this.w.node(peer).peerId)
+    // An open stream fails when its connection closes: requests to that peer end now, not at their timeout.
+    const set = this.pending.get(peer)
+    if (set !== undefined) for (const p of [...set]) p.reject(new Error(`connection to peer ${peer} closed`))
+  }
+
+  // ------------------------------------------------------------ gossip
+
+  private transmit (to: number, rpc: Rpc, kind: RpcKind, bytes: number): boolean {
+    const from = this.index
+    return this.w.net.send(from, to, kind, bytes, () => { this.w.node(to).router?.handleRpc(from, rpc) })
+  }
+
+  private validate (msg: GossipMessage, source: number): Verdict {
+    if (this.capture) {
+      this.captured.push(msg)
+      if (this.captured.length > 64) this.captured.shift()
+    }
+    const core = this.core
+    if (core === undefined) return 'ignore'
+    this.w.touch(this.index)
+    return core.onGossip(this.w.node(msg.from).peerId, msg.data, this.w.node(source).peerId)
+  }
+
+  // ------------------------------------------------------------ runtime
+
+  private runtime (rng: Prng, alive: () => boolean): MeshRuntime {
+    return {
+      now: () => this.now(),
+      random: () => rng.next(),
+      schedule: (delayMs, fn) => this.w.sched.after(delayMs, () => {
+        if (!alive()) return
+        this.w.touch(this.index)
+        fn()
+      }),
+      publish: (frame) => {
+        if (alive()) this.router?.publish(this.w.topic, frame)
+      },
+      request: async (peer, body, opts) => await this.request(peer, body, opts.timeoutMs, alive)
+    }
+  }
+
+  /**
+   * A pull over a fresh stream: one request message, the peer's core answers,
+   * one reply message. Fails when there is no connection, when it closes
+   * first, or at the deadline.
+   */
+  private async request (peerId: string, body: Uint8Array, timeoutMs: number, alive: () => boolean): Promise<Uint8Array> {
+    const to = this.w.indexOf(peerId)
+    if (to === undefined || !this.w.net.connected(this.index, to)) throw new Error(`not connected to ${peerId}`)
+    const from = this.index
+    const kind = requestKind(body)
+    return await new Promise<Uint8Array>((resolve, reject) => {
+      let set = this.pending.get(to)
+      if (set === undefined) this.pending.set(to, set = new Set())
+      let done = false
+      let cancelTimeout: Cancel = () => {}
+      const entry: PendingRequest = {
+        reject: (err) => {
+          if (done) return
+          done = true
+          cancelTimeout()
+          set.delete(entry)
+          this.w.touch(this.index)
+          reject(err)
+        }
+      }
+      set.add(entry)
+      cancelTimeout = this.w.sched.after(timeoutMs, () => { entry.reject(new Error(`request to ${peerId} timed out`)) })
+      const sent = this.w.net.send(from, to, `${kind}-request`, streamMessageBytes(body.length, SYNC_PROTOCOL), () => {
+        const server = this.w.node(to)
+        if (server.core === undefined) return
+        this.w.touch(to)
+        server.core.handleRequest(this.peerId, body).then((reply) => {
+          if (!server.up) return
+          server.w.net.send(to, from, `${kind}-reply`, streamMessageBytes(reply.length, SYNC_PROTOCOL), () => {
+            if (done || !alive()) return
+            done = true
+            cancelTimeout()
+            set.delete(entry)
+            this.w.touch(this.index)
+            resolve(reply)
+          })
+        }, (err: unknown) => { this.w.fail(err, `node ${to} handleRequest`) })
+      })
+      if (!sent) entry.reject(new Error(`not connected to ${peerId}`))
+    })
+  }
+}
+
+/** `pull` or `snap`, read from the request's JSON without decoding it (uncompressed: requests are tiny). */
+function requestKind (body: Uint8Array): 'pull' | 'snap' {
+  // Envelope: version byte, flags byte, then `{"t":"…"`.
+  return body[1] === 0 && body[8] === 0x73 /* s */ ? 'snap' : 'pull'
+}

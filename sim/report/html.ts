@@ -1,0 +1,116 @@
+/**
+ * report.html: one self-contained page (inline CSS and SVG, no script)
+ * that shows a report.json to a person: the headline figures and bars, the
+ * model against the real stack, and the plots (latency distribution, cost
+ * against node count, catch-up progress, timeline of partitions and churn).
+ */
+import type { RunSummary } from '../metrics/summary.js'
+import type { Report } from './report.js'
+import { esc, histogramSvg, lineSvg, timelineSvg, type Interval, type Marker } from './svg.js'
+
+const CSS = `body{font-family:system-ui,sans-serif;margin:24px auto;max-width:980px;color:#111;line-height:1.4}
+h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
+table{border-collapse:collapse;margin:8px 0;font-size:13px}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}
+th{background:#f3f4f6}td:first-child,th:first-child{text-align:left}.ok{color:#047857;font-weight:600}.bad{color:#b91c1c;font-weight:600}
+pre{background:#f6f8fa;padding:8px;font-size:12px;overflow:auto}.empty{color:#777;font-style:italic}.note{color:#444;font-size:13px}`
+
+const yes = (b: boolean): string => `<span class="${b ? 'ok' : 'bad'}">${b ? 'yes' : 'no'}</span>`
+
+function table (head: string[], rows: Array<Array<string | number>>): string {
+  return `<table><tr>${head.map(h => `<th>${esc(h)}</th>`).join('')}</tr>${rows.map(r => `<tr>${r.map(c => `<td>${typeof c === 'number' ? c : c}</td>`).join('')}</tr>`).join('')}</table>`
+}
+
+function timeline (r: RunSummary): string {
+  const intervals: Interval[] = []
+  const markers: Marker[] = []
+  let open: { at: number, label: string } | undefined
+  for (const e of r.timeline) {
+    if (e.kind === 'partition') open = { at: e.t, label: `partition ${e.detail ?? ''}` }
+    else if (e.kind === 'heal') {
+      if (open !== undefined) intervals.push({ from: open.at, to: e.t, label: open.label })
+      open = undefined
+    } else markers.push({ at: e.t, label: `${e.kind}${e.nodes !== undefined ? ' ' + e.nodes.join(',') : ''}` })
+  }
+  if (open !== undefined) intervals.push({ from: open.at, to: r.virtualMs, label: open.label })
+  return timelineSvg(r.virtualMs, intervals, markers, [])
+}
+
+export function reportHtml (rep: Report, command: string): string {
+  const head = rep.runs[rep.runs.length - 1]
+  const parts: string[] = []
+  parts.push(`<h1>Simulation: ${esc(rep.scenario)} (${rep.nodes} nodes, seed ${esc(rep.seed)}, profile ${esc(rep.profile)})</h1>`)
+  parts.push(`<p class="note">Reproduce: <code>${esc(command)}</code>. The same seed and options give the same report.json, byte for byte.</p>`)
+  parts.push('<h2>Headline</h2>')
+  parts.push(table(['figure', 'value'], [
+    ['converged (equal replica digests on every honest node)', yes(rep.converged)],
+    ['lost writes (acknowledged, missing on an up node)', rep.lostWrites],
+    ['forged or refused entries applied', rep.forgedApplied],
+    ['messages per operation', rep.messagesPerOp],
+    ['bytes per write (all traffic / writes)', rep.bytesPerWrite],
+    ['duplicate gossip deliveries per write', rep.duplicatesPerWrite],
+    ['stable latency p50 / p99 / max (ms)', `${rep.latencyMs.p50} / ${rep.latencyMs.p99} / ${rep.latencyMs.max}`],
+    ['operations (writes + reads)', `${head.operations.total} (${head.operations.writes} + ${head.operations.reads})`]
+  ]))
+  if (rep.bars.length > 0) {
+    parts.push('<h2>Bars</h2>')
+    for (const b of rep.bars) {
+      parts.push(`<p><b>${esc(b.label)}</b>: ${yes(b.ok)} (with zero lost writes and convergence)</p>`)
+      parts.push(table(['bar', 'limit', 'value', 'met'], b.results.map(x => [esc(x.name), `&lt; ${x.limit}`, x.value, yes(x.ok)])))
+    }
+  }
+  if (rep.realStack !== undefined) {
+    const rs = rep.realStack
+    parts.push('<h2>Model against the real stack</h2>')
+    parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes (in-memory transport with link latency, real time). Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
+    parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
+      ['messages per operation', rs.model.messagesPerOp, rs.real.messagesPerOp, rs.ratio.messagesPerOp],
+      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50]
+    ]))
+    parts.push(table(['real stack', 'value'], [
+      ['converged', yes(rs.real.converged)], ['lost writes', rs.real.lostWrites], ['operations', rs.real.operations],
+      ['latency p99 / max (ms)', `${rs.real.latencyP99} / ${rs.real.latencyMax}`]
+    ]))
+    for (const n of rs.notes) parts.push(`<p class="note">${esc(n)}</p>`)
+  }
+  parts.push('<h2>Stable latency distribution</h2>')
+  parts.push(histogramSvg(head.latencyHistogram.edges, head.latencyHistogram.counts,
+    [{ label: `p50 ${head.latencyMs.p50}`, x: head.latencyMs.p50 }, { label: `p99 ${head.latencyMs.p99}`, x: head.latencyMs.p99 }],
+    'ms from the write until readable on every node'))
+  parts.push('<h2>Cost against node count</h2>')
+  const pts = (f: (r: RunSummary) => number): Array<[number, number]> => rep.runs.map(r => [r.nodes, f(r)])
+  parts.push(lineSvg([{ label: 'messages per operation', points: pts(r => r.messagesPerOp) }], { xLabel: 'nodes', yLabel: 'messages / op', logX: rep.runs.length > 1 }))
+  parts.push(lineSvg([
+    { label: 'bytes per node per write', points: pts(r => r.perNode.bytesPerWrite) }
+  ], { xLabel: 'nodes', yLabel: 'bytes sent + received per node per write', logX: rep.runs.length > 1 }))
+  if (rep.runs.length > 1) {
+    parts.push(table(['nodes', 'msgs/op', 'bytes/write', 'bytes/node/write', 'bytes/node/s', 'p50 ms', 'p99 ms', 'max ms', 'converged', 'lost'],
+      rep.runs.map(r => [r.nodes, r.messagesPerOp, r.bytesPerWrite, r.perNode.bytesPerWrite, r.perNode.bytesPerSecond, r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max, yes(r.converged), r.lostWrites])))
+  }
+  parts.push('<h2>Catch-up progress</h2>')
+  const cu = rep.runs.flatMap(r => r.catchUp.map(c => ({ ...c, nodes: r.nodes })))
+  parts.push(lineSvg(cu.map(c => ({ label: `${c.kind} node ${c.node}${rep.runs.length > 1 ? ` (n=${c.nodes})` : ''}`, points: c.progress })),
+    { xLabel: 'ms since the node started', yLabel: 'fraction of missing writes received', yMax: 1 }))
+  if (cu.length > 0) {
+    parts.push(table(['node', 'kind', 'writes missing', 'received', 'time (ms)', 'bytes in', 'messages in'],
+      cu.map(c => [c.node, c.kind, c.target, c.got, c.timeMs ?? 'not done', c.bytes, c.messages])))
+  }
+  parts.push('<h2>Timeline of partitions and churn</h2>')
+  parts.push(timeline(head))
+  parts.push('<h2>Messages by kind</h2>')
+  parts.push(table(['kind', 'count', 'bytes', 'per operation'], Object.entries(head.messages.byKind).map(([k, v]) => [k, v.count, v.bytes, (v.count / Math.max(1, head.operations.total)).toFixed(2)])))
+  if (Object.keys(head.lostMessages).length > 0) parts.push(`<p class="note">Messages lost in the network: ${esc(JSON.stringify(head.lostMessages))}</p>`)
+  parts.push('<h2>Validation and bad input</h2>')
+  parts.push(table(['figure', 'value'], [
+    ['gossip verdicts at honest nodes (accept / reject / ignore)', `${head.gossip.verdicts.accept} / ${head.gossip.verdicts.reject} / ${head.gossip.verdicts.ignore}`],
+    ['frames from bad peers rejected', head.rejected.fromBad],
+    ['frames from honest nodes rejected', head.rejected.fromHonest],
+    ['bad peers: core counters at honest nodes', esc(JSON.stringify(head.rejected.badPeerCounters))],
+    ['clock-drift refusals of honest entries', head.rejected.honestDriftRefusals]
+  ]))
+  if (Object.keys(head.checks).length > 0) parts.push(`<h2>Scenario checks</h2><pre>${esc(JSON.stringify(head.checks, null, 2))}</pre>`)
+  if (head.failures.length > 0) parts.push(`<h2 class="bad">Failures inside the run</h2><pre>${esc(head.failures.join('\n\n'))}</pre>`)
+  parts.push('<h2>Options and configuration</h2>')
+  parts.push(`<pre>${esc(JSON.stringify({ options: rep.options, config: rep.config }, null, 2))}</pre>`)
+  parts.push('<p class="note">How to read this page: docs/simulator.md in the repository.</p>')
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>sim: ${esc(rep.scenario)}</title><style>${CSS}</style></head><body>${parts.join('\n')}</body></html>\n`
+}

@@ -1,0 +1,89 @@
+/**
+ * report.json: the figures of a scenario's runs, byte-identical for the
+ * same seed and options (no wall clock, no machine figures: those go to
+ * timing.json). For a sweep over node counts the headline fields are the
+ * largest run's, and `converged`, `lostWrites` and `forgedApplied` cover all.
+ */
+import { meshOptions } from '../../src/mesh/protocol/index.js'
+import { checkGossipConfig, GOSSIPSUB_DEFAULTS } from '../gossip/config.js'
+import type { Summary } from '../metrics/stats.js'
+import type { RunSummary } from '../metrics/summary.js'
+import { DEFAULT_NET } from '../net/network.js'
+import { worldOptions } from '../run.js'
+import type { SimOptions } from '../scenario/options.js'
+import type { Scenario } from '../scenario/scenario.js'
+
+export interface BarResult { name: string, limit: number, value: number, ok: boolean }
+
+/** The real-stack comparison (filled by the real-stack runner). */
+export interface RealStackComparison {
+  nodes: number
+  model: { messagesPerOp: number, latencyP50: number }
+  real: { messagesPerOp: number, latencyP50: number, latencyP99: number, latencyMax: number, converged: boolean, lostWrites: number, operations: number }
+  ratio: { messagesPerOp: number, latencyP50: number }
+  withinFactor: number
+  agrees: boolean
+  notes: string[]
+}
+
+export interface Report {
+  scenario: string
+  seed: string
+  profile: string
+  nodes: number
+  nodeCounts: number[]
+  converged: boolean
+  lostWrites: number
+  unavailableWrites: number
+  forgedApplied: number
+  messagesPerOp: number
+  bytesPerWrite: number
+  duplicatesPerWrite: number
+  latencyMs: Summary
+  bars: Array<{ label: string, ok: boolean, results: BarResult[] }>
+  options: SimOptions
+  config: { gossip: object, mesh: object, network: object }
+  runs: RunSummary[]
+  realStack?: RealStackComparison
+}
+
+export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary[], realStack?: RealStackComparison): Report {
+  if (runs.length === 0) throw new Error('a report needs at least one run')
+  const head = runs[runs.length - 1]
+  const w = worldOptions(o)
+  const value = (field: string): number => field === 'messagesPerOp' ? head.messagesPerOp : field === 'latencyP50' ? head.latencyMs.p50 : head.latencyMs.max
+  const bars = (scenario.bars?.(o) ?? []).map(set => {
+    const results = set.bars.map(b => ({ name: b.name, limit: b.limit, value: value(b.field), ok: value(b.field) < b.limit }))
+    return { label: set.label, ok: results.every(r => r.ok) && head.lostWrites === 0 && head.converged, results }
+  })
+  const report: Report = {
+    scenario: scenario.name,
+    seed: o.seed,
+    profile: o.profile,
+    nodes: head.nodes,
+    nodeCounts: runs.map(r => r.nodes),
+    converged: runs.every(r => r.converged),
+    lostWrites: runs.reduce((a, r) => a + r.lostWrites, 0),
+    unavailableWrites: runs.reduce((a, r) => a + r.unavailableWrites, 0),
+    forgedApplied: runs.reduce((a, r) => a + r.forgedApplied, 0),
+    messagesPerOp: head.messagesPerOp,
+    bytesPerWrite: head.bytesPerWrite,
+    duplicatesPerWrite: head.duplicatesPerWrite,
+    latencyMs: head.latencyMs,
+    bars,
+    options: o,
+    config: {
+      gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),
+      mesh: meshOptions(w.mesh),
+      network: { ...DEFAULT_NET, latency: w.latency, jitterMs: w.jitterMs, loss: w.loss, lossMode: w.lossMode, uplinkBps: w.uplinkBps }
+    },
+    runs
+  }
+  if (realStack !== undefined) report.realStack = realStack
+  return report
+}
+
+/** The JSON text written to report.json (two-space indent, trailing newline). */
+export function reportJson (r: Report): string {
+  return JSON.stringify(r, null, 2) + '\n'
+}

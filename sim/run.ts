@@ -1,0 +1,183 @@
+/**
+ * One simulation run: build the world for a node count, start the nodes on
+ * their topology, schedule the client load, the partitions and the
+ * scenario's own events, run the virtual clock to the end of the tail, then
+ * check convergence and sum up. The summary holds only figures that are a
+ * function of the seed and options; wall time and memory are returned
+ * beside it.
+ */
+import { Prng } from './engine/prng.js'
+import { summariseRun, type RunSummary } from './metrics/summary.js'
+import type { SimOptions } from './scenario/options.js'
+import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
+import { arrivals, makeOp, type WorkloadSpec } from './workload.js'
+import { World } from './world.js'
+
+export interface RunCost {
+  wallMs: number
+  /** Peak resident set size of the process during the run (MiB). */
+  peakRssMiB: number
+  heapUsedMiB: number
+}
+
+export interface RunResult {
+  summary: RunSummary
+  cost: RunCost
+  world: World
+}
+
+export type Progress = (line: string) => void
+
+export function worldOptions (o: SimOptions): ConstructorParameters<typeof World>[0] {
+  return {
+    seed: `${o.seed}`,
+    latency: o.latency,
+    jitterMs: o.jitter,
+    loss: o.loss,
+    lossMode: o.lossMode,
+    uplinkBps: o.bandwidth * 1_000_000,
+    gossip: {
+      D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatMs: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
+    },
+    mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
+  }
+}
+
+export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: number, progress?: Progress): Promise<RunResult> {
+  const wall0 = performance.now()
+  let peakRss = process.memoryUsage().rss
+  const world = new World({ ...worldOptions(o), seed: `${o.seed}/${scenario.name}/${nodeCount}` })
+  const rng = world.rng.fork('run')
+  for (let i = 0; i < nodeCount; i++) world.addNode()
+
+  const loadStart = o.warmup * 1000
+  const loadEnd = loadStart + o.duration * 1000
+  const end = loadEnd + o.tail * 1000
+  const bad = new Set<number>()
+  const checks: Array<[string, () => CheckValue]> = []
+  const forbidden = new Set<string>()
+  const topo = rng.fork('topology')
+  /** Dials `degree` random nodes other than `n` among `among` (its bootstrap list); the network keeps those links up. */
+  const bootstrap = (n: number, among: readonly number[]): void => {
+    for (const p of topo.sample(among.filter(m => m !== n), o.degree)) world.net.want(n, p)
+  }
+  const ctx: ScenarioContext = {
+    world,
+    opts: o,
+    honest: nodeCount,
+    loadStart,
+    loadEnd,
+    at: (t, fn) => { world.sched.at(t, fn) },
+    markBad: (i) => { bad.add(i); world.metrics.bad.add(i) },
+    forbid: (k) => { forbidden.add(k) },
+    check: (name, fn) => { checks.push([name, fn]) },
+    join: () => {
+      const n = world.addNode()
+      world.metrics.widenTracksTo(n.index)
+      bootstrap(n.index, world.nodes.filter(m => m.up && m.index !== n.index).map(m => m.index))
+      n.start()
+      return n.index
+    }
+  }
+  scenario.setup?.(ctx)
+
+  const initial = world.nodes.map(n => n.index)
+  for (const n of initial) bootstrap(n, initial)
+  for (const n of world.nodes) n.start()
+
+  schedulePartitions(world, rng.fork('partitions'), o, loadStart, loadEnd, bad)
+  scheduleLoad(world, rng.fork('workload'), o, loadStart, bad)
+
+  // Progress on stderr, at most every 2 s of wall time (virtual ticks of 1 s drive it; output is not part of the run).
+  let lastLine = performance.now()
+  const tick = (): void => {
+    const now = performance.now()
+    const rss = process.memoryUsage().rss
+    if (rss > peakRss) peakRss = rss
+    if (progress !== undefined && now - lastLine > 2000) {
+      lastLine = now
+      progress(`${scenario.name} n=${nodeCount}: virtual ${(world.sched.now / 1000).toFixed(0)}/${(end / 1000).toFixed(0)} s, ` +
+        `${world.metrics.writes.length} writes, ${world.metrics.totalMessages} messages, wall ${((now - wall0) / 1000).toFixed(0)} s, rss ${(rss / 1048576).toFixed(0)} MiB`)
+    }
+    if (world.sched.now + 1000 <= end) world.sched.after(1000, tick)
+  }
+  world.sched.after(1000, tick)
+
+  await world.runUntil(end)
+  const summary = summariseRun(world, { nodeCount, bad, forbidden, loadMs: o.duration * 1000, end })
+  for (const [name, fn] of checks) summary.checks[name] = fn()
+  const mem = process.memoryUsage()
+  peakRss = Math.max(peakRss, mem.rss)
+  for (const n of world.nodes) n.stop()
+  for (const n of world.nodes) n.kv.close()
+  return {
+    summary,
+    cost: { wallMs: performance.now() - wall0, peakRssMiB: Math.round(peakRss / 1048576), heapUsedMiB: Math.round(mem.heapUsed / 1048576) },
+    world
+  }
+}
+
+/** Partitions toggling every `partitionEvery` seconds during the load, healed when the load ends. */
+function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: number, loadEnd: number, bad: ReadonlySet<number>): void {
+  if (o.partitionEvery <= 0) return
+  const every = o.partitionEvery * 1000
+  let on = false
+  for (let t = loadStart + every; t < loadEnd; t += every) {
+    const cut: boolean = !on
+    on = cut
+    world.sched.at(t, () => {
+      if (!cut) {
+        world.net.heal()
+        world.metrics.event({ kind: 'heal' })
+        return
+      }
+      const ids = world.nodes.map(n => n.index)
+      let groups: number[][]
+      if (o.partitionKind === 'isolate') {
+        const alone = rng.pick(ids.filter(i => !bad.has(i)))
+        groups = [[alone], ids.filter(i => i !== alone)]
+      } else {
+        const shuffled = rng.shuffle(ids.slice())
+        const half = Math.floor(shuffled.length / 2)
+        groups = [shuffled.slice(0, half).sort((a, b) => a - b), shuffled.slice(half).sort((a, b) => a - b)]
+      }
+      world.net.partition(groups)
+      world.metrics.event({ kind: 'partition', nodes: groups[0], detail: `${groups[0].length} | ${groups[1].length}` })
+    })
+  }
+  if (on) {
+    world.sched.at(loadEnd, () => {
+      world.net.heal()
+      world.metrics.event({ kind: 'heal' })
+    })
+  }
+}
+
+/** Schedules the client operations on random up honest nodes. */
+function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number, bad: ReadonlySet<number>): void {
+  const spec: WorkloadSpec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
+  const known: string[] = []
+  let writeIds = 0
+  for (const t of arrivals(rng.fork('arrivals'), o.rate, o.duration * 1000)) {
+    world.sched.at(loadStart + t, () => {
+      const up = world.nodes.filter(n => n.up && !bad.has(n.index))
+      if (up.length === 0) return
+      const node = rng.pick(up)
+      const op = makeOp(rng, spec, world.sched.now, () => ++writeIds, known)
+      if (op.kind === 'read') {
+        world.metrics.reads++
+        if (known.length > 0) node.records.getFlat(rng.pick(known))
+        return
+      }
+      const w = world.metrics.writeIssued(op.id, node.index)
+      const addr = op.addr ?? op.newCid!
+      world.clientWrite(async () => await node.records.mergeFlat(addr, op.fields)).then((res) => {
+        world.metrics.writeAcked(w, `file:${res.rid}/log/${op.id}`)
+        if (op.newCid !== undefined) known.push(op.newCid)
+      }, (err: unknown) => {
+        world.metrics.writeErrors++
+        world.fail(err, `client write on node ${node.index}`)
+      })
+    })
+  }
+}

@@ -1,0 +1,243 @@
+/**
+ * Every option of a simulation, in one table that drives the command line
+ * (`--name value`), `--help`, the defaults and the `options` section of the
+ * report. A scenario sets its own defaults (scenarios.ts); a flag on the
+ * command line wins over them.
+ */
+
+export type OptionValue = string | number | boolean | number[]
+
+export interface SimOptions {
+  scenario: string
+  profile: 'library' | 'low-latency' | 'batched'
+  nodes: number[]
+  seed: string
+  warmup: number
+  duration: number
+  tail: number
+  rate: number
+  writes: number
+  newRecords: number
+  valueBytes: number
+  latency: string
+  jitter: number
+  loss: number
+  lossMode: 'drop' | 'retransmit'
+  bandwidth: number
+  degree: number
+  D: number
+  Dlo: number
+  Dhi: number
+  Dout: number
+  Dlazy: number
+  heartbeat: number
+  floodPublish: boolean
+  idontwantMin: number
+  flushMs: number
+  flushBytes: number
+  antiEntropy: number
+  requestTimeout: number
+  partitionEvery: number
+  partitionKind: 'halves' | 'isolate'
+  absent: number
+  joinAt: number
+  skew: number
+  badPeers: number
+  badRate: number
+  real: boolean
+  realNodes: number
+}
+
+interface OptionSpec {
+  key: keyof SimOptions
+  flag: string
+  kind: 'string' | 'number' | 'boolean' | 'list'
+  unit?: string
+  help: string
+  choices?: readonly string[]
+}
+
+export const OPTION_SPECS: readonly OptionSpec[] = [
+  { key: 'scenario', flag: 'scenario', kind: 'string', help: 'which scenario to run (see below)' },
+  { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named configuration of gossip and push batching (see docs/simulator.md); flags override it' },
+  { key: 'nodes', flag: 'nodes', kind: 'list', help: 'node count, or a comma-separated list for a sweep (e.g. 5,25,100)' },
+  { key: 'seed', flag: 'seed', kind: 'string', help: 'seed of every random choice: the same seed and options give the same report.json' },
+  { key: 'warmup', flag: 'warmup', kind: 'number', unit: 's', help: 'virtual time for the nodes to connect and form the mesh before the load starts' },
+  { key: 'duration', flag: 'duration', kind: 'number', unit: 's', help: 'virtual time of client load' },
+  { key: 'tail', flag: 'tail', kind: 'number', unit: 's', help: 'quiet virtual time after the load, before convergence is checked' },
+  { key: 'rate', flag: 'rate', kind: 'number', unit: 'ops/s', help: 'client operations per second over the whole mesh (Poisson arrivals)' },
+  { key: 'writes', flag: 'writes', kind: 'number', help: 'fraction of operations that are writes (the rest are local reads)' },
+  { key: 'newRecords', flag: 'new-records', kind: 'number', help: 'fraction of writes that create a record (the rest update one)' },
+  { key: 'valueBytes', flag: 'value-bytes', kind: 'number', unit: 'B', help: 'length of the title each write sets' },
+  { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
+  { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
+  { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
+  { key: 'lossMode', flag: 'loss-mode', kind: 'string', choices: ['drop', 'retransmit'], help: 'drop: the message is gone; retransmit: it arrives one 200 ms RTO later per loss (TCP)' },
+  { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
+  { key: 'degree', flag: 'degree', kind: 'number', help: 'peers each node dials at start (its bootstrap list); connections are two-way, so nodes average about twice this' },
+  { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (library default 6)' },
+  { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (default 4)' },
+  { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (default 12)' },
+  { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default 2; must be < Dlo and <= D/2)' },
+  { key: 'Dlazy', flag: 'gossip-dlazy', kind: 'number', help: 'gossipsub Dlazy: peers sent IHAVE per heartbeat (default 6)' },
+  { key: 'heartbeat', flag: 'heartbeat', kind: 'number', unit: 'ms', help: 'gossipsub heartbeat interval (default 1000)' },
+  { key: 'floodPublish', flag: 'flood-publish', kind: 'boolean', help: 'publish to every subscribed peer, not only the mesh (library default true)' },
+  { key: 'idontwantMin', flag: 'idontwant-min', kind: 'number', unit: 'B', help: 'messages at least this large trigger IDONTWANT (library default 512)' },
+  { key: 'flushMs', flag: 'flush-ms', kind: 'number', unit: 'ms', help: 'push batching: a frame leaves this long after its first change' },
+  { key: 'flushBytes', flag: 'flush-bytes', kind: 'number', unit: 'B', help: 'push batching: or as soon as this many bytes wait' },
+  { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often (jittered ±25 %)' },
+  { key: 'requestTimeout', flag: 'request-timeout', kind: 'number', unit: 'ms', help: 'deadline of one pull request' },
+  { key: 'partitionEvery', flag: 'partition-every', kind: 'number', unit: 's', help: 'toggle a network partition on and off this often (0: never)' },
+  { key: 'partitionKind', flag: 'partition-kind', kind: 'string', choices: ['halves', 'isolate'], help: 'halves: two random halves; isolate: one random node alone' },
+  { key: 'absent', flag: 'absent', kind: 'number', unit: 's', help: 'return-after-absence: how long the node is down' },
+  { key: 'joinAt', flag: 'join-at', kind: 'number', unit: 's', help: 'fresh-join: when (into the load) the new node starts' },
+  { key: 'skew', flag: 'skew', kind: 'number', unit: 'ms', help: 'clock-skew: the largest clock offset; nodes get offsets spread over ±skew, node 0 gets +skew' },
+  { key: 'badPeers', flag: 'bad-peers', kind: 'number', help: 'bad-peer: misbehaving nodes' },
+  { key: 'badRate', flag: 'bad-rate', kind: 'number', unit: 'frames/s', help: 'bad-peer: bad frames each bad node publishes per second' },
+  { key: 'real', flag: 'real', kind: 'boolean', help: 'also run the scenario on real libp2p nodes (in-memory transport, real time) and compare' },
+  { key: 'realNodes', flag: 'real-nodes', kind: 'number', help: 'node count of the real-stack run (at most about 30)' }
+]
+
+export const BASE_DEFAULTS: SimOptions = {
+  scenario: 'baseline',
+  profile: 'low-latency',
+  nodes: [25],
+  seed: '1',
+  warmup: 5,
+  duration: 20,
+  tail: 10,
+  rate: 100,
+  writes: 0.5,
+  newRecords: 0.5,
+  valueBytes: 24,
+  latency: '100',
+  jitter: 0,
+  loss: 0,
+  lossMode: 'drop',
+  bandwidth: 0,
+  degree: 4,
+  D: 6,
+  Dlo: 4,
+  Dhi: 12,
+  Dout: 2,
+  Dlazy: 6,
+  heartbeat: 1000,
+  floodPublish: true,
+  idontwantMin: 512,
+  flushMs: 50,
+  flushBytes: 65_536,
+  antiEntropy: 15_000,
+  requestTimeout: 15_000,
+  partitionEvery: 0,
+  partitionKind: 'halves',
+  absent: 0,
+  joinAt: 0,
+  skew: 0,
+  badPeers: 0,
+  badRate: 0,
+  real: false,
+  realNodes: 25
+}
+
+export class UsageError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'UsageError'
+  }
+}
+
+/** Parses `--flag value` pairs (and `--flag=value`, and bare boolean flags) into overrides. */
+export function parseArgs (argv: readonly string[]): { overrides: Partial<SimOptions>, out: string | undefined, help: boolean, quiet: boolean } {
+  const overrides: Partial<SimOptions> = {}
+  let out: string | undefined
+  let help = false
+  let quiet = false
+  const byFlag = new Map(OPTION_SPECS.map(s => [s.flag, s]))
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--help' || arg === '-h') { help = true; continue }
+    if (arg === '--quiet') { quiet = true; continue }
+    if (!arg.startsWith('--')) throw new UsageError(`unexpected argument ${JSON.stringify(arg)} (options start with --)`)
+    let name = arg.slice(2)
+    let value: string | undefined
+    const eq = name.indexOf('=')
+    if (eq >= 0) { value = name.slice(eq + 1); name = name.slice(0, eq) }
+    if (name === 'out') {
+      out = value ?? argv[++i]
+      if (out === undefined || out === '') throw new UsageError('--out needs a directory')
+      continue
+    }
+    const spec = byFlag.get(name)
+    if (spec === undefined) throw new UsageError(`unknown option --${name} (see --help)`)
+    if (spec.kind === 'boolean' && value === undefined && (argv[i + 1] === undefined || argv[i + 1].startsWith('--'))) value = 'true'
+    value ??= argv[++i]
+    if (value === undefined) throw new UsageError(`--${name} needs a value`)
+    ;(overrides as Record<string, OptionValue>)[spec.key] = parseValue(spec, value)
+  }
+  return { overrides, out, help, quiet }
+}
+
+function parseValue (spec: OptionSpec, v: string): OptionValue {
+  const bad = (what: string): never => { throw new UsageError(`--${spec.flag}: ${what}, got ${JSON.stringify(v)}`) }
+  switch (spec.kind) {
+    case 'string':
+      if (spec.choices !== undefined && !spec.choices.includes(v)) bad(`expected one of ${spec.choices.join(', ')}`)
+      return v
+    case 'number': {
+      const n = Number(v)
+      if (v.trim() === '' || !Number.isFinite(n) || n < 0) bad('expected a number >= 0')
+      return n
+    }
+    case 'boolean':
+      if (v === 'true' || v === '1' || v === 'yes') return true
+      if (v === 'false' || v === '0' || v === 'no') return false
+      return bad('expected true or false')
+    case 'list': {
+      const xs = v.split(',').map(x => Number(x.trim()))
+      if (xs.length === 0 || xs.some(x => !Number.isInteger(x) || x < 1)) bad('expected positive integers separated by commas')
+      return xs
+    }
+  }
+}
+
+/** Checks the combined options (scenario defaults plus flags). */
+export function checkOptions (o: SimOptions): SimOptions {
+  const fail = (why: string): never => { throw new UsageError(why) }
+  if (o.nodes.some(n => n < 2 || n > 5000)) fail('--nodes: each count must be between 2 and 5000')
+  if (o.writes > 1) fail('--writes is a fraction between 0 and 1')
+  if (o.newRecords > 1) fail('--new-records is a fraction between 0 and 1')
+  if (o.loss >= 1) fail('--loss must be below 1')
+  if (o.duration <= 0) fail('--duration must be > 0')
+  if (o.heartbeat <= 0) fail('--heartbeat must be > 0')
+  if (o.flushMs < 1) fail('--flush-ms must be >= 1')
+  if (o.antiEntropy < 100) fail('--anti-entropy must be >= 100 ms')
+  if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
+  if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
+  if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
+  if (o.Dout >= o.Dlo || o.Dout > o.D / 2) fail(`gossipsub needs Dout < Dlo and Dout <= D/2, got Dout=${o.Dout}`)
+  return o
+}
+
+/** The help text: usage, every option with its default, and the scenarios. */
+export function helpText (scenarios: ReadonlyArray<{ name: string, summary: string }>): string {
+  const lines = [
+    'Usage: npm run sim -- [--scenario NAME] [options] [--out DIR]',
+    '',
+    'Runs a simulated mesh of nodes (the real replication core over real SQLite stores, on virtual time)',
+    'and writes report.json and report.html to --out (default sim-out/<scenario>-<seed>).',
+    '',
+    'Scenarios:'
+  ]
+  for (const s of scenarios) lines.push(`  ${s.name.padEnd(22)} ${s.summary}`)
+  lines.push('', 'Options (defaults shown are those of the baseline scenario; other scenarios change some):')
+  for (const s of OPTION_SPECS) {
+    const d = BASE_DEFAULTS[s.key]
+    const def = Array.isArray(d) ? d.join(',') : String(d)
+    const flag = `--${s.flag} ${s.kind === 'boolean' ? '[true|false]' : s.kind === 'list' ? 'N[,N…]' : s.kind === 'number' ? 'N' : 'S'}`
+    lines.push(`  ${flag.padEnd(30)} ${s.help}${s.unit !== undefined ? ` (${s.unit})` : ''} [${def}]`)
+  }
+  lines.push(`  ${'--out DIR'.padEnd(30)} where to write report.json, report.html and timing.json`)
+  lines.push(`  ${'--quiet'.padEnd(30)} no progress lines on stderr`)
+  lines.push(`  ${'--help'.padEnd(30)} this text`)
+  return lines.join('\n')
+}

@@ -1,0 +1,131 @@
+/**
+ * The scenarios `npm run sim -- --scenario NAME` runs, and the profiles
+ * (named configurations of gossip and push batching) they run under.
+ *
+ * Options resolve in this order, later winning: the base defaults, the
+ * scenario's defaults, the profile, the command line.
+ */
+import { addBadPeer } from './bad-peer.js'
+import { sameContentSetup } from './same-content.js'
+import { BASE_DEFAULTS, checkOptions, UsageError, type SimOptions } from './options.js'
+import type { BarSet, Scenario } from './scenario.js'
+
+/**
+ * Profiles. `library` is every library and core default (gossipsub 17.1.1,
+ * the core's 50 ms push batching and 15 s anti-entropy). `low-latency` and
+ * `batched` are the configurations the Maelstrom bars are checked in; why
+ * each value is what it is is in docs/simulator.md ("Meeting the bars").
+ */
+export const PROFILES: Record<SimOptions['profile'], Partial<SimOptions>> = {
+  library: {},
+  'low-latency': { D: 3, Dlo: 2, Dhi: 4, Dout: 1, Dlazy: 2, floodPublish: false, flushMs: 20, antiEntropy: 30_000 },
+  batched: { D: 3, Dlo: 2, Dhi: 4, Dout: 1, Dlazy: 2, floodPublish: false, flushMs: 400, antiEntropy: 30_000 }
+}
+
+/** Maelstrom's broadcast bars (challenges 3d and 3e). */
+const BARS_3D: BarSet = {
+  label: 'Maelstrom 3d (low latency)',
+  bars: [
+    { name: 'messages per operation', field: 'messagesPerOp', limit: 30 },
+    { name: 'stable latency median (ms)', field: 'latencyP50', limit: 400 },
+    { name: 'stable latency max (ms)', field: 'latencyMax', limit: 600 }
+  ]
+}
+const BARS_3E: BarSet = {
+  label: 'Maelstrom 3e (batched)',
+  bars: [
+    { name: 'messages per operation', field: 'messagesPerOp', limit: 20 },
+    { name: 'stable latency median (ms)', field: 'latencyP50', limit: 1000 },
+    { name: 'stable latency max (ms)', field: 'latencyMax', limit: 2000 }
+  ]
+}
+
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    name: 'baseline',
+    summary: "Maelstrom's broadcast setup: 25 nodes, 100 ms links, 100 ops/s, half writes, 20 s and a quiet tail",
+    defaults: {},
+    bars: (o) => o.profile === 'batched' ? [BARS_3E] : o.profile === 'low-latency' ? [BARS_3D] : []
+  },
+  {
+    name: 'partition-heal',
+    summary: 'baseline with the mesh cut in two random halves every other 10 s, healed at the end of the load',
+    defaults: { partitionEvery: 10, duration: 40, tail: 20 }
+  },
+  {
+    name: 'fresh-join',
+    summary: 'a node with an empty store joins 15 s into the load: catch-up time and bytes',
+    defaults: { duration: 30, joinAt: 15, tail: 15 },
+    setup: (ctx) => {
+      ctx.at(ctx.loadStart + ctx.opts.joinAt * 1000, () => {
+        const n = ctx.join()
+        ctx.world.metrics.event({ kind: 'join', nodes: [n] })
+        ctx.world.metrics.catchUpStarted(n, 'fresh-join')
+      })
+    }
+  },
+  {
+    name: 'return-after-absence',
+    summary: 'a node is down for --absent seconds of the load, then returns and catches up',
+    defaults: { duration: 30, absent: 15, tail: 15 },
+    setup: (ctx) => {
+      const node = ctx.world.node(1)
+      const stopAt = ctx.loadStart + 2000
+      ctx.at(stopAt, () => {
+        node.stop()
+        ctx.world.metrics.event({ kind: 'stop', nodes: [node.index] })
+      })
+      ctx.at(stopAt + ctx.opts.absent * 1000, () => {
+        node.start()
+        ctx.world.metrics.event({ kind: 'start', nodes: [node.index] })
+        ctx.world.metrics.catchUpStarted(node.index, 'return')
+      })
+    }
+  },
+  {
+    name: 'clock-skew',
+    summary: 'clocks offset by up to ±--skew ms; node 0 runs --skew ahead (past the 10 s drift limit when skew > 10000)',
+    defaults: { skew: 12_000, duration: 30, tail: 20 },
+    setup: (ctx) => {
+      const rng = ctx.world.rng.fork('skew')
+      for (let i = 0; i < ctx.honest; i++) {
+        const s = i === 0 ? ctx.opts.skew : Math.round(rng.uniform(-ctx.opts.skew, ctx.opts.skew) / 4)
+        ctx.world.node(i).skewMs = s
+      }
+      ctx.world.metrics.event({ kind: 'skew', nodes: [0], detail: `node 0 at +${ctx.opts.skew} ms, others within ±${ctx.opts.skew / 4} ms` })
+    }
+  },
+  {
+    name: 'bad-peer',
+    summary: 'a member publishes forged, malformed, replayed, far-future and oversized frames at --bad-rate per second',
+    defaults: { badPeers: 1, badRate: 20 },
+    setup: (ctx) => {
+      for (let i = 0; i < ctx.opts.badPeers; i++) addBadPeer(ctx, ctx.world.rng.fork(`bad-${i}`))
+    }
+  },
+  {
+    name: 'same-content-twice',
+    summary: 'both halves of a partitioned mesh mint records for the same content, then meet: one document everywhere',
+    defaults: { rate: 20, duration: 20, tail: 15 },
+    setup: sameContentSetup
+  },
+  {
+    name: 'scale',
+    summary: 'the baseline load at 5 to 1,000 nodes (lighter: 20 ops/s for 10 s) and how cost per node grows',
+    defaults: { nodes: [5, 10, 25, 50, 100, 250, 500, 1000], rate: 20, duration: 10, tail: 10, warmup: 5 }
+  }
+]
+
+export function findScenario (name: string): Scenario {
+  const s = SCENARIOS.find(x => x.name === name)
+  if (s === undefined) throw new UsageError(`unknown scenario ${JSON.stringify(name)}; known: ${SCENARIOS.map(x => x.name).join(', ')}`)
+  return s
+}
+
+/** Base defaults, then the scenario's, then the profile's, then the command line's. */
+export function resolveOptions (overrides: Partial<SimOptions>): { scenario: Scenario, opts: SimOptions } {
+  const scenario = findScenario(overrides.scenario ?? BASE_DEFAULTS.scenario)
+  const profile = overrides.profile ?? scenario.defaults.profile ?? BASE_DEFAULTS.profile
+  const opts = checkOptions({ ...BASE_DEFAULTS, ...scenario.defaults, ...PROFILES[profile], ...overrides, scenario: scenario.name, profile })
+  return { scenario, opts }
+}
