@@ -37,6 +37,13 @@ export interface RunSummary {
   bytesPerWrite: number
   duplicatesPerWrite: number
   latencyMs: Summary
+  /**
+   * Stable latency of the writes issued while the network was whole and at
+   * least 2 s before the next partition began (a write born inside a
+   * partition cannot be readable across it before the heal). Equal to
+   * latencyMs when the run has no partitions.
+   */
+  latencyMsUnpartitioned: Summary
   latencyHistogram: { edges: number[], counts: number[] }
   messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
   lostMessages: Record<string, number>
@@ -91,7 +98,10 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     keys = Math.max(keys, d.keys)
   }
 
+  const cuts = partitionIntervals(m.timeline, inp.end)
+  const whole = (t: number): boolean => cuts.every(([a, b]) => t < a - 2000 || t >= b)
   const latencies: number[] = []
+  const wholeLatencies: number[] = []
   let lost = 0
   let unavailable = 0
   let acked = 0
@@ -114,7 +124,10 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
       if (upSet.has(w.origin)) lost++
       else unavailable++
     }
-    if (!missing) latencies.push(last - w.at)
+    if (!missing) {
+      latencies.push(last - w.at)
+      if (whole(w.at)) wholeLatencies.push(last - w.at)
+    }
   }
 
   let forged = 0
@@ -168,6 +181,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     bytesPerWrite: round(m.totalBytes / Math.max(1, m.writes.length), 0),
     duplicatesPerWrite: round(m.duplicates / Math.max(1, m.writes.length), 2),
     latencyMs: summarise(latencies, 1),
+    latencyMsUnpartitioned: summarise(wholeLatencies, 1),
     latencyHistogram: histogram(latencies, 30),
     messages: { total: m.totalMessages, bytes: m.totalBytes, byKind },
     lostMessages,
@@ -232,4 +246,19 @@ function topology (world: World): RunSummary['topology'] {
     meshDegree: summarise([...mesh.values()].map(s => s.size), 1),
     meshComponents: components
   }
+}
+
+/** [start, end) of every partition in the timeline (an unhealed one ends with the run). */
+function partitionIntervals (timeline: readonly TimelineEvent[], end: number): Array<[number, number]> {
+  const out: Array<[number, number]> = []
+  let open: number | undefined
+  for (const e of timeline) {
+    if (e.kind === 'partition' && open === undefined) open = e.t
+    else if (e.kind === 'heal' && open !== undefined) {
+      out.push([open, e.t])
+      open = undefined
+    }
+  }
+  if (open !== undefined) out.push([open, end])
+  return out
 }

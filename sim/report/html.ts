@@ -49,6 +49,7 @@ export function reportHtml (rep: Report, command: string): string {
     ['bytes per write (all traffic / writes)', rep.bytesPerWrite],
     ['duplicate gossip deliveries per write', rep.duplicatesPerWrite],
     ['stable latency p50 / p99 / max (ms)', `${rep.latencyMs.p50} / ${rep.latencyMs.p99} / ${rep.latencyMs.max}`],
+    ['… of writes made while the network was whole', `${rep.latencyMsUnpartitioned.p50} / ${rep.latencyMsUnpartitioned.p99} / ${rep.latencyMsUnpartitioned.max} (${rep.latencyMsUnpartitioned.count} writes)`],
     ['operations (writes + reads)', `${head.operations.total} (${head.operations.writes} + ${head.operations.reads})`]
   ]))
   if (rep.bars.length > 0) {

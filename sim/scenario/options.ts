@@ -214,7 +214,7 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
   if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
   if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
-  if (o.Dout >= o.Dlo || o.Dout > o.D / 2) fail(`gossipsub needs Dout < Dlo and Dout <= D/2, got Dout=${o.Dout}`)
+  if ((o.Dout >= o.Dlo && o.Dlo > 0) || o.Dout > o.D / 2) fail(`gossipsub needs Dout < Dlo and Dout <= D/2, got Dout=${o.Dout}`)
   return o
 }
 

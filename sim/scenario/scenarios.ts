@@ -18,8 +18,10 @@ import type { BarSet, Scenario } from './scenario.js'
  */
 export const PROFILES: Record<SimOptions['profile'], Partial<SimOptions>> = {
   library: {},
-  'low-latency': { D: 3, Dlo: 2, Dhi: 4, Dout: 1, Dlazy: 2, floodPublish: false, flushMs: 20, antiEntropy: 30_000 },
-  batched: { D: 3, Dlo: 2, Dhi: 4, Dout: 1, Dlazy: 2, floodPublish: false, flushMs: 400, antiEntropy: 30_000 }
+  // Every node connected to every other; flood publishing reaches them all in one hop, so no relaying mesh.
+  'low-latency': { degree: 10_000, floodPublish: true, D: 0, Dlo: 0, Dhi: 0, Dout: 0, flushMs: 5, antiEntropy: 30_000 },
+  // A sparse mesh (about 9 connections, mesh degree 2-3) and push frames batched for half a second.
+  batched: { degree: 5, floodPublish: true, D: 2, Dlo: 2, Dhi: 3, Dout: 1, flushMs: 500, antiEntropy: 30_000 }
 }
 
 /** Maelstrom's broadcast bars (challenges 3d and 3e). */

@@ -12,7 +12,7 @@ interface Harness {
   lost: string[]
 }
 
-function harness (cfg: Partial<NetConfig> & { latency?: string } = {}): Harness {
+function harness (cfg: Partial<Omit<NetConfig, 'latency'>> & { latency?: string } = {}): Harness {
   const s = new Scheduler()
   const events: string[] = []
   const sent: Harness['sent'] = []
