@@ -69,14 +69,12 @@ export class SimNode {
   ) {
     const now = (): number => this.now()
     this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now })
-    this.records = new RecordStore(this.kv, { nodeId: peerId, now, maxClockDriftMs: w.mesh.maxClockDriftMs })
+    const ids = rng.fork('root-ids')
+    this.records = new RecordStore(this.kv, { nodeId: peerId, now, random: () => ids.next(), maxClockDriftMs: w.mesh.maxClockDriftMs })
     const logRng = rng.fork('log-id')
     this.replica = new RecordReplica(this.records, { newLogId: () => Buffer.from(logRng.bytes(8)).toString('hex') })
-    this.kv.onCommit((events) => {
-      const keys: string[] = []
-      for (const e of events) if (typeof e.fields.key === 'string') keys.push(e.fields.key)
-      if (keys.length > 0) w.metrics.committed(index, keys)
-    })
+    // The record layer's change log tells which keys each commit changed: that is when a write becomes readable here.
+    this.records.onChanges((changes) => { w.metrics.committed(index, changes.map(c => c.key)) })
   }
 
   get up (): boolean {
