@@ -4,6 +4,7 @@
  * report. A scenario sets its own defaults (scenarios.ts); a flag on the
  * command line wins over them.
  */
+import { parseLatency } from '../net/latency.js'
 
 export type OptionValue = string | number | boolean | number[]
 
@@ -100,7 +101,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
 
 export const BASE_DEFAULTS: SimOptions = {
   scenario: 'baseline',
-  profile: 'low-latency',
+  profile: 'library',
   nodes: [25],
   seed: '1',
   warmup: 5,
@@ -214,6 +215,11 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
   if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
   if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
+  try {
+    parseLatency(o.latency, o.jitter)
+  } catch (err) {
+    fail((err as Error).message)
+  }
   if ((o.Dout >= o.Dlo && o.Dlo > 0) || o.Dout > o.D / 2) fail(`gossipsub needs Dout < Dlo and Dout <= D/2, got Dout=${o.Dout}`)
   return o
 }

@@ -45,8 +45,8 @@ const BARS_3E: BarSet = {
 export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'baseline',
-    summary: "Maelstrom's broadcast setup: 25 nodes, 100 ms links, 100 ops/s, half writes, 20 s and a quiet tail",
-    defaults: {},
+    summary: "Maelstrom's broadcast setup: 25 nodes, 100 ms links, 100 ops/s, half writes, 20 s and a quiet tail (profile low-latency unless told)",
+    defaults: { profile: 'low-latency' },
     bars: (o) => o.profile === 'batched' ? [BARS_3E] : o.profile === 'low-latency' ? [BARS_3D] : []
   },
   {

@@ -1,0 +1,21 @@
+import { describe, expect, it } from 'vitest'
+import { reportJson, runScenario, type SimOptions } from '../../sim/index.js'
+
+// Partitions, a bad peer and lossy links exercise every random stream of a run.
+const OPTS: Partial<SimOptions> = {
+  scenario: 'bad-peer', nodes: [7], warmup: 2, duration: 4, tail: 4, rate: 30, partitionEvery: 2, loss: 0.02, latency: 'uniform:20:120', profile: 'library'
+}
+
+describe('determinism', () => {
+  it('gives a byte-identical report.json for the same seed and options', async () => {
+    const a = reportJson((await runScenario({ ...OPTS, seed: '42' })).report)
+    const b = reportJson((await runScenario({ ...OPTS, seed: '42' })).report)
+    expect(b).toBe(a)
+    expect(a).not.toMatch(/wall|rss/i) // machine figures live in timing.json
+    const c = reportJson((await runScenario({ ...OPTS, seed: '43' })).report)
+    expect(c).not.toBe(a)
+    const r = JSON.parse(a) as { runs: Array<{ lostMessages: Record<string, number>, operations: { writes: number } }> }
+    expect(r.runs[0].lostMessages.loss).toBeGreaterThan(0)
+    expect(r.runs[0].operations.writes).toBeGreaterThan(20)
+  })
+})

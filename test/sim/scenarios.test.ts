@@ -1,0 +1,115 @@
+/**
+ * A short version of every scenario (few nodes, seconds of virtual time):
+ * the checks each run must pass, on the real core over real stores. The
+ * full-size runs are `npm run sim -- --scenario NAME`.
+ */
+import { describe, expect, it } from 'vitest'
+import { runScenario, type SimOptions } from '../../sim/index.js'
+
+const SHORT: Partial<SimOptions> = { nodes: [8], warmup: 3, duration: 4, tail: 6, rate: 40, seed: 'test' }
+
+async function run (o: Partial<SimOptions>) {
+  const { report } = await runScenario({ ...SHORT, ...o })
+  const head = report.runs[report.runs.length - 1]
+  expect(head.failures).toEqual([])
+  return { report, head }
+}
+
+describe('scenarios (short)', () => {
+  it('baseline: converges with nothing lost, and counts every message', async () => {
+    const { report, head } = await run({ scenario: 'baseline' })
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+    expect(head.operations.writes).toBeGreaterThan(50)
+    expect(head.latencyMs.count).toBe(head.operations.writesAcked)
+    // Low-latency profile: every node connected to all others, one hop.
+    expect(head.topology.connections.p50).toBe(7)
+    expect(head.topology.connections.max).toBe(7)
+    expect(report.latencyMs.max).toBeLessThan(300)
+    const counted = Object.values(head.messages.byKind).reduce((a, k) => a + k.count, 0)
+    expect(counted).toBe(head.messages.total)
+    expect(report.messagesPerOp).toBeCloseTo(head.messages.total / head.operations.total, 1)
+    expect(report.bars[0].label).toMatch(/3d/)
+  })
+
+  it('baseline batched with partitions: converges after the heal, msgs/op under the 3e bar', async () => {
+    const { report, head } = await run({ scenario: 'baseline', profile: 'batched', nodes: [12], duration: 14, partitionEvery: 4, tail: 10 })
+    expect(head.timeline.filter(e => e.kind === 'partition').length).toBe(2)
+    expect(head.lostMessages.partition).toBeGreaterThan(0)
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+    expect(report.latencyMs.max).toBeGreaterThan(report.latencyMsUnpartitioned.max) // writes born in a partition wait for the heal
+    expect(report.messagesPerOp).toBeLessThan(20)
+  })
+
+  it('partition-heal: writes from both sides reach everyone after the heal', async () => {
+    const { report, head } = await run({ scenario: 'partition-heal', duration: 8, partitionEvery: 3 })
+    expect(head.timeline.map(e => e.kind)).toContain('heal')
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+  })
+
+  it('fresh-join: a node with an empty store catches up on every write made before it joined', async () => {
+    const { report, head } = await run({ scenario: 'fresh-join', duration: 6, joinAt: 3 })
+    expect(report.converged).toBe(true)
+    expect(head.catchUp).toHaveLength(1)
+    const c = head.catchUp[0]
+    expect(c.kind).toBe('fresh-join')
+    expect(c.target).toBeGreaterThan(20)
+    expect(c.got).toBe(c.target)
+    expect(c.timeMs).not.toBeNull()
+    expect(c.bytes).toBeGreaterThan(0)
+    expect(head.messages.byKind['snap-reply'].count).toBeGreaterThan(0)
+  })
+
+  it('return-after-absence: a node down for a while catches up when it returns', async () => {
+    const { report, head } = await run({ scenario: 'return-after-absence', duration: 8, absent: 4 })
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+    const c = head.catchUp[0]
+    expect(c.kind).toBe('return')
+    expect(c.target).toBeGreaterThan(10)
+    expect(c.got).toBe(c.target)
+    expect(head.timeline.map(e => e.kind)).toEqual(['stop', 'start'])
+  })
+
+  it('clock-skew: entries too far ahead are refused, and the mesh still converges', async () => {
+    const { report, head } = await run({ scenario: 'clock-skew', duration: 6, tail: 20 })
+    expect(head.rejected.honestDriftRefusals).toBeGreaterThan(0)
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+  })
+
+  it('bad-peer: nothing forged is applied, bad frames are rejected, honest writes arrive everywhere', async () => {
+    const { report, head } = await run({ scenario: 'bad-peer', badRate: 30 })
+    expect(head.badPeers).toBe(1)
+    expect(report.forgedApplied).toBe(0)
+    expect(report.lostWrites).toBe(0)
+    expect(report.converged).toBe(true)
+    expect(head.rejected.fromBad).toBeGreaterThan(50)
+    expect(head.rejected.fromHonest).toBe(0)
+    const c = head.rejected.badPeerCounters
+    expect(c.forged).toBeGreaterThan(0)
+    expect(c.replays).toBeGreaterThan(0)
+    expect(c.driftRefusals).toBeGreaterThan(0)
+  })
+
+  it('same-content-twice: both sides\' roots for one CID read as one document everywhere, with no merge writes', async () => {
+    const { report, head } = await run({ scenario: 'same-content-twice', duration: 6, tail: 8 })
+    expect(report.converged).toBe(true)
+    const sc = head.checks.sameContent as Record<string, number>
+    expect(sc.cids).toBe(50)
+    expect(sc.grouped).toBe(50)
+    expect(sc.mismatched).toBe(0)
+    expect(sc.mergeWrites).toBe(0)
+  })
+
+  it('scale: a sweep over node counts reports cost per node for each', async () => {
+    const { report } = await run({ scenario: 'scale', nodes: [5, 15], rate: 20, duration: 3, tail: 4 })
+    expect(report.nodeCounts).toEqual([5, 15])
+    expect(report.runs).toHaveLength(2)
+    expect(report.converged).toBe(true)
+    expect(report.runs[1].messagesPerOp).toBeGreaterThan(report.runs[0].messagesPerOp)
+    for (const r of report.runs) expect(r.perNode.bytesPerWrite).toBeGreaterThan(0)
+  })
+})
