@@ -13,6 +13,9 @@ import { reportHtml } from './report/html.js'
 import { reportJson } from './report/report.js'
 import { runScenario } from './simulate.js'
 
+// A reader that goes away (`| head`) is not an error of the run.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => { if (err.code === 'EPIPE') process.exit(0) })
+
 async function main (argv: string[]): Promise<number> {
   let parsed
   try {
