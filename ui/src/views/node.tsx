@@ -5,7 +5,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { call, errorText } from '../api.js'
-import { formatAgo, formatBytes, formatCount, formatDuration, formatTime } from '../format.js'
+import { formatAgo, formatBytes, formatCount, formatDuration, formatTime, shortId } from '../format.js'
 import type { Health, Stats, Status, WatcherStatus } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 import { MeshPanel } from './mesh.js'
@@ -56,7 +56,7 @@ export function NodePanel () {
             <dt>Status</dt><dd><span class={`state ${snap?.health?.status ?? 'unknown'}`}>{snap?.health?.status ?? 'unknown'}</span></dd>
             <dt>Storage</dt><dd>{snap?.health === undefined ? '—' : snap.health.storage ? 'up' : 'down'}</dd>
             <dt>Version</dt><dd>{st?.version ?? '—'}</dd>
-            <dt>Node id</dt><dd><code>{st?.nodeId ?? '—'}</code></dd>
+            <dt>Node id</dt><dd>{st === undefined ? '—' : <code title={st.nodeId}>{shortId(st.nodeId, 8)}</code>}</dd>
             <dt>Up for</dt><dd>{formatDuration(st?.uptimeSeconds)}</dd>
             <dt>Event streams open</dt><dd>{formatCount(st?.eventStreams)}</dd>
           </dl>
