@@ -19,20 +19,66 @@ import type { WriteResult } from './types.js'
 /** Fields the store itself owns: a replacing write (`setFlat`) keeps them. */
 export const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
 
+export function isOwnedField (f: string): boolean {
+  return OWNED_FIELD_PREFIXES.some(p => f === p || (p.endsWith('/') && f.startsWith(p)))
+}
+
 export class LocalWriter {
   constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader) {}
 
-  /** Mints a new root for a file on this node's disk. */
-  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra: Record<string, string> = {}): Promise<RecordId> {
+  /**
+   * Mints a new root for a file on this node's disk. With `inheritFrom`, the
+   * record at that address (read inside the same transaction) hands its
+   * fields over: every field but those the store owns (`OWNED_FIELD_PREFIXES`:
+   * the path, size and mtime, and every `cids/` member, which name the old
+   * bytes) is copied to the new root. This is how a file whose bytes changed
+   * in place keeps the titles, ids and corrections people and plugins gave it.
+   */
+  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra: Record<string, string> = {}, opts: { inheritFrom?: string } = {}): Promise<RecordId> {
     validateValue(filePath)
     const fields: Record<string, string> = { ...extra, filePath, sizeByte: String(sizeByte), mtimeNano: String(mtimeNano) }
     const changes = checkFields(fields, false)
+    if (opts.inheritFrom !== undefined) checkAddress(opts.inheritFrom)
     return await this.ctx.kv.write(tx => {
       const rid = this.ctx.mintId(this.ctx.now())
       const version = issueVersion(this.ctx, tx)
-      this.ctx.mutator.mutate(tx, rid, changes.map(([field, value]) => ({ field, value, version })))
+      const list: FieldChange[] = []
+      const from = opts.inheritFrom === undefined ? undefined : this.reads.resolveRoot(opts.inheritFrom, tx)
+      if (from !== undefined) {
+        for (const [field, value] of Object.entries(this.reads.mergedFields(tx, from))) {
+          if (!isOwnedField(field) && fields[field] === undefined) list.push({ field, value, version })
+        }
+      }
+      for (const [field, value] of changes) list.push({ field, value, version })
+      this.ctx.mutator.mutate(tx, rid, list)
       return rid
     })
+  }
+
+  /**
+   * Deletes every record, `batch` canonical roots per transaction (a large
+   * library is never one giant transaction), each as `deleteRoot` does.
+   * Returns how many records (groups counted once) it removed. Records
+   * written while it runs may survive it.
+   */
+  async deleteAll (opts: { batch?: number, onProgress?: (deleted: number) => void } = {}): Promise<number> {
+    const batch = opts.batch ?? 500
+    let deleted = 0
+    for (;;) {
+      const roots = this.reads.listRoots({ limit: batch })
+      if (roots.length === 0) return deleted
+      deleted += await this.ctx.kv.write(tx => {
+        let n = 0
+        for (const rid of roots) {
+          // Still the live canonical root of its group (a write since the listing may have changed that).
+          if (this.reads.resolveRoot(rid, tx) !== rid) continue
+          this.deleteRootTx(tx, rid)
+          n++
+        }
+        return n
+      })
+      opts.onProgress?.(deleted)
+    }
   }
 
   /** Writes the given fields, leaving the others (PATCH). An unknown CID address creates a record with that CID as a member. */
@@ -141,7 +187,7 @@ export class LocalWriter {
       for (const m of membersOf(tx, rid)) {
         const drop: FieldChange[] = []
         for (const f of readFields(tx, m).keys()) {
-          if (given.has(f) || OWNED_FIELD_PREFIXES.some(p => f === p || (p.endsWith('/') && f.startsWith(p)))) continue
+          if (given.has(f) || isOwnedField(f)) continue
           drop.push({ field: f, value: null, version })
         }
         if (drop.length > 0 && m !== rid) this.ctx.mutator.mutate(tx, m, drop)

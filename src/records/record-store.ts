@@ -99,9 +99,11 @@ export class RecordStore {
 
   // ---------------------------------------------------------------- local writes (local-writes.ts)
 
-  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>): Promise<RecordId> {
-    return await this.writer.mint(filePath, sizeByte, mtimeNano, extra)
+  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>, opts?: { inheritFrom?: string }): Promise<RecordId> {
+    return await this.writer.mint(filePath, sizeByte, mtimeNano, extra, opts)
   }
+
+  async deleteAll (opts?: { batch?: number, onProgress?: (deleted: number) => void }): Promise<number> { return await this.writer.deleteAll(opts) }
 
   async mergeFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> { return await this.writer.mergeFlat(addr, fields) }
   async setFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> { return await this.writer.setFlat(addr, fields) }

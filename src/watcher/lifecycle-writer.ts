@@ -256,9 +256,17 @@ export class LifecycleWriter {
       }
     } else {
       event = prior.fresh ? 'add' : 'change'
-      // New content at a known path: the path leaves its old record first.
-      if (prior.cid !== s.cid) this.removalOps(writes, abs, prior)
-      created = this.arrivalOps(writes, abs, s)
+      if (prior.cid !== s.cid) {
+        // The bytes at a known path changed (a tag fixed inside a video, say). The work follows the file: the
+        // new content's record, when it is minted now, takes over the old record's fields but the ones the store
+        // owns (records' mint inheritFrom), so it is written first, in the same transaction; then the path
+        // leaves the old record, which goes when this was its last copy (its CIDs, naming the old bytes, stop
+        // resolving). Content that already has a record keeps its own fields.
+        created = this.arrivalOps(writes, abs, s, prior.cid)
+        this.removalOps(writes, abs, prior)
+      } else {
+        created = this.arrivalOps(writes, abs, s)
+      }
     }
     const fields: Record<string, string> = { type: event, path: s.rel, timestamp: String(Date.now()) }
     if (s.size > 0) fields.size = String(s.size)
@@ -313,13 +321,15 @@ export class LifecycleWriter {
    * Records `abs` as holding `s.cid`: a new root (filePath, size, mtime, the
    * midhash alias and our holder member in one write), or the known record's
    * filePath when it has none (an API-written record), a size/mtime refresh
-   * when it is already its filePath, else a duplicate path. Returns whether a
-   * root is minted.
+   * when it is already its filePath, else a duplicate path. A new root for
+   * content that replaced `inheritFrom` at the same path takes over that
+   * record's fields. Returns whether a root is minted.
    */
-  private arrivalOps (writes: Array<Promise<unknown>>, abs: string, s: SeenStep): boolean {
+  private arrivalOps (writes: Array<Promise<unknown>>, abs: string, s: SeenStep, inheritFrom?: string): boolean {
     const doc = this.records.getFlat(s.cid)
     if (doc === undefined) {
-      writes.push(this.records.mint(abs, s.size, s.mtimeNs, { [`cids/${s.cid}`]: 'true', [this.holder]: 'true' }))
+      const own = { [`cids/${s.cid}`]: 'true', [this.holder]: 'true' }
+      writes.push(this.records.mint(abs, s.size, s.mtimeNs, own, inheritFrom === undefined ? {} : { inheritFrom }))
       return true
     }
     const fields: Record<string, string> = {}

@@ -58,6 +58,64 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     expect(h.store.records.countRecords()).toBe(1)
   })
 
+  it('bytes changed in place: the new content\'s record takes over the fields people and plugins added; the old CIDs stop resolving', async () => {
+    const h = await harness(kind)
+    h.fsd.write('movies/film.mkv', 'the film with a wrong title tag')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    const oldCid = await midhashOf(h.abs('movies/film.mkv'))
+    const oldSha = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e' // a plugin's full hash of the old bytes
+    await h.store.records.mergeFlat(oldCid, { title: 'The Film', 'tmdb/id': '603', 'titles/fr': 'Le Film', [`cids/${oldSha}`]: 'true' })
+    await sleep(20)
+    h.fsd.write('movies/film.mkv', 'the film with the title tag fixed')
+    await h.waitEvents(e => e.length === 2, 'the change')
+    const newCid = await midhashOf(h.abs('movies/film.mkv'))
+    const fields = h.store.records.getFlat(newCid)!
+    expect(fields).toMatchObject({
+      title: 'The Film', 'tmdb/id': '603', 'titles/fr': 'Le Film',
+      filePath: '/files/movies/film.mkv', sizeByte: '33', [HOLDER]: 'true', [`cids/${newCid}`]: 'true'
+    })
+    expect(Object.keys(fields).filter(f => f.startsWith('cids/'))).toEqual([`cids/${newCid}`]) // CIDs name bytes: none carried over
+    expect(h.store.records.resolveRoot(oldCid)).toBeUndefined()
+    expect(h.store.records.resolveRoot(oldSha)).toBeUndefined()
+    expect(h.store.records.countRecords()).toBe(1)
+  })
+
+  it('bytes changed in place while another copy keeps the old content: both records carry the fields, the old one stays', async () => {
+    const h = await harness(kind)
+    h.fsd.write('a.mkv', 'shared original bytes')
+    await h.waitEvents(e => e.length === 1, 'the first add')
+    h.fsd.write('b.mkv', 'shared original bytes')
+    await h.waitEvents(e => e.length === 2, 'the copy')
+    const oldCid = await midhashOf(h.abs('a.mkv'))
+    await h.store.records.mergeFlat(oldCid, { title: 'Shared' })
+    await sleep(20)
+    h.fsd.write('a.mkv', 'edited bytes of a only')
+    await h.waitEvents(e => e.length === 3, 'the change')
+    const newCid = await midhashOf(h.abs('a.mkv'))
+    expect(h.store.records.getFlat(newCid)).toMatchObject({ title: 'Shared', filePath: '/files/a.mkv' })
+    const old = h.store.records.getDocument(oldCid)!
+    expect(old.metadata).toMatchObject({ title: 'Shared', filePath: '/files/b.mkv' })
+    expect(old.duplicates).toEqual([])
+    expect(h.store.records.countRecords()).toBe(2)
+  })
+
+  it('bytes changed in place to content that already has a record: that record keeps its own fields', async () => {
+    const h = await harness(kind)
+    h.fsd.write('a.mkv', 'content A')
+    h.fsd.write('c.mkv', 'content C')
+    await h.waitEvents(e => e.length === 2, 'two adds')
+    const cidA = await midhashOf(h.abs('a.mkv'))
+    const cidC = await midhashOf(h.abs('c.mkv'))
+    await h.store.records.mergeFlat(cidA, { title: 'A' })
+    await h.store.records.mergeFlat(cidC, { title: 'C' })
+    await sleep(20)
+    h.fsd.write('a.mkv', 'content C')
+    await h.waitEvents(e => e.length === 3, 'the change')
+    expect(h.store.records.getDocument(cidC)!.metadata.title).toBe('C')
+    expect(h.store.records.getDocument(cidC)!.duplicates).toEqual(['/files/a.mkv'])
+    expect(h.store.records.resolveRoot(cidA)).toBeUndefined()
+  })
+
   it('a change to content another file already holds makes the path a duplicate of that record', async () => {
     const h = await harness(kind)
     h.fsd.write('a.txt', 'content A')

@@ -13,7 +13,7 @@ import { hashParam, intString, queryInt, stringArray, stringMap, withErrors } fr
 import { MAX_FIELDS_PER_WRITE, checkAddress } from './meta-routes.js'
 
 /** Editor fields that describe processing, not the media: the original's editor PUT dropped them. */
-const EDITOR_DROPPED = ['processingStatus']
+export const EDITOR_DROPPED = ['processingStatus']
 
 const searchBody = {
   type: 'object',
@@ -33,9 +33,8 @@ const searchBody = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['property'],
         properties: {
-          property: { type: 'string', maxLength: 512 },
+          property: { type: 'string', maxLength: 512, description: 'absent or empty: the filter matches everything, as in the original' },
           values: { type: 'array', maxItems: 256, items: { type: 'string', maxLength: 1024 } },
           exact: { type: 'boolean' }
         }

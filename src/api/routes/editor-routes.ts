@@ -1,0 +1,178 @@
+/**
+ * The rest of the original metadata editor's surface (spec §4.5, meta-sort's
+ * editor UI): one property read and write, a batch of record updates, and
+ * clearing every record. Shapes are the original's; every route is behind
+ * the token like every other write and internal read.
+ *
+ * Decisions where the original was odd:
+ * - It did not resolve `{hashId}` on these routes (the id was used as the
+ *   root as given). Roots are record ids here and records are addressed by
+ *   any of their CIDs everywhere else, so these routes resolve too: a
+ *   record id or any CID, and the answer's `hashId` is the canonical root.
+ * - A batch applies each update as its own write: an update that fails
+ *   (a bad address, a bad or deprecated field) writes nothing and is
+ *   reported in its result, the others are written, as the original's
+ *   per-item results say. A body that is not the documented shape at all is
+ *   a 400 and writes nothing.
+ * - `clear` removes every record through the record layer (root tombstones,
+ *   in transactions of 500 records), so in a mesh the deletion replicates
+ *   like any delete. The watcher's own state is left alone: files already
+ *   seen are recorded again by `POST /api/watchers/reset`.
+ */
+import type { FastifyInstance } from 'fastify'
+import { UnknownRecordError } from '../../records/index.js'
+import type { ApiContext } from '../context.js'
+import { ApiError } from '../errors.js'
+import { hashParam, stringMap, withErrors } from '../schemas.js'
+import { MAX_FIELDS_PER_WRITE, checkAddress } from './meta-routes.js'
+import { EDITOR_DROPPED } from './metadata-routes.js'
+
+/** Most updates in one batch: each is a transaction, so this bounds one request's work. */
+const MAX_BATCH = 1000
+
+const propertyPair = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['property', 'value'],
+  properties: { property: { type: 'string', minLength: 1, maxLength: 512 }, value: { type: 'string' } }
+} as const
+
+const batchBody = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['updates'],
+  properties: {
+    updates: {
+      type: 'array',
+      maxItems: MAX_BATCH,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['hashId'],
+        properties: {
+          hashId: { type: 'string', maxLength: 256 },
+          metadata: { ...stringMap, maxProperties: MAX_FIELDS_PER_WRITE, description: 'fields to merge' },
+          properties: {
+            description: 'more fields to merge: a map, or a list of {property, value}',
+            oneOf: [{ ...stringMap, maxProperties: MAX_FIELDS_PER_WRITE }, { type: 'array', maxItems: MAX_FIELDS_PER_WRITE, items: propertyPair }]
+          }
+        }
+      }
+    }
+  }
+} as const
+
+interface BatchUpdate {
+  hashId: string
+  metadata?: Record<string, string>
+  properties?: Record<string, string> | Array<{ property: string, value: string }>
+}
+
+interface BatchResult { hashId: string, status: 'ok' | 'error', error?: string }
+
+/** The fields one batch update writes, the editor's dropped fields left out. */
+function fieldsOf (u: BatchUpdate): Record<string, string> {
+  const fields: Record<string, string> = { ...u.metadata }
+  if (Array.isArray(u.properties)) for (const p of u.properties) fields[p.property] = p.value
+  else Object.assign(fields, u.properties)
+  for (const f of EDITOR_DROPPED) delete fields[f]
+  return fields
+}
+
+export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  const { records } = ctx
+
+  app.get<{ Params: { hash: string }, Querystring: { property: string } }>('/api/metadata/:hash/property', {
+    schema: {
+      summary: 'One field of a record (the original editor\'s read)',
+      tags: ['metadata'],
+      params: hashParam,
+      querystring: { type: 'object', required: ['property'], properties: { property: { type: 'string', minLength: 1, maxLength: 512 } }, additionalProperties: false },
+      response: withErrors({ 200: { type: 'object', properties: { hashId: { type: 'string' }, property: { type: 'string' }, value: { type: 'string' } } } }, 404)
+    }
+  }, async (req) => {
+    checkAddress(req.params.hash)
+    const { property } = req.query
+    const found = ctx.read(() => {
+      const rid = records.resolveRoot(req.params.hash)
+      if (rid === undefined) throw new UnknownRecordError(req.params.hash)
+      return { rid, value: records.getProperty(rid, property) }
+    })
+    if (found.value === undefined) throw new ApiError(404, 'unknown_property', 'property not found')
+    return { hashId: found.rid, property, value: found.value }
+  })
+
+  app.put<{ Params: { hash: string }, Body: { property: string, value: string } }>('/api/metadata/:hash/property', {
+    schema: {
+      summary: 'Set one field of a record (the original editor\'s write)',
+      tags: ['metadata'],
+      params: hashParam,
+      body: propertyPair,
+      response: withErrors({
+        200: { type: 'object', properties: { status: { type: 'string' }, hashId: { type: 'string' }, property: { type: 'string' }, value: { type: 'string' }, message: { type: 'string' } } }
+      }, 413, 415)
+    }
+  }, async (req) => {
+    checkAddress(req.params.hash)
+    const { property, value } = req.body
+    const r = await records.setProperty(req.params.hash, property, value)
+    return { status: 'ok', hashId: r.rid, property, value, message: 'Property updated successfully' }
+  })
+
+  app.post<{ Body: { updates: BatchUpdate[] } }>('/api/metadata/batch', {
+    schema: {
+      summary: 'Merge fields into many records; each update succeeds or fails on its own',
+      tags: ['metadata'],
+      body: batchBody,
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            status: { type: 'string' },
+            total: { type: 'integer' },
+            success: { type: 'integer' },
+            errors: { type: 'integer' },
+            results: {
+              type: 'array',
+              items: { type: 'object', properties: { hashId: { type: 'string' }, status: { type: 'string', enum: ['ok', 'error'] }, error: { type: 'string' } } }
+            }
+          }
+        }
+      }, 413, 415)
+    }
+  }, async (req) => {
+    const { updates } = req.body
+    if (updates.length === 0) throw new ApiError(400, 'schema_violation', 'updates is empty')
+    // Queued together: kv's group commit joins them in one transaction, each under its own savepoint, so a
+    // failing update rolls back alone.
+    const settled = await Promise.allSettled(updates.map(async (u) => {
+      checkAddress(u.hashId)
+      return await records.mergeFlat(u.hashId, fieldsOf(u))
+    }))
+    const results: BatchResult[] = settled.map((s, i) => s.status === 'fulfilled'
+      ? { hashId: s.value.rid, status: 'ok' }
+      : { hashId: updates[i].hashId, status: 'error', error: s.reason instanceof Error ? s.reason.message : String(s.reason) })
+    const errors = results.filter(r => r.status === 'error').length
+    return { status: 'completed', total: results.length, success: results.length - errors, errors, results }
+  })
+
+  app.post('/api/metadata/clear', {
+    schema: {
+      summary: 'Delete every record (needs the token whenever one is set); says how many it removed',
+      tags: ['metadata'],
+      response: withErrors({ 200: { type: 'object', properties: { status: { type: 'string' }, message: { type: 'string' }, deletedCount: { type: 'integer' } } } })
+    }
+  }, async () => {
+    const total = records.countRecords()
+    ctx.log.warn('clearing every record', { records: total })
+    let lastLogged = 0
+    const deletedCount = await records.deleteAll({
+      onProgress: (n) => {
+        // A progress line for a large library (a transaction per 500 records).
+        if (n - lastLogged >= 10_000) { lastLogged = n; ctx.log.info('clearing records', { deleted: n, of: total }) }
+      }
+    })
+    ctx.log.warn('cleared every record', { deleted: deletedCount })
+    return { status: 'ok', message: 'Metadata cleared', deletedCount }
+  })
+}
