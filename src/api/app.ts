@@ -1,5 +1,6 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
 import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
 import { silentLogger } from '../common/index.js'
 import { META_EVENTS, presentChange } from '../records/index.js'
 import { makeTokenCheck } from './auth.js'
@@ -15,6 +16,7 @@ import { fileRoutes } from './routes/file-routes.js'
 import { kvRoutes } from './routes/kv-routes.js'
 import { metaRoutes } from './routes/meta-routes.js'
 import { metaPropertyRoutes } from './routes/meta-property-routes.js'
+import { editorRoutes } from './routes/editor-routes.js'
 import { metadataRoutes } from './routes/metadata-routes.js'
 import { recordRoutes } from './routes/record-routes.js'
 import { systemRoutes } from './routes/system-routes.js'
@@ -26,7 +28,15 @@ const DEFAULT_HEARTBEAT_MS = 30_000
 const DEFAULT_STATS_TTL_MS = 60_000
 /** Longest path parameter: a 512-character field path, percent-encoded, fits; longer is a 414. */
 const MAX_PARAM_LENGTH = 2048
-const REQUEST_TIMEOUT_MS = 30_000
+/** The original's 30 s read timeout: a client gets this long to send its whole request, headers included. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+/**
+ * How often Node looks for requests past their deadline. Its default (30 s)
+ * let a slow sender hold a socket up to twice the timeout (about 60 s for a
+ * 30 s timeout); checking every second keeps the cut within a second of it,
+ * for a timer that walks the open connections.
+ */
+const TIMEOUT_CHECK_MS = 1000
 
 /**
  * Builds the HTTP API over a store (not listening: call `listen`, or
@@ -36,13 +46,16 @@ const REQUEST_TIMEOUT_MS = 30_000
 export function buildApp (components: ApiComponents, init: ApiInit): FastifyInstance {
   const log = components.logger ?? silentLogger
   let closing = false
+  const requestTimeoutMs = init.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
 
   const app = Fastify({
     logger: false,
     bodyLimit: init.bodyLimitBytes ?? DEFAULT_BODY_LIMIT,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
-    // A client gets this long to send its whole request (the original's 30 s read timeout); a slow sender cannot hold a socket forever.
-    requestTimeout: REQUEST_TIMEOUT_MS,
+    // A client gets this long to send its whole request, headers included (the original's 30 s read timeout); a
+    // slow sender is cut within TIMEOUT_CHECK_MS after it, never held open longer.
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(TIMEOUT_CHECK_MS, Math.max(50, Math.floor(requestTimeoutMs / 4))) },
     // JSON bodies carrying __proto__ or constructor.prototype are refused, never merged into objects
     // (by json-body.ts, which replaces fastify's parser; these settings guard any other use of it).
     onProtoPoisoning: 'error',
@@ -98,7 +111,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
       done(new ApiError(503, 'shutting_down', 'the node is shutting down', { retryable: true }))
       return
     }
-    if (checkToken !== undefined && req.method !== 'OPTIONS' && !req.is404 && req.routeOptions.config.public !== true) {
+    if (checkToken !== undefined && req.method !== 'OPTIONS' && !req.is404 && req.routeOptions.config.public !== true && !isDocsRoute(req.routeOptions.url)) {
       try {
         checkToken(req.headers.authorization)
       } catch (err) {
@@ -140,7 +153,23 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
       'access-control-max-age': '600'
     }).send()
   })
-  app.get('/docs', { schema: { hide: true }, config: { public: true } }, async () => app.swagger())
+  // The browsable page (swagger-ui, its assets shipped in the package: no CDN) at /docs, the document at
+  // /docs/json and /docs/yaml. /docs itself used to answer the JSON: a client that does not ask for HTML (curl,
+  // fetch, OpenAPI tools send */* or application/json) still gets it; a browser (Accept: text/html) gets the page.
+  void app.register(swaggerUi, {
+    routePrefix: DOCS,
+    // The online validator is another site: the page makes no request beyond this node.
+    uiConfig: { validatorUrl: null, deepLinking: true },
+    uiHooks: {
+      onRequest: (req, reply, done) => {
+        if ((req.routeOptions.url === DOCS || req.routeOptions.url === `${DOCS}/`) && !acceptsHtml(req.headers.accept)) {
+          void reply.type('application/json; charset=utf-8').send(app.swagger())
+          return
+        }
+        done()
+      }
+    }
+  })
 
   void app.register(async (scope) => { systemRoutes(scope, ctx) })
   void app.register(async (scope) => { metaRoutes(scope, ctx) })
@@ -149,12 +178,25 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { fileRoutes(scope, ctx) })
   void app.register(async (scope) => { kvRoutes(scope, ctx) })
   void app.register(async (scope) => { metadataRoutes(scope, ctx) })
+  void app.register(async (scope) => { editorRoutes(scope, ctx) })
   void app.register(async (scope) => { eventRoutes(scope, ctx) })
   void app.register(async (scope) => { watcherRoutes(scope, ctx) })
   void app.register(async (scope) => { recordRoutes(scope, ctx) })
   void app.register(async (scope) => { uiRoutes(scope, ctx) })
   void app.register(async (scope) => { meshRoutes(scope, ctx) })
   return app
+}
+
+/** Where the OpenAPI page and document live; public (the schema holds no data). */
+const DOCS = '/docs'
+
+function isDocsRoute (url: string | undefined): boolean {
+  return url !== undefined && (url === DOCS || url.startsWith(`${DOCS}/`))
+}
+
+/** True when the client lists text/html among what it accepts (a browser), not merely a wildcard. */
+function acceptsHtml (accept: string | undefined): boolean {
+  return accept !== undefined && /(^|,)\s*text\/html\s*(;|,|$)/i.test(accept)
 }
 
 function errorText (err: unknown): string {

@@ -26,6 +26,8 @@ export interface ApiInit {
   heartbeatMs?: number
   /** Largest request body (default 4 MiB; a record PATCH of many fields is the largest legitimate body). */
   bodyLimitBytes?: number
+  /** How long a client has to send a whole request, headers included, before it is cut (default 30 000 ms). */
+  requestTimeoutMs?: number
   /** Age after which `/api/stats` figures are recomputed in the background (default 60 000 ms). */
   statsTtlMs?: number
   /** Shown by `/status` and the OpenAPI document. */

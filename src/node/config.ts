@@ -257,3 +257,43 @@ export function usage (): string {
   lines.push('  -h, --help', '      this text')
   return lines.join('\n')
 }
+
+/**
+ * What the file system says about the configured paths, checked at start
+ * before anything is created: FILES_PATH must be a folder (or not exist
+ * yet), the store path must not be a folder, and the folders on the way to
+ * either must not be files. Returns the problems, each naming the option;
+ * empty when both can be used.
+ */
+export function pathProblems (config: Pick<NodeConfig, 'filesPath' | 'dbPath'>): string[] {
+  const problems: string[] = []
+  const kind = (p: string): 'dir' | 'file' | 'none' | 'blocked' => {
+    try {
+      return fs.statSync(p).isDirectory() ? 'dir' : 'file'
+    } catch (err) {
+      return (err as NodeJS.ErrnoException).code === 'ENOTDIR' ? 'blocked' : 'none'
+    }
+  }
+  /** The nearest existing ancestor of `p`, when it is a file: then `p` can never be created. */
+  const fileAbove = (p: string): string | undefined => {
+    for (let d = path.dirname(p); d !== path.dirname(d); d = path.dirname(d)) {
+      const k = kind(d)
+      if (k === 'file') return d
+      if (k === 'dir') return undefined
+    }
+    return undefined
+  }
+  const files = kind(config.filesPath)
+  if (files === 'file') problems.push(`FILES_PATH (--files-path) ${config.filesPath} is a file, not a folder: name the library folder (it is created if missing)`)
+  else if (files !== 'dir') {
+    const above = fileAbove(config.filesPath)
+    if (above !== undefined) problems.push(`FILES_PATH (--files-path) ${config.filesPath} cannot be created: ${above} is a file, not a folder`)
+  }
+  const db = kind(config.dbPath)
+  if (db === 'dir') problems.push(`META_CORE_DB_PATH (--db-path) ${config.dbPath} is a folder: name the store file (for example ${path.join(config.dbPath, 'meta-core.db')})`)
+  else if (db !== 'file') {
+    const above = fileAbove(config.dbPath)
+    if (above !== undefined) problems.push(`META_CORE_DB_PATH (--db-path) ${config.dbPath} cannot be created: ${above} is a file, not a folder`)
+  }
+  return problems
+}

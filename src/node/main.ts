@@ -32,16 +32,18 @@ function keygen (args: string[]): number {
   return 0
 }
 
+function badConfiguration (err: ConfigError): number {
+  process.stderr.write(`meta-core: bad configuration:\n${err.message.split('\n').map(l => `  - ${l}`).join('\n')}\n`)
+  return 2
+}
+
 async function main (): Promise<number> {
   if (process.argv[2] === 'keygen') return keygen(process.argv.slice(3))
   let parsed
   try {
     parsed = parseConfig(process.argv.slice(2), process.env)
   } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`meta-core: bad configuration:\n${err.message.split('\n').map(l => `  - ${l}`).join('\n')}\n`)
-      return 2
-    }
+    if (err instanceof ConfigError) return badConfiguration(err)
     throw err
   }
   if (parsed.kind === 'help') {
@@ -50,7 +52,14 @@ async function main (): Promise<number> {
   }
   const config = parsed.config
   const log = createLogger({ level: config.logLevel, name: 'meta-core' })
-  const node = await startNode(config, { logger: log, version: packageVersion() })
+  let node
+  try {
+    node = await startNode(config, { logger: log, version: packageVersion() })
+  } catch (err) {
+    // Paths that exist but cannot be used are found at start (they need the file system): still a configuration problem.
+    if (err instanceof ConfigError) return badConfiguration(err)
+    throw err
+  }
   // One write, so a reader never sees the listening line without the rest.
   process.stdout.write([
     `meta-core listening on ${node.url}`,

@@ -15,7 +15,7 @@ import { openNodeStore, type NodeStore } from '../records/index.js'
 import { createSearch, type Search } from '../search/index.js'
 import { createWatcher, type WatcherHandle } from '../watcher/index.js'
 import type { FastifyInstance } from 'fastify'
-import type { NodeConfig } from './config.js'
+import { ConfigError, pathProblems, type NodeConfig } from './config.js'
 import { uiDistPath } from './version.js'
 import { adoptHolderId } from './holder-id.js'
 
@@ -51,6 +51,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
   const stops: Array<() => Maybe<void>> = []
   const unwind = async (): Promise<void> => { await stopAll([...stops].reverse()) }
 
+  // Paths that can never work are a configuration problem, said as one before anything is created.
+  const problems = pathProblems(config)
+  if (problems.length > 0) throw new ConfigError(problems.join('\n'))
   // Keys are read (a new identity made, not yet written) before the store opens: the store writes with its peer id.
   const swarmKey = config.swarmKeyPath === undefined ? undefined : readSwarmKey(config.swarmKeyPath)
   const prepared = swarmKey === undefined ? undefined : await prepareIdentity(config.keyPath, log.child('mesh'))

@@ -72,6 +72,7 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     '/api/file/{A}/info', '/file/cid', '/api/files/register', '/api/files/tuples', '/api/kv/info', '/api/kv/keys', '/api/kv/key/{K}',
     '/api/kv/tree', '/api/kv/search', '/api/kv/find', '/api/kv/value', '/health', '/status', '/api/stats', '/api/schema', '/docs',
     '/api/metadata/search', '/api/metadata/list', '/api/metadata/hash-ids', '/api/metadata/{A}', '/api/events/meta', '/api/events/files',
+    '/api/metadata/{A}/property', '/api/metadata/batch', '/docs/json', '/docs/static/{K}',
     '/api/watchers', '/api/watchers/{K}', '/api/watchers/scan', '/api/watchers/{K}/reset',
     '/{A}', '/meta/{A}/{K}/{K}', '//meta', '/meta/../api/kv/info', '/api/kv/value/../../meta']
   const qnames = ['cursor', 'count', 'limit', 'prefix', 'key', 'contains', 'fields', 'summary', 'after', 'delimiter', 'max', 'offset', 'x']
@@ -86,6 +87,9 @@ function gen (rand: () => number): { method: string, url: string, headers: Recor
     JSON.stringify({ path: 'pipe.mkv' }), JSON.stringify({ path: 'plugin/pipe.srt' }), JSON.stringify({ path: 'outside.mkv' }),
     JSON.stringify({ key: 'cid:x', value: 'y' }), JSON.stringify({ key: `idx:roots/${rid}`, value: '' }), JSON.stringify({ key: `file:${rid}/t`, value: 'v' }),
     JSON.stringify({ key: `file:${rid}/midhash256`, value: 'v' }), JSON.stringify({ key: 'ok:k', value: 'v' }), JSON.stringify({ key: 'ver:x', value: '{}' }),
+    JSON.stringify({ property: 'title', value: 'v' }), JSON.stringify({ property: 'midhash256', value: 'v' }),
+    JSON.stringify({ updates: [{ hashId: CID_KNOWN, metadata: { t: 'x' } }, { hashId: '..', properties: [{ property: 'a', value: 'b' }] }] }),
+    JSON.stringify({ updates: [] }), JSON.stringify({ updates: [{ hashId: CID_UNKNOWN, properties: { 'k\ud800': 'v' } }] }),
     JSON.stringify({ query: 'x', filters: [{ property: 'title', values: ['known'] }] }), JSON.stringify({ filters: 'x' }), JSON.stringify({ limit: -1 }),
     JSON.stringify({ [long(600)]: 'x' }), JSON.stringify({ title: long(300_000) }), '{"t":"' + long(5_000_000) + '"}',
     Buffer.from([0xff, 0xfe, 0x00, 0x61]), Buffer.from('{"title":"\u00e9t\u00e9"}', 'latin1'), '\u0000\u0000', 'a=b&c=d',

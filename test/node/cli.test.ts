@@ -88,4 +88,23 @@ describe('meta-core CLI', () => {
     expect(await withTimeout(help.exited, 30_000, '--help')).toBe(0)
     expect(help.stdout()).toContain('META_CORE_HTTP_PORT')
   }, 60_000)
+
+  it('says what is wrong when FILES_PATH is a file or the store path a folder, and creates nothing', async () => {
+    const dir = tmp()
+    fs.writeFileSync(path.join(dir, 'library.txt'), 'a file, not a folder')
+    fs.mkdirSync(path.join(dir, 'store-folder'))
+    const bad = runCli(['--port', '0', '--files-path', path.join(dir, 'library.txt'), '--db-path', path.join(dir, 'store-folder')])
+    started.push(bad)
+    expect(await withTimeout(bad.exited, 30_000, 'the CLI to refuse the paths')).toBe(2)
+    expect(bad.stderr()).toContain(`FILES_PATH (--files-path) ${path.join(dir, 'library.txt')} is a file, not a folder`)
+    expect(bad.stderr()).toContain(`META_CORE_DB_PATH (--db-path) ${path.join(dir, 'store-folder')} is a folder`)
+    expect(bad.stderr()).not.toContain('EEXIST')
+    expect(fs.readdirSync(dir).sort()).toEqual(['library.txt', 'store-folder'])
+    expect(fs.readdirSync(path.join(dir, 'store-folder'))).toEqual([])
+
+    const below = runCli(['--port', '0', '--files-path', path.join(dir, 'library.txt', 'movies'), '--db-path', path.join(dir, 'db', 'm.db')])
+    started.push(below)
+    expect(await withTimeout(below.exited, 30_000, 'the CLI to refuse the path')).toBe(2)
+    expect(below.stderr()).toContain(`cannot be created: ${path.join(dir, 'library.txt')} is a file, not a folder`)
+  }, 60_000)
 })
