@@ -92,10 +92,10 @@ async function live (): Promise<Record<string, unknown>> {
   const started = new Map<number, number>()
   const seenBy = new Map<number, number>() // write → nodes that committed it
   const done = new Map<number, number>() // write → ms until the last node had it
-  const offs = nodes.map(n => n.store.kv.onCommit((events) => {
+  const offs = nodes.map(n => n.store.records.onChanges((changes) => {
     const now = performance.now()
-    for (const e of events) {
-      const m = /\/bench\/w(\d+)$/.exec(e.fields.key ?? '')
+    for (const e of changes) {
+      const m = /\/bench\/w(\d+)$/.exec(e.key)
       if (m === null) continue
       const w = Number(m[1])
       const c = (seenBy.get(w) ?? 0) + 1

@@ -19,7 +19,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { prefixEnd, type KvStore } from '../kv/index.js'
 import {
-  checkRemoteEntry, META_EVENTS, VersionMap, type CommittedChange, type RecordStore, type RemoteEntry
+  checkRemoteEntry, META_EVENTS, VER, VersionMap, type CommittedChange, type RecordStore, type RemoteEntry
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
@@ -69,6 +69,36 @@ export class RecordReplica implements ReplicaStore {
     return { entries: page.entries, next: page.next ?? null }
   }
 
+  /**
+   * The entries that win over what the store holds, by root, read in one
+   * snapshot outside any write. Most of an anti-entropy page is already
+   * known (it came by push, or from another peer): those entries never
+   * reach the write path. A version never goes back, so an entry that does
+   * not win now cannot win when the write runs.
+   */
+  private winners (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> {
+    return this.kv.read(() => {
+      const maps = new Map<string, VersionMap>()
+      const byRoot = new Map<string, RemoteEntry[]>()
+      for (const e of entries) {
+        const slash = e.key.indexOf('/', 5)
+        const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
+        let vm = maps.get(rid)
+        if (vm === undefined) {
+          vm = VersionMap.parse(this.kv.get(VER + rid))
+          maps.set(rid, vm)
+        }
+        const v = e.hlc + e.origin
+        const wins = slash < 0 ? vm.root === undefined || v > vm.root : vm.wins(e.key.slice(slash + 1), v)
+        if (!wins) continue
+        const list = byRoot.get(rid)
+        if (list === undefined) byRoot.set(rid, [e])
+        else list.push(e)
+      }
+      return byRoot
+    })
+  }
+
   checkEntry (e: RemoteEntry): string | undefined {
     try {
       checkRemoteEntry(e)
@@ -88,14 +118,8 @@ export class RecordReplica implements ReplicaStore {
    * functions (SQLite savepoint cost; measured in bench/mesh.ts's resync).
    */
   async apply (entries: readonly RemoteEntry[]): Promise<{ applied: number, refused: number }> {
-    const byRoot = new Map<string, RemoteEntry[]>()
-    for (const e of entries) {
-      const slash = e.key.indexOf('/', 5)
-      const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
-      const list = byRoot.get(rid)
-      if (list === undefined) byRoot.set(rid, [e])
-      else list.push(e)
-    }
+    const byRoot = this.winners(entries)
+    if (byRoot.size === 0) return { applied: 0, refused: 0 }
     const results = await Promise.allSettled([...byRoot.values()].map(async (list) => await this.records.applyRemote(list)))
     let applied = 0
     let refused = 0
