@@ -23,6 +23,7 @@
  */
 import '../src/mesh/libp2p/polyfill.js'
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { prefixEnd } from '../src/kv/index.js'
 import type { RunningNode } from '../src/node/index.js'
@@ -41,6 +42,7 @@ const TMP = path.resolve('.bench-tmp/mesh')
 
 const log = (msg: string): void => { process.stderr.write(`bench:mesh: ${msg}\n`) }
 const r2 = (x: number): number => Math.round(x * 100) / 100
+const r3 = (x: number): number => Math.round(x * 1000) / 1000
 
 function fresh (): string {
   fs.rmSync(TMP, { recursive: true, force: true })
@@ -120,7 +122,6 @@ async function live (): Promise<Record<string, unknown>> {
   const after = traffic(nodes)
   for (const off of offs) off()
   const lat = [...done.values()]
-  if (process.env.MESH_BENCH_TRACE === '1') for (let w = 0; w < total; w += Math.ceil(total / 30)) log(`write ${w}: ${done.get(w)?.toFixed(0)} ms`)
   const per = (x: number): number => r2(x / total)
   const out = {
     nodes: NODES,
@@ -183,7 +184,8 @@ async function catchUp (): Promise<Record<string, unknown>> {
       await a.store.records.mergeFlat(r.cid, r.fields)
     }))
   }
-  log(`source ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+  const sourceSeconds = (performance.now() - t0) / 1000
+  log(`source ready in ${sourceSeconds.toFixed(1)} s`)
   const raw = rawRange(a)
 
   // 3. A fresh node joins.
@@ -222,19 +224,30 @@ async function catchUp (): Promise<Record<string, unknown>> {
     rawVersionBytes: raw.verBytes,
     replicatedKeys: da.keys,
     digestMs: r2(digestMs),
-    fresh: { seconds: r2(first.seconds), bytes: first.bytes, pages: first.pages, resyncs: first.resyncs, ratioToRaw: r2(first.bytes / raw.fileBytes), ratioToRawWithVersions: r2(first.bytes / (raw.fileBytes + raw.verBytes)) },
-    returning: { missedWrites: MISSED, seconds: r2(second.seconds), bytes: second.bytes, pages: second.pages, resyncs: second.resyncs, bytesPerWrite: r2(second.bytes / MISSED), changedKeys: changed.size, rawChangedBytes: missedBytes, ratioToChanged: r2(second.bytes / missedBytes) }
+    sourceWriteSeconds: r2(sourceSeconds),
+    fresh: {
+      seconds: r2(first.seconds),
+      timeVsSourceWrites: r2(first.seconds / sourceSeconds),
+      bytes: first.bytes,
+      pages: first.pages,
+      resyncs: first.resyncs,
+      ratioToRaw: r3(first.bytes / raw.fileBytes),
+      ratioToRawWithVersions: r3(first.bytes / (raw.fileBytes + raw.verBytes))
+    },
+    returning: { missedWrites: MISSED, seconds: r2(second.seconds), bytes: second.bytes, pages: second.pages, resyncs: second.resyncs, bytesPerWrite: r2(second.bytes / MISSED), changedKeys: changed.size, rawChangedBytes: missedBytes, ratioToChanged: r3(second.bytes / missedBytes) }
   }
 }
 
 // ---------------------------------------------------------------- report
 
+const loadBefore = os.loadavg()[0]
 const liveOut = ONLY === 'catchup' ? undefined : await live()
 if (liveOut !== undefined) log(JSON.stringify(liveOut))
 const catchOut = ONLY === 'live' ? undefined : await catchUp()
 fs.rmSync(TMP, { recursive: true, force: true })
+const loadAfter = os.loadavg()[0]
 
-const lines: string[] = ['## Mesh (`npm run bench:mesh`)', '', `${machineLine()}. Real nodes in one process (store, search, mesh over libp2p TCP on 127.0.0.1, HTTP API; watcher off); both cores are shared by every node of the run and by other work on the machine.`, '']
+const lines: string[] = ['## Mesh (`npm run bench:mesh`)', '', `${machineLine()}. Real nodes in one process (store, search, mesh over libp2p TCP on 127.0.0.1, HTTP API; watcher off); both cores are shared by every node of the run and by other work on the machine (load average, 1 min: ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after).`, '']
 if (liveOut !== undefined) {
   const l = liveOut as any
   lines.push(
@@ -257,7 +270,7 @@ if (catchOut !== undefined) {
   lines.push(
     `**2. A node back after missing ${c.returning.missedWrites} writes** (each sets two fields of a record) on a ${c.records}-record store: caught up in **${c.returning.seconds} s** from its start (target ≤ 2 s: ${c.returning.seconds <= 2 ? 'met' : 'not met'}), ${c.returning.bytes} bytes in ${c.returning.pages} page(s), ${c.returning.resyncs} resync: ${c.returning.bytesPerWrite} bytes per missed write, ${c.returning.ratioToChanged}× the raw keys and values those writes changed (${c.returning.changedKeys} keys, ${c.returning.rawChangedBytes} bytes).`,
     '',
-    `**3. A fresh node catching up from one peer** holding ${c.records} records of ~40 fields (${c.replicatedKeys} versioned keys): **${c.fresh.seconds} s** (full resync then the changes since), ${c.fresh.bytes} bytes in ${c.fresh.pages} pages: **${c.fresh.ratioToRaw}×** the raw replicated range (${c.rawFileBytes} bytes of \`file:\` keys and values; target ≤ 1.3×: ${c.fresh.ratioToRaw <= 1.3 ? 'met' : 'not met'}), ${c.fresh.ratioToRawWithVersions}× counting the \`ver:\` rows too (${c.rawVersionBytes} bytes). \`GET /api/mesh/digest\` on that store: ${c.digestMs} ms.`,
+    `**3. A fresh node catching up from one peer** holding ${c.records} records of ~40 fields (${c.replicatedKeys} versioned keys): **${c.fresh.seconds} s** (full resync then the changes since; ${c.fresh.timeVsSourceWrites}× the ${c.sourceWriteSeconds} s the source took to write the same records locally in this run, the write path being the bound), ${c.fresh.bytes} bytes in ${c.fresh.pages} pages: **${c.fresh.ratioToRaw}×** the raw replicated range (${c.rawFileBytes} bytes of \`file:\` keys and values; target ≤ 1.3×: ${c.fresh.ratioToRaw <= 1.3 ? 'met' : 'not met'}), ${c.fresh.ratioToRawWithVersions}× counting the \`ver:\` rows too (${c.rawVersionBytes} bytes). \`GET /api/mesh/digest\` on that store: ${c.digestMs} ms.`,
     ''
   )
 }
