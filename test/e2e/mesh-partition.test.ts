@@ -2,10 +2,13 @@
  * A node that was away catches up: stopped, the others write, restarted:
  * it pulls what it missed from its cursors. When its peers' change logs were
  * trimmed past its cursors meanwhile, it takes a full resync and still ends
- * with the same records.
+ * with the same records. A node whose bootstrap peer went away redials it
+ * when it comes back.
  */
+import net from 'node:net'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { sleep } from '../../src/common/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { testCid } from '../helpers/record-ops.js'
 import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged } from '../helpers/mesh-nodes.js'
@@ -62,3 +65,34 @@ describe('partition', () => {
     }
   })
 })
+
+describe('reconnect', () => {
+  it('a node redials its bootstrap peer when that peer comes back, and they converge', async () => {
+    const key = swarmKeyIn(state.dir())
+    const port = await freePort()
+    const aOpts = { dir: path.join(state.dir(), 'a'), swarmKey: key, extraFlags: ['--p2p-listen', `/ip4/127.0.0.1/tcp/${port}`] }
+    let a = await startMeshNode(aOpts)
+    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)] })
+    state.nodes.push(a, b)
+    await waitConnected(state.nodes, 1)
+    const peerA = a.mesh.peerId
+    await a.stop()
+    state.nodes.splice(state.nodes.indexOf(a), 1)
+    await send(b, 'PATCH', `/meta/${testCid(900)}`, { title: 'written while A was away' })
+    await sleep(1_500) // B's redials fail meanwhile and back off
+    a = await startMeshNode(aOpts)
+    state.nodes.push(a)
+    expect(a.mesh.peerId).toBe(peerA)
+    await waitConnected([a, b], 1, 20_000)
+    await waitConverged([a, b])
+    expect((await getJson(a, `/api/meta/${testCid(900)}`)).body.metadata.title).toBe('written while A was away')
+  })
+})
+
+async function freePort (): Promise<number> {
+  const srv = net.createServer()
+  await new Promise<void>(resolve => { srv.listen(0, '127.0.0.1', resolve) })
+  const port = (srv.address() as net.AddressInfo).port
+  await new Promise<void>(resolve => { srv.close(() => { resolve() }) })
+  return port
+}
