@@ -7,7 +7,9 @@
  *    write, the time until every node has committed it (each node's commit
  *    listener). Messages and bytes per write: push frames and pull pages
  *    that reached the cores (gossipsub's own control traffic and the
- *    duplicates its seen-cache drops are not counted).
+ *    duplicates its seen-cache drops are not counted). Several rounds on the
+ *    same mesh; the median round (by p99) is the headline, since the machine
+ *    is shared and a busy neighbour moves latencies far more than the mesh.
  * 2. Catch-up after missing writes: a node of a 2-node mesh over a store of
  *    N 40-field records is stopped, the other takes M writes, and the node is
  *    started again: the time from its start until it has pulled its peer's
@@ -17,7 +19,7 @@
  *    changes since), and the bytes on the wire against the raw size of the
  *    replicated range (the `file:` rows' keys and values).
  *
- * Env: MESH_BENCH_SECONDS (30), MESH_BENCH_RATE (100 writes/s), MESH_BENCH_NODES (5),
+ * Env: MESH_BENCH_SECONDS (30 per round), MESH_BENCH_ROUNDS (3), MESH_BENCH_RATE (100 writes/s), MESH_BENCH_NODES (5),
  * MESH_BENCH_RECORDS (20000), MESH_BENCH_MISSED (1000), MESH_BENCH_ONLY (live|catchup),
  * BENCH_NO_DOC=1 to leave docs/benchmarks.md alone.
  */
@@ -33,6 +35,7 @@ import { machineLine, percentile, report } from './lib/report.js'
 import { syntheticRecord } from './lib/synthetic.js'
 
 const SECONDS = Number(process.env.MESH_BENCH_SECONDS ?? 30)
+const ROUNDS = Number(process.env.MESH_BENCH_ROUNDS ?? 3)
 const RATE = Number(process.env.MESH_BENCH_RATE ?? 100)
 const NODES = Number(process.env.MESH_BENCH_NODES ?? 5)
 const RECORDS = Number(process.env.MESH_BENCH_RECORDS ?? 20_000)
@@ -74,6 +77,20 @@ function traffic (nodes: RunningNode[]): { framesOut: number, framesIn: number, 
 
 // ---------------------------------------------------------------- 1. live
 
+interface LiveRound {
+  round: number
+  loadAverage: number
+  achievedRate: number
+  visibleOnAll: number
+  failedWrites: number
+  p50Ms: number
+  p90Ms: number
+  p99Ms: number
+  maxMs: number
+  cpuMsPerWrite: number
+  perWrite: Record<string, number>
+}
+
 async function live (): Promise<Record<string, unknown>> {
   const key = fresh()
   const nodes: RunningNode[] = []
@@ -105,45 +122,59 @@ async function live (): Promise<Record<string, unknown>> {
       if (c === NODES) done.set(w, now - started.get(w)!)
     }
   }))
-  const before = traffic(nodes)
   const total = Math.round(SECONDS * RATE)
-  const t0 = performance.now()
-  let failed = 0
-  for (let w = 0; w < total; w++) {
-    const due = t0 + (w * 1000) / RATE
-    const wait = due - performance.now()
-    if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
-    started.set(w, performance.now())
-    nodes[w % NODES].store.records.mergeFlat(targets[w % targets.length], { [`bench/w${w}`]: String(w), 'bench/last': String(w) })
-      .catch(() => { failed++ })
-  }
-  const writeSeconds = (performance.now() - t0) / 1000
-  await waitFor(() => done.size + failed >= total, { timeoutMs: 60_000, what: 'every write on every node', intervalMs: 50 }).catch((err: unknown) => { log(String(err)) })
-  const after = traffic(nodes)
-  for (const off of offs) off()
-  const lat = [...done.values()]
-  const per = (x: number): number => r2(x / total)
-  const out = {
-    nodes: NODES,
-    writes: total,
-    offeredRate: RATE,
-    achievedRate: r2(total / writeSeconds),
-    visibleOnAll: done.size,
-    failedWrites: failed,
-    p50Ms: r2(percentile(lat, 50)),
-    p90Ms: r2(percentile(lat, 90)),
-    p99Ms: r2(percentile(lat, 99)),
-    maxMs: r2(Math.max(...lat)),
-    perWrite: {
-      framesPublished: per(after.framesOut - before.framesOut),
-      framesDelivered: per(after.framesIn - before.framesIn),
-      frameBytesDelivered: per(after.frameBytesIn - before.frameBytesIn),
-      pullRequests: per(after.pulls - before.pulls),
-      pullBytes: per(after.pullBytes - before.pullBytes),
-      messages: per((after.framesIn - before.framesIn) + 2 * (after.pulls - before.pulls)),
-      bytes: per((after.frameBytesIn - before.frameBytesIn) + (after.pullBytes - before.pullBytes))
+  const rounds: LiveRound[] = []
+  for (let round = 0; round < ROUNDS; round++) {
+    const first = round * total
+    const before = traffic(nodes)
+    const cpu0 = process.cpuUsage()
+    const load = os.loadavg()[0]
+    const t0 = performance.now()
+    let failed = 0
+    for (let i = 0; i < total; i++) {
+      const w = first + i
+      const due = t0 + (i * 1000) / RATE
+      const wait = due - performance.now()
+      if (wait > 0) await new Promise(resolve => setTimeout(resolve, wait))
+      started.set(w, performance.now())
+      nodes[w % NODES].store.records.mergeFlat(targets[w % targets.length], { [`bench/w${w}`]: String(w), 'bench/last': String(w) })
+        .catch(() => { failed++ })
     }
+    const writeSeconds = (performance.now() - t0) / 1000
+    const all = (): number => { let n = 0; for (let w = first; w < first + total; w++) if (done.has(w)) n++; return n }
+    await waitFor(() => all() + failed >= total, { timeoutMs: 60_000, what: 'every write on every node', intervalMs: 50 }).catch((err: unknown) => { log(String(err)) })
+    const cpu = process.cpuUsage(cpu0)
+    const after = traffic(nodes)
+    const lat: number[] = []
+    for (let w = first; w < first + total; w++) { const d = done.get(w); if (d !== undefined) lat.push(d) }
+    const per = (x: number): number => r2(x / total)
+    const r: LiveRound = {
+      round: round + 1,
+      loadAverage: r2(load),
+      achievedRate: r2(total / writeSeconds),
+      visibleOnAll: lat.length,
+      failedWrites: failed,
+      p50Ms: r2(percentile(lat, 50)),
+      p90Ms: r2(percentile(lat, 90)),
+      p99Ms: r2(percentile(lat, 99)),
+      maxMs: r2(Math.max(...lat)),
+      cpuMsPerWrite: r2((cpu.user + cpu.system) / 1000 / total),
+      perWrite: {
+        framesPublished: per(after.framesOut - before.framesOut),
+        framesDelivered: per(after.framesIn - before.framesIn),
+        frameBytesDelivered: per(after.frameBytesIn - before.frameBytesIn),
+        pullRequests: per(after.pulls - before.pulls),
+        pullBytes: per(after.pullBytes - before.pullBytes),
+        messages: per((after.framesIn - before.framesIn) + 2 * (after.pulls - before.pulls)),
+        bytes: per((after.frameBytesIn - before.frameBytesIn) + (after.pullBytes - before.pullBytes))
+      }
+    }
+    log(JSON.stringify(r))
+    rounds.push(r)
   }
+  for (const off of offs) off()
+  const median = [...rounds].sort((a, b) => a.p99Ms - b.p99Ms)[Math.floor(rounds.length / 2)]
+  const out = { nodes: NODES, writesPerRound: total, offeredRate: RATE, seconds: SECONDS, rounds, median }
   for (const n of nodes.reverse()) await n.stop()
   return out
 }
@@ -242,7 +273,6 @@ async function catchUp (): Promise<Record<string, unknown>> {
 
 const loadBefore = os.loadavg()[0]
 const liveOut = ONLY === 'catchup' ? undefined : await live()
-if (liveOut !== undefined) log(JSON.stringify(liveOut))
 const catchOut = ONLY === 'live' ? undefined : await catchUp()
 fs.rmSync(TMP, { recursive: true, force: true })
 const loadAfter = os.loadavg()[0]
@@ -250,18 +280,21 @@ const loadAfter = os.loadavg()[0]
 const lines: string[] = ['## Mesh (`npm run bench:mesh`)', '', `${machineLine()}. Real nodes in one process (store, search, mesh over libp2p TCP on 127.0.0.1, HTTP API; watcher off); both cores are shared by every node of the run and by other work on the machine (load average, 1 min: ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after).`, '']
 if (liveOut !== undefined) {
   const l = liveOut as any
+  const m = l.median
   lines.push(
-    `**1. Write to visible on every node**: ${l.nodes} nodes, full mesh, ${l.writes} writes at ${l.offeredRate}/s offered (${l.achievedRate}/s achieved) for ${SECONDS} s, round-robin over the nodes; each write sets two fields of one of 200 records (through \`records.mergeFlat\`).`,
+    `**1. Write to visible on every node**: ${l.nodes} nodes, full mesh, ${l.rounds.length} rounds of ${l.writesPerRound} writes at ${l.offeredRate}/s offered for ${l.seconds} s, round-robin over the nodes; each write sets two fields of one of 200 records (through \`records.mergeFlat\`). Time from the write's call until the last of the ${l.nodes} nodes committed it. CPU is this process's (all ${l.nodes} nodes) per write.`,
     '',
-    '| p50 | p90 | p99 | max | target |',
-    '|---:|---:|---:|---:|---|',
-    `| ${l.p50Ms} ms | ${l.p90Ms} ms | ${l.p99Ms} ms | ${l.maxMs} ms | p50 ≤ 150 ms, p99 ≤ 1 s: ${l.p50Ms <= 150 && l.p99Ms <= 1000 ? 'met' : 'not met'} |`,
+    '| round | load avg | p50 | p90 | p99 | max | CPU per write |',
+    '|---:|---:|---:|---:|---:|---:|---:|',
+    ...l.rounds.map((r: any) => `| ${r.round} | ${r.loadAverage} | ${r.p50Ms} ms | ${r.p90Ms} ms | ${r.p99Ms} ms | ${r.maxMs} ms | ${r.cpuMsPerWrite} ms |`),
     '',
-    'Per write, counted by the cores (gossipsub control messages and the duplicates its seen-cache drops are not):',
+    `Median round (by p99): p50 **${m.p50Ms} ms**, p99 **${m.p99Ms} ms** (target p50 ≤ 150 ms, p99 ≤ 1 s: ${m.p50Ms <= 150 && m.p99Ms <= 1000 ? 'met' : 'not met'}). At ${l.offeredRate} writes/s the ${l.nodes} nodes need ${r2(m.cpuMsPerWrite * l.offeredRate / 10)} % of one core; rounds run while other work loads the machine are slower by that much.`,
+    '',
+    'Per write (median round), counted by the cores (gossipsub control messages and the duplicates its seen-cache drops are not):',
     '',
     '| push frames published | frames delivered | frame bytes delivered | pull requests | pull bytes | messages | bytes |',
     '|---:|---:|---:|---:|---:|---:|---:|',
-    `| ${l.perWrite.framesPublished} | ${l.perWrite.framesDelivered} | ${l.perWrite.frameBytesDelivered} | ${l.perWrite.pullRequests} | ${l.perWrite.pullBytes} | ${l.perWrite.messages} | ${l.perWrite.bytes} |`,
+    `| ${m.perWrite.framesPublished} | ${m.perWrite.framesDelivered} | ${m.perWrite.frameBytesDelivered} | ${m.perWrite.pullRequests} | ${m.perWrite.pullBytes} | ${m.perWrite.messages} | ${m.perWrite.bytes} |`,
     ''
   )
 }
