@@ -142,7 +142,7 @@ async function real (info: TreeInfo): Promise<Measure> {
   const dir = path.resolve('.bench-tmp', 'watcher-store')
   fs.rmSync(dir, { recursive: true, force: true })
   const store = openNodeStore({ path: path.join(dir, 'meta-core.db'), nodeId: 'bench' })
-  const w = createWatcher({ kv: store.kv, records: store.records }, { filesPath: LIB, hashConcurrency: CONCURRENCY, settleMs: 2_000 })
+  const w = createWatcher({ records: store.records }, { filesPath: LIB, hashConcurrency: CONCURRENCY, settleMs: 2_000 })
   try {
     const t0 = performance.now()
     const c0 = process.cpuUsage()

@@ -2,7 +2,6 @@ import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } f
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { silentLogger } from '../common/index.js'
-import { META_EVENTS, presentChange } from '../records/index.js'
 import { makeTokenCheck } from './auth.js'
 import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
@@ -81,9 +80,9 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     serviceName: init.serviceName ?? 'meta-core',
     uiPath: init.uiPath,
     startedAt: Date.now(),
-    hub: new SseHub({ kv: components.kv, presenters: { [META_EVENTS]: presentChange }, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
-    sweep: new LibrarySweep(components.kv, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
-    read: (fn) => components.kv.read(fn)
+    hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
+    sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
+    read: (fn) => components.records.read(fn)
   }
 
   function sendError (reply: FastifyReply, err: unknown): void {

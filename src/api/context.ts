@@ -1,7 +1,7 @@
 import type { Logger } from '../common/index.js'
-import type { KvStore } from '../kv/index.js'
 import type { MeshService } from '../mesh/index.js'
-import type { RecordStore } from '../records/index.js'
+import type { Records } from '../records/index.js'
+import type { RawKv } from './routes/kv-routes.js'
 import type { SearchService } from '../search/types.js'
 import type { Watcher } from '../watcher/types.js'
 import type { LibrarySweep } from './library-sweep.js'
@@ -9,8 +9,10 @@ import type { SseHub } from './sse/sse-hub.js'
 
 /** What the API serves from. `search`, `watcher` and `mesh` are optional: their routes answer 503 without them. */
 export interface ApiComponents {
-  kv: KvStore
-  records: RecordStore
+  /** The record layer: every route but the raw kv browser goes through it. */
+  records: Records
+  /** The raw store, for the `/api/kv` browser only. */
+  kv: RawKv
   search?: SearchService
   watcher?: Watcher
   mesh?: MeshService
@@ -39,8 +41,8 @@ export interface ApiInit {
 
 /** Shared by the route plugins. */
 export interface ApiContext {
-  kv: KvStore
-  records: RecordStore
+  kv: RawKv
+  records: Records
   search: SearchService | undefined
   watcher: Watcher | undefined
   mesh: MeshService | undefined
@@ -52,6 +54,6 @@ export interface ApiContext {
   startedAt: number
   hub: SseHub
   sweep: LibrarySweep
-  /** Runs synchronous reads in one snapshot (`kv.read`). */
+  /** Runs synchronous reads in one snapshot (`records.read`). */
   read: <T>(fn: () => T) => T
 }

@@ -5,8 +5,7 @@
  */
 import { InvalidInputError, MetaCoreError, TimeoutError } from '../common/index.js'
 import { ShortReadError } from '../cid/index.js'
-import { KvClosedError, StorageError } from '../kv/index.js'
-import { UnknownRecordError } from '../records/index.js'
+import { KvClosedError, StorageError, UnknownRecordError } from '../records/index.js'
 
 export interface ErrorEnvelope {
   error: string

@@ -7,8 +7,7 @@
  * stats endpoint did.
  */
 import type { Logger } from '../common/index.js'
-import { prefixEnd, type KvStore } from '../kv/index.js'
-import { ROOTS, fieldKey, recordRange } from '../records/index.js'
+import type { RecordId, RecordReads } from '../records/index.js'
 
 export interface SweepFigures {
   /** Keys under `file:` (every field of every root). */
@@ -31,7 +30,7 @@ export class LibrarySweep {
   private running = false
   private stopped = false
 
-  constructor (private readonly kv: KvStore, private readonly ttlMs: number, private readonly log: Logger) {}
+  constructor (private readonly records: RecordReads, private readonly ttlMs: number, private readonly log: Logger) {}
 
   get sweeping (): boolean {
     return this.running
@@ -62,23 +61,15 @@ export class LibrarySweep {
     let fileKeys = 0
     let fileCount = 0
     let totalSize = 0n
-    let lo = ROOTS
-    const hi = prefixEnd(ROOTS)
+    let after: RecordId | undefined
     for (;;) {
-      if (this.stopped || this.kv.isClosed) return
-      const keys = this.kv.keys(lo, hi, PAGE)
-      if (keys.length === 0) break
-      const rids = keys.map(k => k.slice(ROOTS.length))
-      // Roots are contiguous in the file: range, so one count covers the page.
-      fileKeys += this.kv.count(recordRange(rids[0])[0], recordRange(rids[rids.length - 1])[1])
-      for (const rid of rids) {
-        const size = this.kv.get(fieldKey(rid, 'sizeByte'))
-        if (size === undefined || this.kv.get(fieldKey(rid, 'filePath')) === undefined || this.kv.get(fieldKey(rid, 'mtimeNano')) === undefined) continue
-        fileCount++
-        if (/^\d{1,30}$/.test(size)) totalSize += BigInt(size)
-      }
-      if (keys.length < PAGE) break
-      lo = keys[keys.length - 1] + '\u0000'
+      if (this.stopped || !this.records.available()) return
+      const page = this.records.libraryPage(after, PAGE)
+      fileKeys += page.fieldKeys
+      fileCount += page.fileCount
+      totalSize += page.totalSize
+      if (page.next === undefined) break
+      after = page.next
       await new Promise<void>(resolve => setImmediate(resolve))
     }
     this.last = { fileKeys, fileCount, totalSize: totalSize.toString(), sweptAt: Date.now(), tookMs: Date.now() - t0 }

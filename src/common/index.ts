@@ -1,6 +1,7 @@
 /**
  * Shared building blocks with no dependencies beyond Node built-ins: the
- * error base class, logger, lifecycle contract, branded ids and deadlines.
+ * error base class, logger, lifecycle contract, branded ids, deadlines and
+ * key-range helpers.
  */
 export * from './errors.js'
 export * from './logger.js'
@@ -8,3 +9,4 @@ export * from './startable.js'
 export * from './wait.js'
 export * from './brand.js'
 export * from './library-path.js'
+export * from './key-range.js'

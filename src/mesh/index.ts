@@ -20,6 +20,6 @@ export {
 } from './messages.js'
 export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
 export { RecordReplica } from './replica-store.js'
-export type { RecordReplicaOptions } from './replica-store.js'
+export type { RecordReplicaOptions, MeshRecords } from './replica-store.js'
 export { StandaloneMesh } from './service.js'
 export type { MeshService, MeshView, MeshPeerView } from './service.js'

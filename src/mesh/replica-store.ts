@@ -16,16 +16,16 @@
  * Node-local bookkeeping lives under `mesh:` (never replicated, refused by
  * the raw kv routes).
  */
-import { createHash, randomBytes } from 'node:crypto'
-import { prefixEnd, type KvStore, type SqlStatement } from '../kv/index.js'
+import { randomBytes } from 'node:crypto'
 import {
-  checkRemoteEntry, META_EVENTS, VER, VersionMap, type CommittedChange, type RecordStore, type RemoteEntry
+  checkRemoteEntry, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
+/** What the mesh asks of the record layer: replication, and its node-local bookkeeping rows. */
+export type MeshRecords = Replication & { readonly local: LocalStore }
+
 const LOG_ID_KEY = 'mesh:log-id'
-/** Roots whose rows the digest has SQLite concatenate at once: big strings, but never the whole store in one. */
-const DIGEST_ROOTS = 500
 const EMPTY_LOG_HEAD = '0-0'
 
 export interface RecordReplicaOptions {
@@ -34,18 +34,14 @@ export interface RecordReplicaOptions {
 }
 
 export class RecordReplica implements ReplicaStore {
-  private readonly kv: KvStore
   private readonly id: string
-  private digestStmt: SqlStatement | undefined
-  private countStmt: SqlStatement | undefined
 
-  constructor (private readonly records: RecordStore, opts: RecordReplicaOptions = {}) {
-    this.kv = records.kv
-    let id = this.kv.get(LOG_ID_KEY)
+  constructor (private readonly records: MeshRecords, opts: RecordReplicaOptions = {}) {
+    let id = records.local.get(LOG_ID_KEY)
     if (id === undefined) {
       id = (opts.newLogId ?? (() => randomBytes(8).toString('hex')))()
       const fresh = id
-      this.kv.writeSync(tx => { tx.put(LOG_ID_KEY, fresh) })
+      records.local.writeSync(tx => { tx.put(LOG_ID_KEY, fresh) })
     }
     this.id = id
   }
@@ -60,7 +56,7 @@ export class RecordReplica implements ReplicaStore {
    * before its next pull shows as a gap).
    */
   head (): Cursor {
-    return this.kv.streamHead(META_EVENTS) ?? EMPTY_LOG_HEAD
+    return this.records.changeLogHead() ?? EMPTY_LOG_HEAD
   }
 
   changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number }): ChangePage {
@@ -71,36 +67,6 @@ export class RecordReplica implements ReplicaStore {
   exportRange (after: string | null, opts: { maxBytes: number }): RangePage {
     const page = this.records.exportRange(after ?? undefined, { limit: Infinity, maxBytes: opts.maxBytes })
     return { entries: page.entries, next: page.next ?? null }
-  }
-
-  /**
-   * The entries that win over what the store holds, by root, read in one
-   * snapshot outside any write. Most of an anti-entropy page is already
-   * known (it came by push, or from another peer): those entries never
-   * reach the write path. A version never goes back, so an entry that does
-   * not win now cannot win when the write runs.
-   */
-  private winners (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> {
-    return this.kv.read(() => {
-      const maps = new Map<string, VersionMap>()
-      const byRoot = new Map<string, RemoteEntry[]>()
-      for (const e of entries) {
-        const slash = e.key.indexOf('/', 5)
-        const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
-        let vm = maps.get(rid)
-        if (vm === undefined) {
-          vm = VersionMap.parse(this.kv.get(VER + rid))
-          maps.set(rid, vm)
-        }
-        const v = e.hlc + e.origin
-        const wins = slash < 0 ? vm.root === undefined || v > vm.root : vm.wins(e.key.slice(slash + 1), v)
-        if (!wins) continue
-        const list = byRoot.get(rid)
-        if (list === undefined) byRoot.set(rid, [e])
-        else list.push(e)
-      }
-      return byRoot
-    })
   }
 
   checkEntry (e: RemoteEntry): string | undefined {
@@ -122,7 +88,8 @@ export class RecordReplica implements ReplicaStore {
    * functions (SQLite savepoint cost; measured in bench/mesh.ts's resync).
    */
   async apply (entries: readonly RemoteEntry[]): Promise<{ applied: number, refused: number }> {
-    const byRoot = this.winners(entries)
+    // Most of an anti-entropy page is already known (it came by push, or from another peer): those never reach the write path.
+    const byRoot = this.records.newerByRoot(entries)
     if (byRoot.size === 0) return { applied: 0, refused: 0 }
     const results = await Promise.allSettled([...byRoot.values()].map(async (list) => await this.records.applyRemote(list)))
     let applied = 0
@@ -139,53 +106,21 @@ export class RecordReplica implements ReplicaStore {
     return this.records.onChanges((committed) => { listener(withoutShadowed(committed)) })
   }
 
-  /**
-   * SHA-256 over every `file:` row and every `ver:` row, in key order, each
-   * row written `<length>:<key><length>:<value>` (unambiguous whatever the
-   * values hold). The version maps are stored canonically (sorted), so two
-   * stores hold the same rows exactly when they hold the same keys, values,
-   * tombstones and versions; `cid:`, `idx:` and `dup:` rows are derived or
-   * local and left out. SQLite concatenates the rows of a few hundred roots
-   * at a time, so JavaScript never makes a string per row: about 0.4 s for
-   * 20,000 records of 40 fields.
-   */
+  /** Equal on two stores exactly when they hold the same keys, values, tombstones and versions (records' `digest`). */
   digest (): StoreDigest {
-    this.digestStmt ??= this.kv.prepare(
-      "SELECT group_concat(length(k) || ':' || k || length(v) || ':' || v, '') FROM (SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k)").pluck()
-    this.countStmt ??= this.kv.prepare(
-      `SELECT coalesce(sum((SELECT coalesce(sum(json_array_length(value)), 0) FROM json_each(v, '$.g')) + (json_extract(v, '$.r') IS NOT NULL)), 0)
-       FROM kv WHERE k >= '${VER}' AND k < '${prefixEnd(VER)}'`).pluck()
-    const concat = this.digestStmt
-    const count = this.countStmt
-    return this.kv.read(() => {
-      const h = createHash('sha256')
-      const roots = this.kv.keys(VER, prefixEnd(VER))
-      let lo = 'file:'
-      for (let i = DIGEST_ROOTS; ; i += DIGEST_ROOTS) {
-        const hi = i < roots.length ? 'file:' + roots[i].slice(VER.length) : prefixEnd('file:')
-        h.update((concat.get(lo, hi) as string | null) ?? '')
-        if (i >= roots.length) break
-        lo = hi
-      }
-      h.update('\u0001')
-      for (let i = 0; i < roots.length; i += DIGEST_ROOTS) {
-        const hi = i + DIGEST_ROOTS < roots.length ? roots[i + DIGEST_ROOTS] : prefixEnd(VER)
-        h.update((concat.get(roots[i], hi) as string | null) ?? '')
-      }
-      return { digest: h.digest('hex'), keys: count.get() as number }
-    })
+    return this.records.digest()
   }
 
   clock (): string {
-    return this.records.hlc.last()
+    return this.records.clock()
   }
 
   getLocal (key: string): string | undefined {
-    return this.kv.get(key)
+    return this.records.local.get(key)
   }
 
   async setLocal (key: string, value: string | null): Promise<void> {
-    await this.kv.write(tx => {
+    await this.records.local.write(tx => {
       if (value === null) tx.delete(key)
       else tx.put(key, value)
     })

@@ -91,7 +91,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     stops.push(() => mesh.stop())
     await mesh.start()
 
-    const watcher = createWatcher({ kv, records, logger: log.child('watcher') }, {
+    const watcher = createWatcher({ records, logger: log.child('watcher') }, {
       filesPath: config.filesPath,
       enabled: config.enableFileWatcher,
       rescanIntervalMs: config.rescanIntervalMs,

@@ -9,11 +9,11 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, fieldKey, membersOf, readDuplicates } from './layout.js'
+import { DUP, fieldKey, membersOf, readCids, readDuplicates } from './layout.js'
 import type { LocalWriter } from './local-writes.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
-import type { FileTuple, ReleaseResult, RemovePathResult } from './types.js'
+import type { FileTuple, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
 
 export class FileOps {
   private fieldStmt: SqlStatement | undefined
@@ -98,6 +98,35 @@ export class FileOps {
       return { kind: 'promoted', rid, promoted }
     }
     return { kind: 'not-found' }
+  }
+
+  /** `path` is one of the record's duplicate paths on this node. */
+  isDuplicatePath (addr: string, path: string): boolean {
+    const kv = this.ctx.kv
+    return kv.read(() => {
+      const rid = this.reads.resolveRoot(addr)
+      return rid !== undefined && membersOf(kv, rid).some(m => kv.get(`${DUP}${m}/${path}`) !== undefined)
+    })
+  }
+
+  /**
+   * Where this node may hold the record's bytes, in order: the merged
+   * filePath, each root's own filePath (two nodes that minted the same
+   * content each keep their path on their own root; the merged document
+   * shows only the newest), then this node's duplicate paths.
+   */
+  copyPaths (doc: RecordDocument): string[] {
+    const out: string[] = []
+    const add = (p: string | undefined): void => { if (p !== undefined && !out.includes(p)) out.push(p) }
+    add(doc.metadata.filePath)
+    for (const m of doc.members) add(this.ctx.kv.get(fieldKey(m, 'filePath')))
+    for (const d of doc.duplicates) add(d)
+    return out
+  }
+
+  /** The CIDs one root (not its group) holds as `cids/` members. */
+  rootCids (rid: RecordId): string[] {
+    return readCids(this.ctx.kv, rid)
   }
 
   /** Roots carrying filePath, sizeByte and mtimeNano (the watcher's boot hydration, `/api/files/tuples`). */

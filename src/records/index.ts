@@ -56,9 +56,17 @@ export type { HlcString } from './hlc.js'
 export { VersionMap, makeVersion, versionHlc, versionOrigin } from './versions.js'
 export type { Version } from './versions.js'
 export { classifyValue, generaliseField, schemaCounterKey, parseSchemaCounterKey, SCHEMA_PREFIX } from './schema-type.js'
+export type {
+  Records, RecordReads, IndexedRecords, RecordWrites, FileRecords, Replication, EventStreams, ShownEntry,
+  LocalStore, LocalTx, SchemaCounter, FieldVersion, LibraryPage, ReplicaDigest
+} from './surface.js'
+export { FILE_EVENTS } from './events.js'
+export { recordRows, countLiveRoots } from './rows.js'
+export type { RowReader } from './rows.js'
+// What callers of the record layer meet from the store below: its errors and stream ids.
 export {
-  fieldKey, recordRange, readFields, CID, VER, ROOTS, COUNT_ROOTS, DUP, GRP, GRPM
-} from './layout.js'
-export type { Reader } from './layout.js'
+  KvClosedError, StorageError, compareEventIds, formatEventId, parseEventId
+} from '../kv/index.js'
+export type { EventId, EventIdParts, Tx } from '../kv/index.js'
 export { openNodeStore, ensureNodeId, recordsInUnversionedFile } from './open-store.js'
 export type { NodeStore, NodeStoreOptions } from './open-store.js'

@@ -10,11 +10,13 @@ import { cidMemberOf } from './field-path.js'
 import { nest, type Nested } from './flatten.js'
 import {
   CID, COUNT_ROOTS, DUP, FILE, GRP, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
-  readCids, readDuplicates, readFields, readFieldsObject, type Reader
+  readCids, readDuplicates, readFields, readFieldsObject, recordRange, type Reader
 } from './layout.js'
 import { isRecordId, type RecordId } from './record-id.js'
+import { SCHEMA_PREFIX, parseSchemaCounterKey } from './schema-type.js'
+import type { FieldVersion, LibraryPage, SchemaCounter } from './surface.js'
 import type { RecordDocument, RecordDocumentJson } from './types.js'
-import { VersionMap, type Version } from './versions.js'
+import { VersionMap, versionHlc, versionOrigin, type Version } from './versions.js'
 
 /** The JSON-text document of a root in no group, `canonical_cid` derived from its cids. */
 function singleRootDocument (rid: RecordId, metadataJson: string, cids: string[], duplicates: string[]): RecordDocumentJson {
@@ -191,6 +193,68 @@ export class RecordReader {
     const rid = this.resolveRoot(addr)
     if (rid === undefined) return []
     return membersOf(this.kv, rid).flatMap(m => readDuplicates(this.kv, m))
+  }
+
+  /** Per field, the newest version across the document's roots (the one its merged value shows), tombstones included. */
+  fieldVersions (doc: RecordDocument): FieldVersion[] {
+    const best = new Map<string, FieldVersion>()
+    for (const rid of doc.members) {
+      const vm = VersionMap.parse(this.kv.get(VER + rid))
+      const live = readFields(this.kv, rid)
+      for (const [field, v] of vm.fields) {
+        const cur = best.get(field)
+        const hlc = versionHlc(v)
+        const origin = versionOrigin(v)
+        // Version strings order as (hlc, origin): the greater pair decided the merged value.
+        if (cur !== undefined && (cur.hlc > hlc || (cur.hlc === hlc && cur.origin >= origin))) continue
+        best.set(field, { field, hlc, origin, root: rid, deleted: !live.has(field) })
+      }
+    }
+    return [...best.values()].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0))
+  }
+
+  /** The value-type counters the mutation path keeps in every write (`/api/schema`). */
+  schemaCounters (): SchemaCounter[] {
+    const out: SchemaCounter[] = []
+    for (const [k, v] of this.kv.range(SCHEMA_PREFIX, prefixEnd(SCHEMA_PREFIX))) {
+      const t = parseSchemaCounterKey(k)
+      const n = Number(v)
+      if (t !== undefined && Number.isFinite(n) && n > 0) out.push({ ...t, count: n })
+    }
+    return out
+  }
+
+  /**
+   * Library figures over up to `limit` live roots after `after`: field keys,
+   * file-backed roots and their total size. Roots are contiguous in key
+   * order, so one count covers the page's field keys.
+   */
+  libraryPage (after: RecordId | undefined, limit: number): LibraryPage {
+    const kv = this.kv
+    const keys = kv.keys(after === undefined ? ROOTS : `${ROOTS}${after}\u0000`, prefixEnd(ROOTS), limit)
+    const page: LibraryPage = { fieldKeys: 0, fileCount: 0, totalSize: 0n, next: undefined }
+    if (keys.length === 0) return page
+    const rids = keys.map(k => k.slice(ROOTS.length) as RecordId)
+    page.fieldKeys = kv.count(recordRange(rids[0])[0], recordRange(rids[rids.length - 1])[1])
+    for (const rid of rids) {
+      const size = kv.get(fieldKey(rid, 'sizeByte'))
+      if (size === undefined || kv.get(fieldKey(rid, 'filePath')) === undefined || kv.get(fieldKey(rid, 'mtimeNano')) === undefined) continue
+      page.fileCount++
+      if (/^\d{1,30}$/.test(size)) page.totalSize += BigInt(size)
+    }
+    if (keys.length === limit) page.next = rids[rids.length - 1]
+    return page
+  }
+
+  /** False once the store is closed or a read fails: what `/health` reports as degraded. */
+  available (): boolean {
+    if (this.kv.isClosed) return false
+    try {
+      this.kv.get(COUNT_ROOTS)
+      return true
+    } catch {
+      return false // a failing read is exactly what "degraded" reports
+    }
   }
 
   /** Per-key last-writer-wins over the group's roots, by their original versions. */

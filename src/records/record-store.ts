@@ -6,11 +6,16 @@
  * change-log.ts and change-feed.ts for what each guarantees.
  */
 import { silentLogger } from '../common/index.js'
-import { prefixEnd, type KvStore } from '../kv/index.js'
-import { ChangeLog, type ChangeListener, type ChangeLogEntry } from './change-log.js'
+import { prefixEnd, type EventId, type KvStore } from '../kv/index.js'
+import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
-  changesSince, exportRange, readChangeLog, rootEntries, type ChangePage, type ExportPage, type PageOptions
+  changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
+import { eventStreams } from './events.js'
+import { localStore } from './local-store.js'
+import type {
+  EventStreams, FieldVersion, LibraryPage, LocalStore, Records, ReplicaDigest, SchemaCounter
+} from './surface.js'
 import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
@@ -46,16 +51,19 @@ export interface RecordStoreOptions {
   logger?: Logger
 }
 
-export class RecordStore {
+export class RecordStore implements Records {
   readonly kv: KvStore
   readonly nodeId: string
   readonly hlc: Hlc
+  readonly events: EventStreams
+  readonly local: LocalStore
   private readonly ctx: RecordContext
   private readonly changeLog: ChangeLog
   private readonly reads: RecordReader
   private readonly writer: LocalWriter
   private readonly files: FileOps
   private readonly remote: RemoteApplier
+  private readonly digester: ReplicaDigester
 
   constructor (kv: KvStore, opts: RecordStoreOptions) {
     if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
@@ -76,6 +84,9 @@ export class RecordStore {
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads, this.writer)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
+    this.digester = new ReplicaDigester(kv)
+    this.events = eventStreams(kv)
+    this.local = localStore(kv, this.reads)
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
   }
 
@@ -85,6 +96,13 @@ export class RecordStore {
   }
 
   // ---------------------------------------------------------------- reads (reads.ts)
+
+  read<T> (fn: () => T): T { return this.kv.read(fn) }
+  available (): boolean { return this.reads.available() }
+  get storePath (): string { return this.kv.path }
+  fieldVersions (doc: RecordDocument): FieldVersion[] { return this.reads.fieldVersions(doc) }
+  schemaCounters (): SchemaCounter[] { return this.reads.schemaCounters() }
+  libraryPage (after: RecordId | undefined, limit: number): LibraryPage { return this.reads.libraryPage(after, limit) }
 
   resolveRoot (addr: string, r?: Reader): RecordId | undefined { return this.reads.resolveRoot(addr, r) }
   getFlat (addr: string): Record<string, string> | undefined { return this.reads.getFlat(addr) }
@@ -118,6 +136,9 @@ export class RecordStore {
   async releaseCopy (addr: string, path: string, holderId: string): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId) }
   async addDuplicatePath (addr: string, path: string): Promise<RecordId> { return await this.files.addDuplicatePath(addr, path) }
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> { return await this.files.removeFilePath(addr, path) }
+  isDuplicatePath (addr: string, path: string): boolean { return this.files.isDuplicatePath(addr, path) }
+  copyPaths (doc: RecordDocument): string[] { return this.files.copyPaths(doc) }
+  rootCids (rid: RecordId): string[] { return this.files.rootCids(rid) }
   iterateFileTuples (): IterableIterator<FileTuple> { return this.files.iterateFileTuples() }
   fileTuplesWithField (field: string): FileTuple[] { return this.files.fileTuplesWithField(field) }
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
@@ -125,6 +146,7 @@ export class RecordStore {
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> { return await this.remote.applyRemote(entries) }
+  newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries) }
 
   /** Remote versions refused for clock drift since start. */
   get driftRefusedCount (): number { return this.remote.driftRefused }
@@ -137,6 +159,10 @@ export class RecordStore {
 
   /** The whole replicated range, in key order after `after` (change-feed.ts). */
   exportRange (after: string | undefined, opts: PageOptions): ExportPage { return exportRange(this.kv, after, opts) }
+
+  changeLogHead (): EventId | undefined { return this.kv.streamHead(META_EVENTS) }
+  clock (): string { return this.hlc.last() }
+  digest (): ReplicaDigest { return this.digester.digest() }
 
   /** Change-log rows after `after` as stored (id, set/del, key, version), for tests and tools. */
   readChangeLog (after: string | undefined, limit: number): ChangeLogEntry[] { return readChangeLog(this.kv, after, limit) }

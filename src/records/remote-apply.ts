@@ -10,7 +10,8 @@ import type { FieldChange } from './mutation.js'
 import type { RecordId } from './record-id.js'
 import { checkRemoteEntry, type RemoteEntry } from './remote-entry.js'
 import type { ApplyResult } from './types.js'
-import { makeVersion, type Version } from './versions.js'
+import { VER } from './layout.js'
+import { VersionMap, makeVersion, type Version } from './versions.js'
 
 export class RemoteApplier {
   private refusedTotal = 0
@@ -20,6 +21,36 @@ export class RemoteApplier {
   /** Remote versions refused for clock drift since start. */
   get driftRefused (): number {
     return this.refusedTotal
+  }
+
+  /**
+   * The entries that win over what the store holds now, by root, read in
+   * one snapshot outside any write. A version never goes back, so an entry
+   * that does not win now cannot win when a write runs: a caller may skip
+   * the rest without changing the outcome. Entries are not validated here.
+   */
+  newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> {
+    const kv = this.ctx.kv
+    return kv.read(() => {
+      const maps = new Map<string, VersionMap>()
+      const byRoot = new Map<string, RemoteEntry[]>()
+      for (const e of entries) {
+        const slash = e.key.indexOf('/', 5)
+        const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
+        let vm = maps.get(rid)
+        if (vm === undefined) {
+          vm = VersionMap.parse(kv.get(VER + rid))
+          maps.set(rid, vm)
+        }
+        const v = makeVersion(e.hlc, e.origin)
+        const wins = slash < 0 ? vm.root === undefined || v > vm.root : vm.wins(e.key.slice(slash + 1), v)
+        if (!wins) continue
+        const list = byRoot.get(rid)
+        if (list === undefined) byRoot.set(rid, [e])
+        else list.push(e)
+      }
+      return byRoot
+    })
   }
 
   /**

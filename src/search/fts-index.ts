@@ -10,12 +10,11 @@
  * and no group leaves the rows alone: FTS writes are the expensive part of
  * ingest.
  */
-import { prefixEnd, type KvStore, type SqlStatement, type Tx } from '../kv/index.js'
-import { GRP, GRPM, ROOTS, fieldKey, type RecordIndexer, type RecordStore, type RecordId } from '../records/index.js'
+import type { KvStore, SqlStatement, Tx } from '../kv/index.js'
+import { recordRows, type IndexedRecords, type RecordIndexer, type RecordId, type RowReader } from '../records/index.js'
 import { HAY_FIELD_SET, buildHaystack, type Excluder } from './matchers.js'
 import { FTS_MAP } from './search-schema.js'
 
-type Reader = Pick<Tx, 'get' | 'keys'>
 export type FtsRow = [rid: string, hay: string, ids: string]
 /** Separates the ids in the `ids` column; a query with whitespace can never match across two. */
 export const IDS_SEPARATOR = ' '
@@ -27,7 +26,7 @@ export class FtsIndex implements RecordIndexer {
 
   constructor (
     private readonly kv: KvStore,
-    private readonly records: RecordStore,
+    private readonly records: IndexedRecords,
     private readonly excluded: Excluder,
     /** Told whenever group membership may have changed (the group cache drops itself). */
     private readonly groupsChanged: () => void = () => {}
@@ -76,11 +75,11 @@ export class FtsIndex implements RecordIndexer {
     const canon = new Set<string>()
     for (const r of roots) {
       this.st.dirtyDel.run(r)
-      if (tx.get(ROOTS + r) === undefined) {
+      if (!recordRows.isLive(tx, r)) {
         this.removeRow(tx, r)
         continue
       }
-      const c = tx.get(GRP + r) ?? r
+      const c = recordRows.canonOf(tx, r)
       if (c !== r) this.removeRow(tx, r)
       canon.add(c)
     }
@@ -114,11 +113,10 @@ export class FtsIndex implements RecordIndexer {
   }
 
   /** The row of canonical root `c` from the kv rows: its own fields, or the group's merged fields and member ids. */
-  rowOf (r: Reader, c: string): [hay: string, ids: string] {
-    const lo = `${GRPM}${c}/`
-    const members = r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
-    if (members.length === 0) {
-      return [buildHaystack(f => (this.excluded(f) ? undefined : r.get(fieldKey(c, f)))), c.toLowerCase()]
+  rowOf (r: RowReader, c: string): [hay: string, ids: string] {
+    const members = recordRows.membersOf(r, c)
+    if (members.length === 1) {
+      return [buildHaystack(f => (this.excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
     }
     // A group: the records layer merges its members (same connection, so inside a write it sees the write).
     const merged = this.records.getFlat(c) ?? {}

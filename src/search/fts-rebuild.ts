@@ -14,7 +14,7 @@
  */
 import { AbortedError, type Logger } from '../common/index.js'
 import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
-import { GRP, ROOTS } from '../records/index.js'
+import { countLiveRoots, recordRows } from '../records/index.js'
 import type { FtsIndex } from './fts-index.js'
 import { FTS_MAP, VERSION_KEY } from './search-schema.js'
 
@@ -54,7 +54,7 @@ export class RebuildJob implements Job {
   private readonly progress: Progress
 
   constructor (kv: KvStore, private readonly fts: FtsIndex, private readonly marker: string, log: Logger) {
-    this.progress = new Progress(log, 'search rebuild', kv.count(ROOTS, prefixEnd(ROOTS)))
+    this.progress = new Progress(log, 'search rebuild', countLiveRoots(kv))
   }
 
   step (tx: Tx): boolean {
@@ -65,8 +65,7 @@ export class RebuildJob implements Job {
         this.phase = 'roots'
         break
       case 'roots': {
-        const keys = tx.keys(ROOTS + this.afterRoot + (this.afterRoot === '' ? '' : '\u0000'), prefixEnd(ROOTS), BATCH)
-        const rids = keys.map(k => k.slice(ROOTS.length))
+        const rids = recordRows.liveRoots(tx, this.afterRoot === '' ? undefined : this.afterRoot, BATCH)
         this.fts.refreshRoots(tx, rids)
         this.done += rids.length
         if (rids.length < BATCH) this.phase = 'rows'
@@ -134,7 +133,7 @@ export class DirtyJob implements Job {
 }
 
 function isCanonical (tx: Tx, rid: string): boolean {
-  return tx.get(ROOTS + rid) !== undefined && (tx.get(GRP + rid) ?? rid) === rid
+  return recordRows.isLive(tx, rid) && recordRows.canonOf(tx, rid) === rid
 }
 
 export function runJobSync (kv: KvStore, job: Job): void {

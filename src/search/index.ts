@@ -18,11 +18,10 @@
  *   run search is repaired at open (in the background for large stores,
  *   answering correctly meanwhile through scans).
  *
- * One search service per RecordStore: it registers its record hook once.
+ * One search service per IndexedRecords: it registers its record hook once.
  */
 import { MetaCoreError, silentLogger } from '../common/index.js'
-import { prefixEnd } from '../kv/index.js'
-import { ROOTS, type RecordStore } from '../records/index.js'
+import { countLiveRoots, type IndexedRecords } from '../records/index.js'
 import { FieldIndex } from './field-index.js'
 import { FtsIndex } from './fts-index.js'
 import { DirtyJob, RebuildJob, runJob, runJobSync, type Job } from './fts-rebuild.js'
@@ -55,7 +54,7 @@ export interface Search extends SearchService {
   ftsRowCount: () => number
 }
 
-const attached = new WeakSet<RecordStore>()
+const attached = new WeakSet<IndexedRecords>()
 
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
@@ -111,7 +110,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
 
   const syncMax = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
   if (!trusted) {
-    if (kv.count(ROOTS, prefixEnd(ROOTS)) <= syncMax) {
+    if (countLiveRoots(kv) <= syncMax) {
       runJobSync(kv, rebuildJob())
       trusted = true
     } else {

@@ -8,7 +8,7 @@
  */
 import type { Logger } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
-import type { RecordStore } from '../records/index.js'
+import type { RecordReads } from '../records/index.js'
 import type { FieldIndex } from './field-index.js'
 import type { FtsIndex } from './fts-index.js'
 import { matchesCriteria, type Criteria, type Excluder } from './matchers.js'
@@ -30,7 +30,7 @@ const LIST_FIELDS = ['title', 'fileName', 'filePath', 'type', 'year'] as const
 
 export interface IndexedSearchDeps {
   kv: KvStore
-  records: RecordStore
+  records: RecordReads
   fields: FieldIndex
   fts: FtsIndex
   roots: RootIndex

@@ -3,8 +3,8 @@
  * group bookkeeping. Every view hides the excluded fields, so matching never
  * sees them.
  */
-import { prefixEnd, type KvStore } from '../kv/index.js'
-import { GRP, GRPM, ROOTS, fieldKey, type RecordStore } from '../records/index.js'
+import type { KvStore } from '../kv/index.js'
+import { recordRows, type RecordReads } from '../records/index.js'
 import { splitKey, type FieldIndex, type Row } from './field-index.js'
 import { fold } from './fold.js'
 import { EMPTY_HAY, buildHaystack, isStorableName, mapView, stripExcluded, type Excluder, type RecordView } from './matchers.js'
@@ -27,7 +27,7 @@ export class GroupCache {
 
   /** The canonical root of a grouped root; undefined for a root in no group. */
   canonOf (rid: string): string | undefined {
-    this.map ??= new Map(this.kv.range(GRP, prefixEnd(GRP)).map(([k, v]) => [k.slice(GRP.length), v]))
+    this.map ??= new Map(recordRows.groupedRoots(this.kv))
     return this.map.get(rid)
   }
 }
@@ -46,14 +46,14 @@ export class GroupResolver {
   }
 
   isLive (rid: string): boolean {
-    return this.kv.get(ROOTS + rid) !== undefined
+    return recordRows.isLive(this.kv, rid)
   }
 }
 
 export class ViewFactory {
   constructor (
     private readonly kv: KvStore,
-    private readonly records: RecordStore,
+    private readonly records: RecordReads,
     private readonly fields: FieldIndex,
     private readonly excluded: Excluder
   ) {}
@@ -61,7 +61,7 @@ export class ViewFactory {
   /** A root that is not in a group: point reads of its own rows. */
   point (rid: string): RecordView {
     const get = (f: string): string | undefined =>
-      this.excluded(f) || !isStorableName(f) ? undefined : this.kv.get(fieldKey(rid, f))
+      this.excluded(f) || !isStorableName(f) ? undefined : recordRows.field(this.kv, rid, f)
     let hay: string | undefined
     return {
       ids: () => [rid],
@@ -74,22 +74,16 @@ export class ViewFactory {
   /** What results show: the visible fields; one range read for a root outside any group. */
   visibleFields (rid: string, grouped: boolean): Record<string, string> {
     if (grouped) return stripExcluded(this.records.getFlat(rid) ?? {}, this.excluded)
-    const lo = `file:${rid}/`
-    const out: Array<[string, string]> = []
-    for (const [k, v] of this.kv.range(lo, prefixEnd(lo))) {
-      const f = k.slice(lo.length)
-      if (!this.excluded(f)) out.push([f, v])
-    }
-    return Object.fromEntries(out)
+    const out: Record<string, string> = {}
+    for (const [f, v] of Object.entries(recordRows.fields(this.kv, rid))) if (!this.excluded(f)) out[f] = v
+    return out
   }
 
   /** A group: the merged document, as every read shows it. */
   group (canon: string): RecordView | undefined {
     const merged = this.records.getFlat(canon)
     if (merged === undefined) return undefined
-    const lo = `${GRPM}${canon}/`
-    const members = this.kv.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
-    return mapView(members.length === 0 ? [canon] : members, stripExcluded(merged, this.excluded))
+    return mapView(recordRows.membersOf(this.kv, canon), stripExcluded(merged, this.excluded))
   }
 
   /** A root seen through the index rows a filter fetched (all the rows that can make that filter match). */

@@ -4,14 +4,14 @@
  * it defines what the indexed path must answer (the equivalence test
  * compares them) and is the baseline the search benchmark measures against.
  */
-import type { RecordStore } from '../records/index.js'
+import type { RecordReads } from '../records/index.js'
 import { DEFAULT_EXCLUDE_PREFIXES, makeExcluder, mapView, matchesCriteria, stripExcluded } from './matchers.js'
 import { normalizeRequest } from './normalize-request.js'
 import { pageOf } from './paging.js'
 import { lookupHashId, toResponse } from './respond.js'
 import type { SearchRequest, SearchResponse } from './types.js'
 
-export function referenceSearch (records: RecordStore, req: SearchRequest, excludePrefixes: readonly string[] = DEFAULT_EXCLUDE_PREFIXES): SearchResponse {
+export function referenceSearch (records: RecordReads, req: SearchRequest, excludePrefixes: readonly string[] = DEFAULT_EXCLUDE_PREFIXES): SearchResponse {
   const excluded = makeExcluder(excludePrefixes)
   const n = normalizeRequest(req)
   if (n.kind === 'hashId') return lookupHashId(records, excluded, n.hashId, n.paging)

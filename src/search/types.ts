@@ -4,11 +4,12 @@
  */
 import type { Logger } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
-import type { RecordStore } from '../records/index.js'
+import type { IndexedRecords } from '../records/index.js'
 
 export interface SearchComponents {
+  /** The store, for search's own SQL structures (the field index and the FTS table over the record rows). */
   kv: KvStore
-  records: RecordStore
+  records: IndexedRecords
   logger?: Logger
 }
 

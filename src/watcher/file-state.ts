@@ -1,10 +1,11 @@
-import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
 import { decodeCid, MH_MIDHASH256 } from '../cid/index.js'
-import { type RecordStore } from '../records/index.js'
+import type { LocalTx, RecordId } from '../records/index.js'
+import type { WatcherRecords } from './types.js'
 
 /**
  * What this node's watcher last recorded for each library file, in memory
- * and in kv rows `watch:f/<relPath>` = `<size>/<mtimeNs>/<midhash cid>`.
+ * and in node-local rows `watch:f/<relPath>` = `<size>/<mtimeNs>/<midhash cid>`
+ * (the record layer's local store).
  *
  * The rows are per node and never replicated (they are not under `file:`).
  * They are written in the same write function as the file's `file:events`
@@ -108,17 +109,17 @@ export class FileState {
     for (let i = rel.indexOf('/'); i >= 0; i = rel.indexOf('/', i + 1)) this.count(this.dirCounts, rel.slice(0, i), d)
   }
 
-  static putRow (tx: Tx, rel: string, e: FileEntry): void {
+  static putRow (tx: LocalTx, rel: string, e: FileEntry): void {
     tx.put(WATCH_STATE_PREFIX + rel, `${e.size}/${e.mtimeNs}/${e.cid}`)
   }
 
-  static deleteRow (tx: Tx, rel: string): void {
+  static deleteRow (tx: LocalTx, rel: string): void {
     tx.delete(WATCH_STATE_PREFIX + rel)
   }
 
   /** Deletes every row (reset), in the caller's transaction. */
-  static clearRows (tx: Tx): void {
-    for (const k of tx.keys(WATCH_STATE_PREFIX, prefixEnd(WATCH_STATE_PREFIX))) tx.delete(k)
+  static clearRows (tx: LocalTx): void {
+    tx.deletePrefix(WATCH_STATE_PREFIX)
   }
 
   /**
@@ -129,10 +130,10 @@ export class FileState {
    * out a `filePath` a peer wrote for content we hold elsewhere, which would
    * otherwise be announced deleted on every boot.
    */
-  hydrate (kv: KvStore, records: RecordStore, holderId: string): HydrateResult {
+  hydrate (records: WatcherRecords, holderId: string): HydrateResult {
     this.clear()
     let fromRows = 0
-    for (const [k, v] of kv.iterate(WATCH_STATE_PREFIX, prefixEnd(WATCH_STATE_PREFIX))) {
+    for (const [k, v] of records.local.entries(WATCH_STATE_PREFIX)) {
       const e = decodeRow(v)
       if (e === undefined) continue // a row this version cannot read: the file is simply re-hashed
       this.set(k.slice(WATCH_STATE_PREFIX.length), e)
@@ -140,14 +141,14 @@ export class FileState {
     }
     const found: Array<[string, string]> = []
     // iterateDuplicates reads a live statement: collect the paths first, read their records after.
-    const dups: Array<[string, string]> = []
+    const dups: Array<[RecordId, string]> = []
     for (const [rid, p] of records.iterateDuplicates()) {
       if (!p.startsWith(FILES_MOUNT)) continue
       const rel = p.slice(FILES_MOUNT.length)
       if (!this.entries.has(rel)) dups.push([rid, rel])
     }
     for (const [rid, rel] of dups) {
-      const cid = midhashOf(kv, rid)
+      const cid = midhashOf(records, rid)
       if (cid !== undefined) found.push([rel, cid])
     }
     // Only records this node holds can name a path of ours: found through the field index, not a walk of every record.
@@ -155,7 +156,7 @@ export class FileState {
       if (!t.filePath.startsWith(FILES_MOUNT)) continue
       const rel = t.filePath.slice(FILES_MOUNT.length)
       if (this.entries.has(rel)) continue
-      const cid = midhashOf(kv, t.rid)
+      const cid = midhashOf(records, t.rid)
       if (cid === undefined || this.copiesOf(cid) > 0) continue
       found.push([rel, cid])
     }
@@ -185,11 +186,6 @@ export function isMidhash (cid: string): boolean {
 }
 
 /** The midhash member of one root (not its group), if it has one. */
-function midhashOf (kv: KvStore, rid: string): string | undefined {
-  const lo = `file:${rid}/cids/`
-  for (const k of kv.keys(lo, prefixEnd(lo))) {
-    const c = k.slice(lo.length)
-    if (isMidhash(c)) return c
-  }
-  return undefined
+function midhashOf (records: WatcherRecords, rid: RecordId): string | undefined {
+  return records.rootCids(rid).find(isMidhash)
 }

@@ -1,8 +1,7 @@
 import { silentLogger, sleep, type Logger } from '../common/index.js'
-import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
-import { CID, DUP, GRPM, fieldKey, type RecordStore } from '../records/index.js'
+import type { LocalTx } from '../records/index.js'
 import { FILES_MOUNT, FileState, type FileEntry } from './file-state.js'
-import { FILE_EVENTS } from './types.js'
+import { FILE_EVENTS, type WatcherRecords } from './types.js'
 
 /** A settled file was hashed: record it at its path (arrival, change, or the new end of a move). */
 export interface SeenStep {
@@ -39,8 +38,7 @@ export interface StepOutcome {
 }
 
 export interface LifecycleWriterOptions {
-  kv: KvStore
-  records: RecordStore
+  records: WatcherRecords
   state: FileState
   holderId: string
   logger?: Logger
@@ -64,7 +62,7 @@ interface Plan {
   /** The event and state-row write (shared by the batch), queued after `writes`: resolves true when it committed. */
   event?: Promise<boolean>
   /** Writes the event and state rows; with `verify`, first checks the record change is visible in `tx`. */
-  commit?: (tx: Tx, verify: boolean) => boolean
+  commit?: (tx: LocalTx, verify: boolean) => boolean
   /** In-memory state change, applied once the event committed. */
   apply?: () => void
   outcome: StepOutcome
@@ -75,12 +73,12 @@ interface Plan {
  * rows, a batch at a time.
  *
  * Atomicity: records offers no "record write plus event" call, so a step's
- * record writes (RecordStore methods, each one kv write function) and then
+ * record writes (record-layer methods, each one store write function) and then
  * its event-and-state write function are all queued in the same turn of the
- * event loop; kv's group commit runs them in one transaction. The event
+ * event loop; the store's group commit runs them in one transaction. The event
  * function first checks, inside that transaction, that the record change is
  * there (a record write that threw was rolled back alone), so an event is
- * never published for a change that did not happen. If kv ever splits them
+ * never published for a change that did not happen. If the store ever splits them
  * across two transactions (its batch cap), a crash in between leaves a record
  * change without its event and state row: the next scan finds the file with
  * no row, hashes it, finds it already recorded and publishes the event then
@@ -102,8 +100,7 @@ interface Plan {
  * step of its own batch.
  */
 export class LifecycleWriter {
-  private readonly kv: KvStore
-  private readonly records: RecordStore
+  private readonly records: WatcherRecords
   private readonly state: FileState
   private readonly holder: string
   private readonly log: Logger
@@ -114,7 +111,6 @@ export class LifecycleWriter {
   private running: Promise<void> | undefined
 
   constructor (opts: LifecycleWriterOptions) {
-    this.kv = opts.kv
     this.records = opts.records
     this.state = opts.state
     this.holder = `holders/${opts.holderId}`
@@ -178,7 +174,7 @@ export class LifecycleWriter {
 
   private async runBatch (batch: Queued[]): Promise<void> {
     const plans: Plan[] = []
-    // Everything below up to the await runs in one turn: all writes of the batch join one kv transaction.
+    // Everything below up to the await runs in one turn: all writes of the batch join one store transaction.
     for (const q of batch) {
       try {
         plans.push(q.step.kind === 'seen' ? this.planSeen(q, q.step) : this.planGone(q, q.step))
@@ -190,7 +186,7 @@ export class LifecycleWriter {
     // one savepoint instead of one per file. Each step is still checked on its own.
     const publishing = plans.filter(p => p.commit !== undefined)
     if (publishing.length > 0) {
-      const all = this.kv.write(tx => publishing.map(p => p.commit!(tx, true)))
+      const all = this.records.local.write(tx => publishing.map(p => p.commit!(tx, true)))
       publishing.forEach((p, i) => { p.event = all.then(done => done[i]) })
     }
     await Promise.all(plans.map(async p => { await this.finish(p) }))
@@ -215,7 +211,7 @@ export class LifecycleWriter {
       // The record writes committed after the event check ran (not queued in the same turn): publish now.
       const commit = p.commit
       try {
-        committed = await this.kv.write(tx => commit(tx, false))
+        committed = await this.records.local.write(tx => commit(tx, false))
       } catch (err) {
         error = err
       }
@@ -276,8 +272,8 @@ export class LifecycleWriter {
     const from = oldRel
     // A mint was planned because no record held the cid: the cid resolving now is proof enough (one read, the common case).
     const check = created
-      ? (tx: Tx) => tx.get(CID + s.cid) !== undefined
-      : (tx: Tx) => this.recordedAt(tx, s.cid, abs)
+      ? (tx: LocalTx) => tx.resolves(s.cid)
+      : (tx: LocalTx) => tx.recordedAt(s.cid, abs)
     return {
       queued: q,
       writes,
@@ -387,25 +383,6 @@ export class LifecycleWriter {
   // ------------------------------------------------------------ reads
 
   private isDuplicate (cid: string, abs: string): boolean {
-    const rid = this.records.resolveRoot(cid)
-    if (rid === undefined) return false
-    return groupMembers(this.kv, rid).some(m => this.kv.get(`${DUP}${m}/${abs}`) !== undefined)
+    return this.records.isDuplicatePath(cid, abs)
   }
-
-  /** Inside the step's transaction: the record of `cid` names `abs` as its filePath or a duplicate. */
-  private recordedAt (tx: Tx, cid: string, abs: string): boolean {
-    const rid = this.records.resolveRoot(cid, tx)
-    if (rid === undefined) return false
-    for (const m of groupMembers(tx, rid)) {
-      if (tx.get(fieldKey(m, 'filePath')) === abs || tx.get(`${DUP}${m}/${abs}`) !== undefined) return true
-    }
-    return false
-  }
-}
-
-/** Every root of the group whose canonical root is `rid` (records' `idx:grpm/` rows; just `[rid]` when alone). */
-function groupMembers (r: Pick<Tx, 'keys'>, rid: string): string[] {
-  const lo = `${GRPM}${rid}/`
-  const ms = r.keys(lo, prefixEnd(lo)).map(k => k.slice(lo.length))
-  return ms.length === 0 ? [rid] : ms
 }

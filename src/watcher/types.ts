@@ -3,16 +3,17 @@
  * only) and the node composition root (which creates the watcher).
  */
 import type { Logger, Startable } from '../common/index.js'
-import type { KvStore } from '../kv/index.js'
-import type { RecordStore } from '../records/index.js'
+import type { FileRecords, LocalStore, RecordReads } from '../records/index.js'
 import type { EventSourceStatus, FileEventSource } from './file-event-source.js'
 
-/** The stream the watcher appends file events to (served by GET /api/events/files). */
-export const FILE_EVENTS = 'file:events'
+/** The stream the watcher appends file events to (served by GET /api/events/files); named by the record layer, which serves it. */
+export { FILE_EVENTS } from '../records/index.js'
+
+/** What the watcher asks of the record layer: file operations, reads, and its node-local state rows and stream. */
+export type WatcherRecords = FileRecords & RecordReads & { readonly local: LocalStore }
 
 export interface WatcherComponents {
-  kv: KvStore
-  records: RecordStore
+  records: WatcherRecords
   logger?: Logger
   /** Where live change hints come from; default: the OS (`createFsEventSource`) when enabled. */
   eventSource?: FileEventSource

@@ -88,7 +88,6 @@ class FilesWatcher implements WatcherHandle {
     this.log = (components.logger ?? silentLogger).child('watcher')
     let tracker: ChangeTracker | undefined
     this.writer = new LifecycleWriter({
-      kv: components.kv,
       records: components.records,
       state: this.state,
       holderId: this.holderId,
@@ -156,7 +155,7 @@ class FilesWatcher implements WatcherHandle {
   private hydrate (): void {
     if (this.hydrated) return
     // One read snapshot for the whole walk: a statement per record, not a read lock per statement.
-    const r = this.c.kv.read(() => this.state.hydrate(this.c.kv, this.c.records, this.holderId))
+    const r = this.c.records.read(() => this.state.hydrate(this.c.records, this.holderId))
     this.hydrated = true
     this.log.info('file state loaded', { files: this.state.size, fromRows: r.fromRows, unconfirmed: r.fromRecords })
   }
@@ -266,7 +265,7 @@ class FilesWatcher implements WatcherHandle {
 
   /** Reset: the stream restarts with a `reset` entry, the state rows go, and every file is hashed and announced again. */
   private async resetState (): Promise<void> {
-    await this.c.kv.write(tx => {
+    await this.c.records.local.write(tx => {
       tx.clearStream(FILE_EVENTS)
       tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(Date.now()) })
       FileState.clearRows(tx)

@@ -3,7 +3,7 @@ import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CODEC_YT_VIDEO, MH_IDENTITY, encodeCidV1, midhash256 } from '../../src/cid/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
-import { FILE_EVENTS } from '../helpers/simple-watcher.js'
+import { FILE_EVENTS } from '../../src/records/index.js'
 
 const SHA_EMPTY = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
 const SHA_HELLO = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e'

@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor, withTimeout } from '../../src/common/index.js'
 import { compareEventIds, parseEventId } from '../../src/kv/index.js'
-import { META_EVENTS, type RecordId } from '../../src/records/index.js'
+import { FILE_EVENTS, META_EVENTS, type RecordId } from '../../src/records/index.js'
 import { startApi, type ApiHarness, type HarnessOptions } from '../helpers/api-harness.js'
 import { openSse, type SseClient, type SseEvent } from '../helpers/sse-client.js'
-import { FILE_EVENTS, simpleWatcher } from '../helpers/simple-watcher.js'
+import { createWatcher } from '../../src/watcher/index.js'
 
 let h: ApiHarness | undefined
 const clients: SseClient[] = []
@@ -212,7 +212,7 @@ describe('SSE /api/events/meta', () => {
 describe('SSE /api/events/files', () => {
   it('0-0 replays the retained file events (after a gap event); no header gives only new ones', async () => {
     const { h, url } = await setup()
-    const w = simpleWatcher(h.store.kv, h.store.records, h.filesPath)
+    const w = createWatcher({ records: h.store.records }, { filesPath: h.filesPath, enabled: false, watcherId: 'test' })
     await h.store.kv.write(tx => {
       tx.appendEvent(FILE_EVENTS, { type: 'add', path: 'watch/a.mkv', size: '10', timestamp: '1' })
       tx.appendEvent(FILE_EVENTS, { type: 'delete', path: 'watch/b.mkv', timestamp: '2' })

@@ -12,7 +12,6 @@ import { buildApp, type ApiInit } from '../../src/api/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import { createSearch } from '../../src/search/index.js'
 import { createWatcher } from '../../src/watcher/index.js'
-import { simpleWatcher } from './simple-watcher.js'
 
 export interface ApiHarness {
   dir: string
@@ -30,8 +29,8 @@ export interface HarnessOptions extends Partial<ApiInit> {
   logger?: Logger
   /** false: a node without search. */
   search?: boolean
-  /** false: a node without a watcher; 'simple': the small test double instead of the real (non-watching) one. */
-  watcher?: boolean | 'simple'
+  /** false: a node without a watcher (default: the real watcher, not watching). */
+  watcher?: boolean
   streamRetention?: number
   trimEvery?: number
 }
@@ -48,11 +47,7 @@ export async function startApi (opts: HarnessOptions = {}): Promise<ApiHarness> 
     kv: store.kv,
     records: store.records,
     search: search === false ? undefined : createSearch({ kv: store.kv, records: store.records }),
-    watcher: watcher === false
-      ? undefined
-      : watcher === 'simple'
-        ? simpleWatcher(store.kv, store.records, filesPath)
-        : createWatcher({ kv: store.kv, records: store.records }, { filesPath, enabled: false })
+    watcher: watcher === false ? undefined : createWatcher({ records: store.records }, { filesPath, enabled: false })
   }, { filesPath, ...init })
   const h: ApiHarness = {
     dir,

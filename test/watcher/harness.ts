@@ -77,7 +77,7 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     source = kind === 'real' ? createFsEventSource({ root: files }) : scripted
     const { source: _s, start: _st, logger, ...init } = o
     watcher = createWatcher(
-      { kv: store.kv, records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}) },
+      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}) },
       { filesPath: files, settleMs: SETTLE_MS, rescanIntervalMs: 3_600_000, enabled: kind !== 'none', ...init }
     )
     if (o.start !== false) await watcher.start()

@@ -62,14 +62,14 @@ describe('holders (replication.md)', () => {
     const t = tmpDir()
     const store = openNodeStore({ path: path.join(t.dir, 'm.db'), nodeId: 'node-x' })
     const files = path.join(t.dir, 'files')
-    const w = createWatcher({ kv: store.kv, records: store.records }, { filesPath: files, enabled: false, holderId: '12D3KooWPeer' })
+    const w = createWatcher({ records: store.records }, { filesPath: files, enabled: false, holderId: '12D3KooWPeer' })
     try {
       await w.start()
       fs.mkdirSync(path.join(files, 'plugin'), { recursive: true })
       fs.writeFileSync(path.join(files, 'plugin/x'), 'x')
       const r = await w.registerFile('plugin/x')
       expect(store.records.getFlat(r.cid)).toMatchObject({ 'holders/12D3KooWPeer': 'true' })
-      expect(() => createWatcher({ kv: store.kv, records: store.records }, { filesPath: files, holderId: 'a/b' })).toThrow(/holderId/)
+      expect(() => createWatcher({ records: store.records }, { filesPath: files, holderId: 'a/b' })).toThrow(/holderId/)
     } finally {
       await w.stop()
       store.close()

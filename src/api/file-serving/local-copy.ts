@@ -1,5 +1,3 @@
-import type { KvStore } from '../../kv/index.js'
-import { fieldKey, type RecordDocument } from '../../records/index.js'
 import { openServableFile, relativeOfStored, resolveInside, type OpenedFile } from './local-path.js'
 
 export interface LocalCopy {
@@ -9,19 +7,13 @@ export interface LocalCopy {
 }
 
 /**
- * This node's own copy of a record's bytes. Candidates, in order: the
- * record's `filePath`, then each group member's own `filePath` (two nodes
- * that minted the same content separately each hold their path on their own
- * root; the merged document shows only the newest), then this node's
- * duplicate paths. The first that resolves inside FILES_PATH to a regular
- * file wins; the caller owns the returned handle.
+ * This node's own copy of a record's bytes, from the stored paths the record
+ * layer lists in order (`records.copyPaths`: the record's `filePath`, each
+ * group member's own `filePath`, this node's duplicate paths). The first that
+ * resolves inside FILES_PATH to a regular file wins; the caller owns the
+ * returned handle.
  */
-export async function findLocalCopy (kv: KvStore, filesPath: string, doc: RecordDocument): Promise<LocalCopy | undefined> {
-  const candidates: string[] = []
-  const add = (p: string | undefined): void => { if (p !== undefined && !candidates.includes(p)) candidates.push(p) }
-  add(doc.metadata.filePath)
-  for (const m of doc.members) add(kv.get(fieldKey(m, 'filePath')))
-  for (const d of doc.duplicates) add(d)
+export async function findLocalCopy (candidates: readonly string[], filesPath: string): Promise<LocalCopy | undefined> {
   for (const stored of candidates) {
     const rel = relativeOfStored(stored)
     if (rel === undefined) continue

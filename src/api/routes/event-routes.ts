@@ -4,13 +4,10 @@
  * only from the `Last-Event-ID` header.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { META_EVENTS } from '../../records/index.js'
+import { FILE_EVENTS, META_EVENTS } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import type { StartPosition } from '../sse/sse-connection.js'
 import { withErrors } from '../schemas.js'
-
-/** The watcher's stream (src/watcher/types.ts FILE_EVENTS; named here so the API imports no watcher code). */
-export const FILE_EVENTS = 'file:events'
 
 /**
  * Start position from the header. `0` / `0-0` on `meta` asks for a snapshot
@@ -29,7 +26,7 @@ export function startPosition (stream: string, header: string | string[] | undef
 export function eventRoutes (app: FastifyInstance, ctx: ApiContext): void {
   const open = (stream: string) => async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     // Touch the store before taking over the socket: if it is down the client gets a 503 envelope with Retry-After, not a dead stream.
-    ctx.kv.streamHead(stream)
+    ctx.records.events.head(stream)
     const pos = startPosition(stream, req.headers['last-event-id'])
     reply.hijack()
     ctx.hub.open(stream, reply.raw, pos)

@@ -34,7 +34,7 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     refuseUnfetchable(cid)
     const doc = ctx.read(() => ctx.records.getDocument(cid))
     if (doc === undefined) throw new UnknownCidError('file not found for CID')
-    const copy = await findLocalCopy(ctx.kv, ctx.filesPath, doc)
+    const copy = await findLocalCopy(ctx.records.copyPaths(doc), ctx.filesPath)
     if (copy === undefined) throw new UnknownCidError('file does not exist on disk')
     return await sendFile(req, reply, copy.file, copy.rel)
   }
@@ -82,7 +82,7 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     const cid = parseCid(req.params.cid)
     const doc = ctx.read(() => ctx.records.getDocument(cid))
     if (doc === undefined) return { exists: false }
-    const copy = await findLocalCopy(ctx.kv, ctx.filesPath, doc)
+    const copy = await findLocalCopy(ctx.records.copyPaths(doc), ctx.filesPath)
     if (copy === undefined) return { exists: false }
     await copy.file.fh.close()
     return { exists: true, contentType: contentTypeFor(copy.rel), size: copy.file.size, filePath: copy.rel }

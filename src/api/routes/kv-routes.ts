@@ -11,11 +11,22 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { InvalidInputError } from '../../common/index.js'
-import { prefixEnd } from '../../kv/index.js'
-import { UnknownRecordError, isRecordId, readFields } from '../../records/index.js'
+import { prefixEnd } from '../../common/index.js'
+import { UnknownRecordError, isRecordId } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
+
+/**
+ * The raw store as this browser uses it (the node passes its kv store; the
+ * API imports nothing of kv). Only these routes see raw keys.
+ */
+export interface RawKv {
+  get: (k: string) => string | undefined
+  keys: (lo: string, hi: string, limit?: number) => string[]
+  range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
+  write: <T>(fn: (tx: { put: (k: string, v: string) => unknown, delete: (k: string) => boolean }) => T) => Promise<T>
+}
 
 /** Namespaces the store derives or owns: never written raw (a raw write would desynchronise versions, indexes or streams). */
 export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'evlow:', 'dup:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
@@ -124,9 +135,11 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     const m = /^file:([^/]+)$/.exec(key)
     if (m !== null) {
       if (!isRecordId(m[1])) throw new InvalidInputError('a record key is file:<record id>', { code: 'invalid_key' })
-      const fields = readFields(kv, m[1])
-      if (fields.size === 0) throw new UnknownRecordError(m[1])
-      return { key, type: 'hash', value: Object.fromEntries(fields) }
+      // One root's own rows, as stored (not its group's merge): this is the raw browser.
+      const lo = `file:${m[1]}/`
+      const rows = kv.range(lo, prefixEnd(lo))
+      if (rows.length === 0) throw new UnknownRecordError(m[1])
+      return { key, type: 'hash', value: Object.fromEntries(rows.map(([k, v]) => [k.slice(lo.length), v])) }
     }
     const v = kv.get(key)
     if (v === undefined) throw new ApiError(404, 'not_found', 'no such key')

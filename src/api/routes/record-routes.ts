@@ -8,7 +8,7 @@
  * Behind the token like `/meta/{hash}`: versions name the nodes that wrote.
  */
 import type { FastifyInstance } from 'fastify'
-import { UnknownRecordError, type RecordId, type RemoteEntry } from '../../records/index.js'
+import { UnknownRecordError } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { hashParam, stringArray, stringMap, withErrors } from '../schemas.js'
 import { checkAddress } from './meta-routes.js'
@@ -46,26 +46,6 @@ function hlcTime (hlc: string): string {
   return Number.isFinite(ms) ? new Date(ms).toISOString() : ''
 }
 
-/**
- * Per field, the newest version across the group's roots: the one whose
- * value the merged document shows (groups merge last-writer-wins per key).
- * Version strings order as (hlc, origin), so the greater pair wins.
- */
-export function fieldVersions (roots: ReadonlyArray<{ rid: RecordId, entries: RemoteEntry[] }>): FieldVersion[] {
-  const best = new Map<string, FieldVersion>()
-  for (const { rid, entries } of roots) {
-    const prefix = `file:${rid}/`
-    for (const e of entries) {
-      if (!e.key.startsWith(prefix)) continue // the root tombstone `file:<rid>` names no field
-      const field = e.key.slice(prefix.length)
-      const cur = best.get(field)
-      if (cur !== undefined && (cur.hlc > e.hlc || (cur.hlc === e.hlc && cur.origin >= e.origin))) continue
-      best.set(field, { field, hlc: e.hlc, at: hlcTime(e.hlc), origin: e.origin, root: rid, deleted: e.value === null })
-    }
-  }
-  return [...best.values()].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0))
-}
-
 export function recordRoutes (app: FastifyInstance, ctx: ApiContext): void {
   app.get<{ Params: { hash: string } }>('/api/records/:hash', {
     schema: {
@@ -94,7 +74,7 @@ export function recordRoutes (app: FastifyInstance, ctx: ApiContext): void {
     const found = ctx.read(() => {
       const doc = ctx.records.getDocument(addr)
       if (doc === undefined) return undefined
-      const versions = fieldVersions(doc.members.map(rid => ({ rid, entries: ctx.records.exportRoot(rid) })))
+      const versions: FieldVersion[] = ctx.records.fieldVersions(doc).map(v => ({ ...v, at: hlcTime(v.hlc) }))
       return {
         hashId: doc.rid,
         roots: doc.members,

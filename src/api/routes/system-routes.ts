@@ -4,20 +4,12 @@
  */
 import fs from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { COUNT_ROOTS, SCHEMA_PREFIX, parseSchemaCounterKey } from '../../records/index.js'
-import { prefixEnd } from '../../kv/index.js'
 import type { ApiContext } from '../context.js'
 import { withErrors } from '../schemas.js'
 
 /** `/health` must answer even when storage is gone: it reports, it does not fail. */
 function storageUp (ctx: ApiContext): boolean {
-  if (ctx.kv.isClosed) return false
-  try {
-    ctx.kv.get(COUNT_ROOTS)
-    return true
-  } catch {
-    return false // a failing read is exactly what "degraded" reports
-  }
+  return ctx.records.available()
 }
 
 interface FieldSchema {
@@ -27,14 +19,12 @@ interface FieldSchema {
   breakdown: Record<string, number>
 }
 
-/** `/api/schema` from the `idx:schema/` counters the record layer keeps in every write transaction. */
+/** `/api/schema` from the value-type counters the record layer keeps in every write transaction. */
 function schemaFromCounters (ctx: ApiContext): Record<string, FieldSchema> {
   const fields: Record<string, FieldSchema> = {}
   const acc = new Map<string, { keyHints: Set<string>, prims: Set<string>, hints: Set<string>, breakdown: Record<string, number> }>()
-  for (const [k, v] of ctx.kv.range(SCHEMA_PREFIX, prefixEnd(SCHEMA_PREFIX))) {
-    const t = parseSchemaCounterKey(k)
-    const n = Number(v)
-    if (t === undefined || !Number.isFinite(n) || n <= 0) continue
+  for (const t of ctx.records.schemaCounters()) {
+    const n = t.count
     let a = acc.get(t.field)
     if (a === undefined) { a = { keyHints: new Set(), prims: new Set(), hints: new Set(), breakdown: {} }; acc.set(t.field, a) }
     if (t.keyHint !== '') a.keyHints.add(t.keyHint)
@@ -136,7 +126,7 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return {
       records,
       redisKeys: f?.fileKeys ?? null,
-      redisMemory: storeBytes(ctx.kv.path),
+      redisMemory: storeBytes(ctx.records.storePath),
       identities: null,
       files: f === undefined ? null : { count: f.fileCount, totalSize: Number(f.totalSize) },
       udlUsers: null,

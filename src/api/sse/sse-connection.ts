@@ -19,10 +19,9 @@
 import type { ServerResponse } from 'node:http'
 import type { Logger } from '../../common/index.js'
 import {
-  compareEventIds, formatEventId, parseEventId,
-  type EventIdParts, type KvStore, type StreamEntry
-} from '../../kv/index.js'
-import { META_EVENTS } from '../../records/index.js'
+  META_EVENTS, compareEventIds, formatEventId, parseEventId,
+  type EventIdParts, type EventStreams, type ShownEntry
+} from '../../records/index.js'
 import { KEEP_ALIVE, formatEntry, formatEvent } from './sse-format.js'
 
 /** Where a new subscriber starts. */
@@ -35,10 +34,8 @@ export type StartPosition =
   | { kind: 'snapshot' }
 
 export interface SseConnectionOptions {
-  kv: KvStore
+  events: EventStreams
   stream: string
-  /** The entry as clients see it, or undefined for one they are not shown (it still advances the cursor). */
-  present: (e: StreamEntry) => StreamEntry | undefined
   res: ServerResponse
   /** A `:keep-alive` comment is sent after this much silence (spec: 30 s). */
   heartbeatMs: number
@@ -107,15 +104,14 @@ export class SseConnection {
   }
 
   /** Entries of this connection's stream from one commit, in id order. */
-  notify (entries: readonly StreamEntry[]): void {
+  notify (entries: readonly ShownEntry[]): void {
     if (this.mode !== 'idle') return // pumping or starting: the next store read picks them up
     for (const e of entries) {
       const id = parseEventId(e.id)
       if (compareEventIds(id, this.lastSent) <= 0) continue
-      const shown = this.o.present(e)
       this.lastSent = id
-      if (shown === undefined) continue
-      const ok = this.write(formatEntry(shown))
+      if (e.fields === null) continue // an entry clients are not shown: it only moves the position
+      const ok = this.write(formatEntry(e.id, e.fields))
       if (!ok) {
         // The socket pushes back: stop holding entries in memory and read the rest from the store once it drains.
         this.startPump()
@@ -134,9 +130,9 @@ export class SseConnection {
   // ---------------------------------------------------------------- delivery
 
   private async begin (pos: StartPosition): Promise<void> {
-    const { kv, stream } = this.o
+    const { events, stream } = this.o
     if (pos.kind === 'new') {
-      const head = kv.streamHead(stream)
+      const head = events.head(stream)
       if (head !== undefined) this.lastSent = parseEventId(head)
     } else if (pos.kind === 'after') {
       this.lastSent = parseEventId(pos.cursor)
@@ -155,14 +151,14 @@ export class SseConnection {
   }
 
   private async pump (): Promise<void> {
-    const { kv, stream } = this.o
+    const { events, stream } = this.o
     for (;;) {
       if (this.mode === 'closed') return
       if (this.o.res.writableNeedDrain) {
         await this.drained()
         continue
       }
-      const first = kv.streamFirst(stream)
+      const first = events.first(stream)
       if (first !== undefined && compareEventIds(this.lastSent, parseEventId(first)) < 0 && this.positionChecked) {
         this.write(formatEvent('gap', JSON.stringify({
           requested: this.requested ?? formatEventId(this.lastSent),
@@ -172,47 +168,45 @@ export class SseConnection {
       }
       this.positionChecked = true
       this.requested = undefined
-      const page = kv.readStream(stream, this.lastSent, PAGE)
+      const page = events.read(stream, this.lastSent, PAGE)
       if (page.length === 0) {
         // Caught up. No await between this read and going idle, so no commit can slip between them.
         this.mode = 'idle'
         return
       }
       for (const e of page) {
-        const shown = this.o.present(e)
-        if (shown !== undefined) this.write(formatEntry(shown))
+        if (e.fields !== null) this.write(formatEntry(e.id, e.fields))
         this.lastSent = parseEventId(e.id)
       }
     }
   }
 
   /**
-   * One `set` per existing `file:` key, read in pages so the store is never
+   * One `set` per existing record key, read in pages so the store is never
    * held in memory, then the live tail from the head captured first. Only the
    * last snapshot event carries an id (that head): a consumer that drops
    * mid-snapshot has no cursor and asks for a fresh snapshot.
    */
   private async snapshot (): Promise<void> {
-    const { kv } = this.o
-    const head = kv.streamHead(META_EVENTS)
-    const first = kv.streamFirst(META_EVENTS)
+    const { events } = this.o
+    const head = events.head(META_EVENTS)
+    const first = events.first(META_EVENTS)
     if (head !== undefined) this.lastSent = parseEventId(head)
     // If the head is retained, trimming past it during a long snapshot is a real loss and must show as a gap.
     this.positionChecked = head !== undefined && first !== undefined && compareEventIds(parseEventId(first), this.lastSent) <= 0
     const ts = String(Date.now())
     let held: string | undefined
-    let lo = 'file:'
-    const hi = 'file;'
+    let after: string | undefined
     for (;;) {
       if (this.mode === 'closed') return
       if (this.o.res.writableNeedDrain) await this.drained()
-      const keys = kv.keys(lo, hi, PAGE)
+      const keys = events.recordKeys(after, PAGE)
       for (const k of keys) {
         if (held !== undefined) this.write(formatEvent('set', JSON.stringify({ key: held, ts })))
         held = k
       }
       if (keys.length < PAGE) break
-      lo = keys[keys.length - 1] + '\u0000'
+      after = keys[keys.length - 1]
     }
     if (held !== undefined) this.write(formatEvent('set', JSON.stringify({ key: held, ts }), formatEventId(this.lastSent)))
   }

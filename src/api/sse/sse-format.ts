@@ -3,7 +3,6 @@
  * resume point exists, `event:` the entry's `type` (or `message`), `data:`
  * the JSON of the other fields on a single line.
  */
-import type { StreamEntry } from '../../kv/index.js'
 
 /** An event name is a single token on its line: CR/LF would let a value forge further fields. */
 function eventName (type: string | undefined): string {
@@ -11,11 +10,11 @@ function eventName (type: string | undefined): string {
   return type.replace(/[\r\n]/g, '')
 }
 
-/** Formats one stream entry; `withId: false` leaves the id line out (snapshot events but the last). */
-export function formatEntry (entry: StreamEntry, withId = true): string {
-  const { type, ...rest } = entry.fields
+/** Formats one stream entry (its id and fields as clients see them). */
+export function formatEntry (id: string, fields: Record<string, string>): string {
+  const { type, ...rest } = fields
   // JSON.stringify escapes CR and LF, so the data stays on one line.
-  return formatEvent(eventName(type), JSON.stringify(rest), withId ? entry.id : undefined)
+  return formatEvent(eventName(type), JSON.stringify(rest), id)
 }
 
 export function formatEvent (event: string, data: string, id?: string): string {

@@ -5,18 +5,14 @@
  */
 import type { ServerResponse } from 'node:http'
 import type { Logger } from '../../common/index.js'
-import type { KvStore, StreamEntry } from '../../kv/index.js'
+import type { EventStreams, ShownEntry } from '../../records/index.js'
 import { SseConnection, type StartPosition } from './sse-connection.js'
 
 export interface SseHubOptions {
-  kv: KvStore
-  /** Per stream, the entry as clients see it (undefined: not shown); streams without one are shown as stored. */
-  presenters?: Record<string, (e: StreamEntry) => StreamEntry | undefined>
+  events: EventStreams
   heartbeatMs: number
   log: Logger
 }
-
-const asStored = (e: StreamEntry): StreamEntry => e
 
 export class SseHub {
   private readonly o: SseHubOptions
@@ -26,7 +22,7 @@ export class SseHub {
 
   constructor (opts: SseHubOptions) {
     this.o = opts
-    this.unsubscribe = opts.kv.onCommit(entries => { this.dispatch(entries) })
+    this.unsubscribe = opts.events.onCommit(entries => { this.dispatch(entries) })
   }
 
   /** Number of open connections (for /status). */
@@ -42,9 +38,8 @@ export class SseHub {
     if (set === undefined) { set = new Set(); this.byStream.set(stream, set) }
     const conns = set
     const conn = new SseConnection({
-      kv: this.o.kv,
+      events: this.o.events,
       stream,
-      present: this.o.presenters?.[stream] ?? asStored,
       res,
       heartbeatMs: this.o.heartbeatMs,
       log: this.o.log,
@@ -71,10 +66,10 @@ export class SseHub {
     this.unsubscribe = undefined
   }
 
-  private dispatch (entries: readonly StreamEntry[]): void {
+  private dispatch (entries: readonly ShownEntry[]): void {
     if (this.byStream.size === 0) return
     // Entries of one commit may interleave streams; hand each connection its stream's entries in order.
-    const per = new Map<string, StreamEntry[]>()
+    const per = new Map<string, ShownEntry[]>()
     for (const e of entries) {
       if (!this.byStream.has(e.stream)) continue
       let l = per.get(e.stream)
