@@ -55,7 +55,8 @@ export { Hlc, formatHlc, parseHlc } from './hlc.js'
 export type { HlcString } from './hlc.js'
 export { VersionMap, makeVersion, versionHlc, versionOrigin } from './versions.js'
 export type { Version } from './versions.js'
-export { classifyValue, generaliseField, schemaCounterKey, parseSchemaCounterKey, SCHEMA_PREFIX } from './schema-type.js'
+export { classifyValue, generaliseField } from './schema-type.js'
+export type { FieldType } from './schema-type.js'
 export type {
   Records, RecordReads, IndexedRecords, RecordWrites, FileRecords, Replication, EventStreams, ShownEntry,
   LocalStore, LocalTx, SchemaCounter, FieldVersion, LibraryPage, ReplicaDigest

@@ -29,6 +29,16 @@ import type { KvStore } from '../kv/index.js'
 import { WHITESPACE_CHARS } from './fold.js'
 import { HAY_FIELDS } from './matchers.js'
 
+/**
+ * The record layout as search's SQL reads it, named here once (the record
+ * layer keeps its key grammar private; test/search/layout-contract.test.ts
+ * checks these against it): record rows `file:<rid>/<field>`, the live-root
+ * index `idx:roots/<rid>`, the group entries `idx:grp/<rid>` = canonical rid.
+ */
+export const ROOTS_LO = 'idx:roots/'
+export const ROOTS_HI = 'idx:roots0'
+export const GRP_PREFIX = 'idx:grp/'
+
 /** The field-name column of both field indexes. */
 export const FIELD_EXPR = "lower(substr(k,instr(k,'/')+1))"
 export const FILE_RANGE = "k>='file:' AND k<'file;' AND instr(k,'/')>0"
