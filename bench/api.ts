@@ -116,6 +116,7 @@ async function buildStore (dbPath: string): Promise<{ cached: boolean, ms: numbe
   const t0 = Date.now()
   const s = openNodeStore({ path: dbPath })
   const search = createSearch({ kv: s.kv, records: s.records })
+  await search.start()
   const rand = prng(4242)
   let next = 0
   const worker = async (): Promise<void> => {

@@ -50,7 +50,7 @@ async function ingest (n: number, withSearch = WITH_SEARCH): Promise<Run> {
   const s = openNodeStore({ path: file, nodeId: 'bench' })
   if (withSearch) {
     const { createSearch } = await import('../src/search/index.js')
-    createSearch({ kv: s.kv, records: s.records })
+    await createSearch({ kv: s.kv, records: s.records }).start()
   }
   let next = 0
   let fields = 0

@@ -134,6 +134,7 @@ async function buildStore (dbPath: string): Promise<{ ms: number, cached: boolea
   const t0 = performance.now()
   const s = openNodeStore({ path: tmp, nodeId: 'bench-node' })
   const search = createSearch({ kv: s.kv, records: s.records })
+  await search.start()
   const rand = prng(42)
   const vocab = makeVocabulary(rand)
   let next = 0
@@ -298,9 +299,10 @@ function memoryOf (pid: number): { rssMiB: number, hwmMiB: number } {
 }
 
 /** Minimal server: the store, search, and the two routes plus /health, on node:http. */
-function serve (dbPath: string, port: number): void {
+async function serve (dbPath: string, port: number): Promise<void> {
   const s = openNodeStore({ path: dbPath })
   const search = createSearch({ kv: s.kv, records: s.records })
+  await search.start()
   const server = http.createServer((req, res) => {
     const send = (status: number, body: unknown): void => {
       res.writeHead(status, { 'content-type': 'application/json' })
@@ -341,6 +343,7 @@ async function main (): Promise<void> {
   const s = openNodeStore({ path: dbPath })
   const tOpen = performance.now()
   const search = createSearch({ kv: s.kv, records: s.records })
+  await search.start()
   const openMs = round(performance.now() - tOpen)
   await search.whenReady()
   const records = s.records.countRecords()
@@ -407,5 +410,5 @@ ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round
   report('search', json, md)
 }
 
-if (process.argv[2] === '--serve') serve(process.argv[3], Number(process.argv[4]))
+if (process.argv[2] === '--serve') await serve(process.argv[3], Number(process.argv[4]))
 else await main()

@@ -78,6 +78,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     // rows are rebuilt in the background; answers are correct (slower) meanwhile.
     const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
     stops.push(() => search.stop())
+    await search.start()
 
     const mesh: MeshService = swarmKey === undefined || identity === undefined
       ? new StandaloneMesh(records)

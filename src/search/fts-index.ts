@@ -29,7 +29,7 @@ export class FtsIndex implements RecordIndexer {
     private readonly records: IndexedRecords,
     private readonly excluded: Excluder,
     /** Told whenever group membership may have changed (the group cache drops itself). */
-    private readonly groupsChanged: () => void = () => {}
+    private groupsChanged: () => void = () => {}
   ) {
     const p = (sql: string): SqlStatement => kv.prepare(sql)
     this.st = {
@@ -47,6 +47,11 @@ export class FtsIndex implements RecordIndexer {
       rowPage: p('SELECT rowid, rid FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?').raw(),
       count: p('SELECT count(*) FROM fts').pluck()
     }
+  }
+
+  /** Whom to tell when group membership may have changed (a restarted service brings a new group cache). */
+  onGroupsChanged (fn: () => void): void {
+    this.groupsChanged = fn
   }
 
   // ------------------------------------------------------------ record hooks (inside the write transaction)

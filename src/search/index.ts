@@ -18,12 +18,15 @@
  *   run search is repaired at open (in the background for large stores,
  *   answering correctly meanwhile through scans).
  *
- * One search service per IndexedRecords: it registers its record hook once.
+ * One search service per record store: it registers its record hook once.
+ * A `Startable`: creating it does no work; `start()` builds and repairs,
+ * `stop()` ends background work; both are idempotent.
  */
-import { MetaCoreError, silentLogger } from '../common/index.js'
+import { MetaCoreError, silentLogger, type Startable } from '../common/index.js'
 import { countLiveRoots, type IndexedRecords } from '../records/index.js'
 import { FieldIndex } from './field-index.js'
 import { FtsIndex } from './fts-index.js'
+import { SearchNotStartedError } from './errors.js'
 import { DirtyJob, RebuildJob, runJob, runJobSync, type Job } from './fts-rebuild.js'
 import { IndexedSearch, type QueryPlan } from './indexed-search.js'
 import { DEFAULT_EXCLUDE_PREFIXES, HAY_FIELDS, makeExcluder } from './matchers.js'
@@ -34,7 +37,7 @@ import { VERSION_KEY, ensureSchema, versionMarker } from './search-schema.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
 
 export type * from './types.js'
-export { InvalidSearchRequestError } from './errors.js'
+export { InvalidSearchRequestError, SearchNotStartedError } from './errors.js'
 export { referenceSearch } from './reference-search.js'
 export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VALUES } from './normalize-request.js'
 export { fold } from './fold.js'
@@ -44,8 +47,8 @@ export type { QueryPlan } from './indexed-search.js'
 /** Stores with at most this many roots are brought up to date synchronously at open (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000
 
-/** The service plus what tests and benchmarks look at. */
-export interface Search extends SearchService {
+/** The service plus its lifecycle and what tests and benchmarks look at. */
+export interface Search extends SearchService, Startable {
   whenReady: () => Promise<void>
   stop: () => Promise<void>
   /** search() and the plan it used. */
@@ -56,23 +59,25 @@ export interface Search extends SearchService {
 
 const attached = new WeakSet<IndexedRecords>()
 
+/**
+ * Creates the search service over a record store. Nothing touches the store
+ * until `start()`: it creates the search structures, registers the record
+ * hook (records written before it are found by the store's triggers and
+ * refreshed), and brings the rows up to date (synchronously for a small
+ * store, in the background for a large one). Queries need a started service.
+ */
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
   const log = components.logger ?? silentLogger
   if (attached.has(records)) throw new MetaCoreError('search_already_attached', 'a search service is already attached to this record store')
-  const excluded = makeExcluder(init.excludePrefixes ?? DEFAULT_EXCLUDE_PREFIXES)
-
-  const t0 = Date.now()
-  const created = ensureSchema(kv)
-  if (created.length > 0) log.info('created search structures', { created, ms: Date.now() - t0 })
-  const groups = new GroupCache(kv)
-  const fts = new FtsIndex(kv, records, excluded, () => { groups.invalidate() })
-  records.addIndexer(fts)
   attached.add(records)
+  const excluded = makeExcluder(init.excludePrefixes ?? DEFAULT_EXCLUDE_PREFIXES)
   const marker = versionMarker(HAY_FIELDS.filter(f => excluded(f)))
+  const syncMax = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
 
-  // Rows are trusted when they were built with this format and nothing could have written around the triggers.
-  let trusted = kv.get(VERSION_KEY) === marker && !created.some(n => n === 'fts' || n.startsWith('search_dirty'))
+  let running: Running | undefined
+  let fts: FtsIndex | undefined
+  let trusted = false
   let stopped = false
   let dirtyQueued = false
   let chain: Promise<void> = Promise.resolve()
@@ -87,64 +92,96 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     })
     return tail
   }
-  const rebuildJob = (): Job => new RebuildJob(kv, fts, marker, log)
-  const rebuildInBackground = (reason: string): Promise<void> => enqueue('search rebuild', async () => {
+  const rebuildJob = (f: FtsIndex): Job => new RebuildJob(kv, f, marker, log)
+  const rebuildInBackground = (f: FtsIndex, reason: string): Promise<void> => enqueue('search rebuild', async () => {
     trusted = false
     log.info('rebuilding search rows', { reason })
-    await runJob(kv, rebuildJob(), () => stopped)
+    await runJob(kv, rebuildJob(f), () => stopped)
     trusted = true
   })
   const scheduleDirty = (): void => {
-    if (dirtyQueued || stopped) return
+    const f = fts
+    if (dirtyQueued || stopped || f === undefined) return
     dirtyQueued = true
-    const pending = fts.dirtyCount()
+    const pending = f.dirtyCount()
     log.warn('records were written without the search hook; refreshing their search rows', { roots: pending })
     void enqueue('search refresh', async () => {
       try {
-        await runJob(kv, new DirtyJob(fts, log, pending), () => stopped)
+        await runJob(kv, new DirtyJob(f, log, pending), () => stopped)
       } finally {
         dirtyQueued = false
       }
     })
   }
 
-  const syncMax = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
-  if (!trusted) {
-    if (countLiveRoots(kv) <= syncMax) {
-      runJobSync(kv, rebuildJob())
-      trusted = true
+  const start = (): Running => {
+    const t0 = Date.now()
+    const created = ensureSchema(kv)
+    if (created.length > 0) log.info('created search structures', { created, ms: Date.now() - t0 })
+    const groups = new GroupCache(kv)
+    if (fts === undefined) {
+      // Registered once: the record layer keeps its hooks for the store's life (a restart reuses it).
+      fts = new FtsIndex(kv, records, excluded, () => { groups.invalidate() })
+      records.addIndexer(fts)
     } else {
-      void rebuildInBackground(kv.get(VERSION_KEY) === undefined ? 'no search rows yet' : 'search format changed')
+      fts.onGroupsChanged(() => { groups.invalidate() })
     }
-  } else if (fts.dirty(1).length > 0) {
-    if (fts.dirty(syncMax + 1).length <= syncMax) runJobSync(kv, new DirtyJob(fts, log, 0))
-    else scheduleDirty()
+    const f = fts
+    // Rows are trusted when they were built with this format and nothing could have written around the triggers.
+    trusted = kv.get(VERSION_KEY) === marker && !created.some(n => n === 'fts' || n.startsWith('search_dirty'))
+    if (!trusted) {
+      if (countLiveRoots(kv) <= syncMax) {
+        runJobSync(kv, rebuildJob(f))
+        trusted = true
+      } else {
+        void rebuildInBackground(f, kv.get(VERSION_KEY) === undefined ? 'no search rows yet' : 'search format changed')
+      }
+    } else if (f.dirty(1).length > 0) {
+      if (f.dirty(syncMax + 1).length <= syncMax) runJobSync(kv, new DirtyJob(f, log, 0))
+      else scheduleDirty()
+    }
+    const engine = new IndexedSearch({
+      kv,
+      records,
+      fields: new FieldIndex(kv),
+      fts: f,
+      roots: new RootIndex(kv),
+      trigrams: new TrigramStats(kv),
+      excluded,
+      groups,
+      ftsTrusted: () => trusted,
+      onDirty: scheduleDirty,
+      logger: log
+    })
+    return { engine, fts: f }
   }
 
-  const engine = new IndexedSearch({
-    kv,
-    records,
-    fields: new FieldIndex(kv),
-    fts,
-    roots: new RootIndex(kv),
-    trigrams: new TrigramStats(kv),
-    excluded,
-    groups,
-    ftsTrusted: () => trusted,
-    onDirty: scheduleDirty,
-    logger: log
-  })
+  const live = (): Running => {
+    if (running === undefined) throw new SearchNotStartedError()
+    return running
+  }
 
   return {
-    search: req => engine.search(req),
-    explain: req => engine.explain(req),
-    list: (offset, limit) => engine.list(offset, limit),
-    rebuild: async () => { await rebuildInBackground('requested') },
-    whenReady: async () => { await tail },
-    stop: async () => {
+    async start () {
+      if (running !== undefined) return
+      stopped = false
+      running = start()
+    },
+    async stop () {
       stopped = true
       await chain
+      running = undefined
     },
-    ftsRowCount: () => fts.rowCount()
+    search: req => live().engine.search(req),
+    explain: req => live().engine.explain(req),
+    list: (offset, limit) => live().engine.list(offset, limit),
+    rebuild: async () => { await rebuildInBackground(live().fts, 'requested') },
+    whenReady: async () => { await tail },
+    ftsRowCount: () => live().fts.rowCount()
   }
+}
+
+interface Running {
+  engine: IndexedSearch
+  fts: FtsIndex
 }

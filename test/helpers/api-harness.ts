@@ -46,7 +46,7 @@ export async function startApi (opts: HarnessOptions = {}): Promise<ApiHarness> 
     logger,
     kv: store.kv,
     records: store.records,
-    search: search === false ? undefined : createSearch({ kv: store.kv, records: store.records }),
+    search: search === false ? undefined : await started(createSearch({ kv: store.kv, records: store.records })),
     watcher: watcher === false ? undefined : createWatcher({ records: store.records }, { filesPath, enabled: false })
   }, { filesPath, ...init })
   const h: ApiHarness = {
@@ -73,4 +73,9 @@ export async function startApi (opts: HarnessOptions = {}): Promise<ApiHarness> 
     }
   }
   return h
+}
+
+async function started<T extends { start: () => Promise<void> }> (c: T): Promise<T> {
+  await c.start()
+  return c
 }

@@ -144,7 +144,7 @@ function runQueries (round: string): { checked: number, nonEmpty: number } {
 
 beforeAll(async () => {
   rand = prng(SEED)
-  f = openFixture()
+  f = await openFixture()
   const writes: Array<Promise<string>> = []
   for (let i = 0; i < RECORDS; i++) {
     writes.push(f.store.records.mint(`/files/${pick(rand, ['movies', 'tv', 'Ünïcode'])}/${makeValue(rand).replace(/[,\s]+/g, '.')}.${i}.mkv`, i, i, makeFields(rand)))

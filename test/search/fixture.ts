@@ -21,19 +21,20 @@ export interface Fixture {
   close: () => Promise<void>
 }
 
-export function openFixture (opts: { excludePrefixes?: string[], nodeId?: string } = {}): Fixture {
+export async function openFixture (opts: { excludePrefixes?: string[], nodeId?: string } = {}): Promise<Fixture> {
   const { dir, cleanup } = tmpDir('mc-search-')
   const dbPath = path.join(dir, 'store.db')
   const f = {} as Fixture
-  const open = (excludePrefixes: string[] | undefined, syncRepairMaxRoots?: number): void => {
+  const open = async (excludePrefixes: string[] | undefined, syncRepairMaxRoots?: number): Promise<void> => {
     f.store = openNodeStore({ path: dbPath, nodeId: opts.nodeId ?? 'node-a' })
     f.search = createSearch({ kv: f.store.kv, records: f.store.records }, {
       ...(excludePrefixes === undefined ? {} : { excludePrefixes }),
       ...(syncRepairMaxRoots === undefined ? {} : { syncRepairMaxRoots })
     })
     f.excludePrefixes = excludePrefixes
+    await f.search.start()
   }
-  open(opts.excludePrefixes)
+  await open(opts.excludePrefixes)
   Object.assign(f, {
     dir,
     dbPath,
@@ -46,7 +47,7 @@ export function openFixture (opts: { excludePrefixes?: string[], nodeId?: string
     async reopen (o: { excludePrefixes?: string[], syncRepairMaxRoots?: number } = {}) {
       await f.search.stop()
       f.store.close()
-      open(o.excludePrefixes ?? f.excludePrefixes, o.syncRepairMaxRoots)
+      await open(o.excludePrefixes ?? f.excludePrefixes, o.syncRepairMaxRoots)
     },
     async close () {
       await f.search.stop()

@@ -14,7 +14,7 @@ afterEach(async () => { await f.close() })
 
 describe('freshness', () => {
   it('sees a write, an update and a delete as soon as each is acknowledged', async () => {
-    f = openFixture()
+    f = await openFixture()
     const r = f.store.records
     const a = await r.mint('/files/a.mkv', 1, 1, { title: 'Blade Runner' })
     expect(ids(f.query({ query: 'blade' }))).toEqual([a])
@@ -32,7 +32,7 @@ describe('freshness', () => {
   })
 
   it('keeps up with many writes committed in one group transaction', async () => {
-    f = openFixture()
+    f = await openFixture()
     const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta']
     const rids = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
       await f.store.records.mint(`/files/batch/${i}.mkv`, i, i, { title: `batch title ${words[i % 7]}` })))
@@ -44,7 +44,7 @@ describe('freshness', () => {
 
 describe('groups', () => {
   it('shows a group once, under its canonical root, with the merged document', async () => {
-    f = openFixture()
+    f = await openFixture()
     const r = f.store.records
     const a = await r.mint('/files/one/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Shared Movie' })
     const b = await r.mint('/files/two/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', year: '2004', 'genres/drama': 'true' })
@@ -65,7 +65,7 @@ describe('groups', () => {
   })
 
   it('matches tokens found in different members of a group joined by an alias alone', async () => {
-    f = openFixture()
+    f = await openFixture()
     const r = f.store.records
     const a = await r.mint('/files/x/first.mkv', 5, 1, { title: 'Northern Lights' })
     const b = await r.mint('/files/y/second.mkv', 5, 1, { showtitle: 'Aurora Borealis' })
@@ -79,7 +79,7 @@ describe('groups', () => {
   })
 
   it('splits back into two results when the shared CID goes, and survives deleting the canonical root', async () => {
-    f = openFixture()
+    f = await openFixture()
     const r = f.store.records
     const a = await r.mint('/files/a.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', [`cids/${CID_B}`]: 'true', title: 'Twin' })
     const b = await r.mint('/files/b.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Twin copy' })
@@ -98,7 +98,7 @@ describe('groups', () => {
 
 describe('excluded prefixes', () => {
   it('leaves categories/newznab/ out of matching and of results by default', async () => {
-    f = openFixture()
+    f = await openFixture()
     const a = await f.store.records.mint('/files/a.mkv', 1, 1, { title: 'Film', 'categories/newznab/2040': 'Movies > HD', 'categories/other': 'x' })
     expect(f.query({ filters: [{ property: 'categories/newznab/2040', values: ['movies'] }] }).total).toBe(0)
     expect(f.query({ filters: [{ property: 'categories', values: ['newznab/2040'] }] }).total).toBe(0)
@@ -110,7 +110,7 @@ describe('excluded prefixes', () => {
   })
 
   it('follows the configured prefixes, haystack fields included, rebuilding rows when they change', async () => {
-    f = openFixture({ excludePrefixes: ['title', 'secret/'] })
+    f = await openFixture({ excludePrefixes: ['title', 'secret/'] })
     const a = await f.store.records.mint('/files/a.mkv', 1, 1, { title: 'Hidden Title', 'secret/x': 'y', 'categories/newznab/1': 'kept' })
     expect(f.query({ query: 'hidden' }).total).toBe(0)
     expect(f.query({ filters: [{ property: 'categories/newznab/1', values: ['kept'] }] }).total).toBe(1)
@@ -125,7 +125,7 @@ describe('excluded prefixes', () => {
 
 describe('short queries', () => {
   it('answers tokens under 3 characters by scanning, alone or beside long ones', async () => {
-    f = openFixture()
+    f = await openFixture()
     const r = f.store.records
     const a = await r.mint('/files/x/Up.2009.mkv', 1, 1, { title: 'Up' })
     const b = await r.mint('/files/x/It.2017.mkv', 1, 1, { title: 'It', originaltitle: '日本 語' })

@@ -8,7 +8,7 @@ import { ids, openFixture, type Fixture } from './fixture.js'
 let f: Fixture
 let rids: string[]
 beforeEach(async () => {
-  f = openFixture()
+  f = await openFixture()
   rids = []
   for (let i = 0; i < 25; i++) {
     rids.push(await f.store.records.mint(`/files/p/${i}.mkv`, i, i, { title: i % 2 === 0 ? `even film ${i}` : `odd film ${i}`, type: 'movie' }))

@@ -8,7 +8,7 @@ import { FieldIndex } from '../../src/search/field-index.js'
 import { openFixture, type Fixture } from './fixture.js'
 
 let f: Fixture
-beforeEach(() => { f = openFixture() })
+beforeEach(async () => { f = await openFixture() })
 afterEach(async () => { await f.close() })
 
 describe('query plans', () => {

@@ -49,7 +49,7 @@ afterEach(async () => { await f?.close(); f = undefined })
 
 describe('rebuild', () => {
   it('reopening a store with current structures recreates and rebuilds nothing', async () => {
-    f = openFixture()
+    f = await openFixture()
     await writeHistory(f.store.records)
     const rowids = f.store.kv.prefix('idx:fts/')
     await f.search.stop()
@@ -57,6 +57,7 @@ describe('rebuild', () => {
     const lines: string[] = []
     const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
     const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'debug', write: l => { lines.push(l) } }) })
+    await search.start()
     expect(lines).toEqual([])
     expect(s.kv.prefix('idx:fts/')).toEqual(rowids)
     expect(search.search({ query: 'gamma' }).total).toBe(1)
@@ -67,7 +68,7 @@ describe('rebuild', () => {
   })
 
   it('rebuild() from the kv rows yields exactly the incremental state', async () => {
-    f = openFixture()
+    f = await openFixture()
     await writeHistory(f.store.records)
     const incremental = ftsState(f.store.kv)
     expect(incremental.rows.length).toBe(3) // the group (a+b), c and d (an empty haystack, but an id); e is gone
@@ -86,11 +87,12 @@ describe('rebuild', () => {
       const plain = openNodeStore({ path: dbPath, nodeId: 'n' })
       await writeHistory(plain.records)
       plain.close()
-      f = openFixture()
+      f = await openFixture()
       await writeHistory(f.store.records)
       const want = ftsState(f.store.kv).rows.map(([, hay]) => hay)
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
       const search = createSearch({ kv: s.kv, records: s.records })
+      await search.start()
       expect(ftsState(s.kv).rows.map(([, hay]) => hay)).toEqual(want)
       for (const req of REQUESTS) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
       await search.stop()
@@ -104,7 +106,7 @@ describe('rebuild', () => {
     ['at open', 2000],
     ['in the background, answering right meanwhile', 0]
   ])('repairs rows of records written by a process that ran no search, %s', async (_how, syncRepairMaxRoots) => {
-    f = openFixture()
+    f = await openFixture()
     const [a, b, c] = await writeHistory(f.store.records)
     await f.search.stop()
     f.store.close()
@@ -135,6 +137,7 @@ describe('rebuild', () => {
       plain.close()
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
       const search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      await search.start()
       const during = search.explain({ query: 'tenth' })
       expect(during.plan?.parts.map(p => p.name)).toEqual(['text:read-all'])
       expect(during.response.total).toBe(60)
@@ -161,11 +164,13 @@ describe('rebuild', () => {
       plain.close()
       let s = openNodeStore({ path: dbPath, nodeId: 'n' })
       let search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      await search.start()
       await search.stop()
       await expect(search.whenReady()).rejects.toThrow(/stopped/)
       s.close()
       s = openNodeStore({ path: dbPath, nodeId: 'n' })
       search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      await search.start()
       await waitFor(() => search.explain({ query: 'stop' }).plan?.parts[0].name === 'text:fts', { timeoutMs: 20_000, what: 'the rebuild to finish' })
       expect(search.ftsRowCount()).toBe(1200)
       await search.stop()

@@ -8,7 +8,7 @@ import { InvalidSearchRequestError, MAX_LIMIT } from '../../src/search/index.js'
 import { ids, openFixture, type Fixture } from './fixture.js'
 
 let f: Fixture
-beforeEach(() => { f = openFixture() })
+beforeEach(async () => { f = await openFixture() })
 afterEach(async () => { await f.close() })
 
 const mint = async (name: string, extra: Record<string, string> = {}): Promise<string> =>

@@ -14,7 +14,7 @@ import { ids, openFixture, type Fixture } from './fixture.js'
 let f: Fixture
 const byTitle = new Map<string, string>()
 beforeEach(async () => {
-  f = openFixture({ excludePrefixes: ['secret/'] })
+  f = await openFixture({ excludePrefixes: ['secret/'] })
   byTitle.clear()
   const rows: Array<[string, Record<string, string>]> = [
     ['b', { year: '1999', votes: '900', type: 'movie' }],

@@ -43,6 +43,7 @@ async function buildStore (dbPath: string): Promise<{ cached: boolean, seconds: 
   const t0 = Date.now()
   const s = openNodeStore({ path: dbPath, nodeId: 'ui-perf' })
   const search = createSearch({ kv: s.kv, records: s.records })
+  await search.start()
   let next = 0
   let last = Date.now()
   const worker = async (): Promise<void> => {
