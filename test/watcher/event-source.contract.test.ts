@@ -48,11 +48,20 @@ describe.each(['real', 'scripted'] as const)('file event source contract (%s)', 
   it('stop before start is fine, and start and stop are idempotent', async () => {
     const r = rig(kind)
     await r.source.stop()
+    expect(r.source.status()).toMatchObject({ kind: kind === 'real' ? 'fs.watch' : 'scripted', watching: 0 })
     await r.source.start(h => { r.hints.push(h) })
     await r.source.start(h => { r.hints.push(h) })
+    if (kind === 'real') expect(r.source.status().watching).toBe(1) // one watch on the root, not two
+    r.fsd.write('seen.txt', 'x')
+    await expectCovered(r, 'seen.txt')
     await r.source.stop()
     await r.source.stop()
-    expect(typeof r.source.status().kind).toBe('string')
+    expect(r.source.status().watching).toBe(0)
+    // Stopped means stopped: a change now is never hinted.
+    r.hints.length = 0
+    r.fsd.write('unseen.txt', 'y')
+    await sleep(300)
+    expect(r.hints).toEqual([])
   })
 
   it('hints creation, modification and deletion of a file', async () => {

@@ -51,11 +51,17 @@ describe('holders (replication.md)', () => {
     h.fsd.write('kept.bin', 'api owned')
     await h.waitEvents(e => e.length === 1, 'the add')
     const cid = await midhashOf(h.abs('kept.bin'))
+    const rid = h.store.records.resolveRoot(cid)!
     await h.store.records.deleteProperty(cid, ME) // e.g. an operator cleared it through the API
     h.fsd.remove('kept.bin')
     await h.waitEvents(e => e.length === 2, 'the delete')
     await h.idle()
-    expect(h.store.records.resolveRoot(cid)).toBeDefined()
+    expect(h.events()[1]).toMatchObject({ type: 'delete', path: 'kept.bin' })
+    // The same record is still there, whole: no root tombstone, its alias and fields kept.
+    expect(h.store.records.resolveRoot(cid)).toBe(rid)
+    expect(h.store.records.countRecords()).toBe(1)
+    expect(h.store.records.getFlat(cid)).toMatchObject({ [`cids/${cid}`]: 'true', sizeByte: '9' })
+    expect(h.store.records.readChangeLog(undefined, 1000).some(e => e.key === `file:${rid}`)).toBe(false)
   })
 
   it('uses the configured holder id (a mesh peer id) instead of the node id', async () => {
