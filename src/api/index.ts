@@ -15,7 +15,9 @@
  * - File bytes come only from inside FILES_PATH.
  * - An SSE subscriber never misses or repeats an entry of the retained
  *   stream; `app.close()` ends open streams and returns.
- * The app does not own the store: closing it leaves the store open.
+ * The app does not own the store: closing it leaves the store open. It talks
+ * to the record layer's narrow interface (`Records`); only the raw `/api/kv`
+ * browser gets the store itself (`RawKv`).
  */
 export { buildApp } from './app.js'
 export type { ApiComponents, ApiInit } from './context.js'

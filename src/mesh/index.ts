@@ -5,7 +5,8 @@
  *   sequences, validation, timers, peer bookkeeping, driven through a
  *   `MeshRuntime` and a `ReplicaStore` (runtime.ts states both contracts).
  * - `messages.ts`: the versioned wire union and its one decode function.
- * - `replica-store.ts`: the `ReplicaStore` over the record layer.
+ * - `replica-store.ts`: the `ReplicaStore` over the record layer's replication
+ *   interface (`MeshRecords`: changesSince, onChanges, exportRange, the local store).
  * - `testing/`: a deterministic in-process runtime (virtual clock, seeded
  *   network) for tests and the simulator.
  *

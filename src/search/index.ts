@@ -1,5 +1,5 @@
 /**
- * search: the field index and the FTS table over the kv rows, the query
+ * search: the field index and the FTS table over the record rows, the query
  * planner and the matchers behind POST /api/metadata/search and
  * GET /api/metadata/list.
  *

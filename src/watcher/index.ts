@@ -7,13 +7,16 @@
  * settle-then-hash with bounded concurrency, arrival / change / move /
  * deletion applied to records with this node's `holders/<id>` member, manual
  * scan and reset, registerFile, and its per-node state rows `watch:f/<path>`.
+ * It reaches storage only through the record layer (`WatcherRecords`: file
+ * records, reads, and the local store for its rows and stream).
  *
  * Guarantees:
  * - A file is hashed only after its size and mtime held still for the settle
  *   window, and is re-stat'ed after hashing; a file written while being read
  *   is never recorded with that hash.
  * - Each change's record writes, its `file:events` entry and its state row
- *   are queued in one turn and commit in one kv transaction; an event is
+ *   are queued in one turn and commit in one store transaction (record
+ *   writes and the record layer's local store share its group commit); an event is
  *   published only if its record change committed (see lifecycle-writer.ts
  *   for the one narrow case where they may commit apart and how the next
  *   scan repairs it).
