@@ -5,7 +5,7 @@
  * routes answer the same way everywhere.
  */
 import type { Startable } from '../common/index.js'
-import type { RecordStore } from '../records/index.js'
+import type { MeshRecords } from './replica-store.js'
 import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
 
@@ -45,7 +45,7 @@ export interface MeshService extends Startable {
 export class StandaloneMesh implements MeshService {
   private readonly replica: RecordReplica
 
-  constructor (private readonly records: RecordStore) {
+  constructor (private readonly records: MeshRecords) {
     this.replica = new RecordReplica(records)
   }
 

@@ -22,7 +22,7 @@ import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { silentLogger, type Logger } from '../../common/index.js'
-import type { RecordStore } from '../../records/index.js'
+import type { MeshRecords } from '../replica-store.js'
 import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import type { MeshService, MeshView } from '../service.js'
@@ -60,7 +60,7 @@ export class Libp2pMesh implements MeshService {
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
 
-  constructor (components: { records: RecordStore, logger?: Logger }, private readonly init: Libp2pMeshInit) {
+  constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
       throw new Error('the record store must write versions with the mesh identity (open it with nodeId = the peer id)')
     }
