@@ -7,9 +7,8 @@
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { peerIdFromString } from '@libp2p/peer-id'
-import { multiaddr } from '@multiformats/multiaddr'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
+import { isPeerId, multiaddrProblem } from '../mesh/libp2p/addresses.js'
 import { parseSwarmKey } from '../mesh/libp2p/swarm-key.js'
 
 export interface NodeConfig {
@@ -187,24 +186,15 @@ function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
     case 'multiaddrs': {
       const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
       for (const a of list) {
-        try {
-          const m = multiaddr(a)
-          const last = m.getComponents().pop()
-          if (kind.peer && last?.name !== 'p2p') return { problem: `${JSON.stringify(a)} does not end in /p2p/<peerId>` }
-        } catch {
-          return { problem: `${JSON.stringify(a)} is not a multiaddr (e.g. /ip4/10.0.0.2/tcp/4001${kind.peer ? '/p2p/12D3KooW…' : ''})` }
-        }
+        const problem = multiaddrProblem(a, kind.peer)
+        if (problem !== undefined) return { problem }
       }
       return list
     }
     case 'peerids': {
       const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
       for (const id of list) {
-        try {
-          peerIdFromString(id)
-        } catch {
-          return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
-        }
+        if (!isPeerId(id)) return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
       }
       return list
     }
