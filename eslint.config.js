@@ -1,0 +1,112 @@
+/**
+ * Lint: the layer diagram as import rules, and no floating promises.
+ *
+ *   common ← kv ← records ← {search, api, watcher, mesh} ← node
+ *
+ * (`cid` is a leaf beside `kv`.) Each module may import the values of the
+ * modules listed for it in LAYERS and nothing else of src/; the four middle
+ * modules may name each other's types (`import type`). Packages stay where
+ * the architecture puts them: better-sqlite3 in kv, libp2p in mesh/libp2p,
+ * fastify in api. sim/ may import src/ but never libp2p, fastify, the API or
+ * the watcher; ui/ imports nothing of src/ at run time (wire types only).
+ * Folders that do not exist yet are covered as soon as they appear.
+ *
+ * The rules are built from the tables below; test/lint/boundaries.test.ts
+ * lints forbidden imports against them, so a rule that stops biting fails.
+ */
+import tseslint from 'typescript-eslint'
+
+/** Module → the modules whose values it may import. */
+export const LAYERS = {
+  common: [],
+  kv: ['common'],
+  cid: ['common'],
+  records: ['common', 'kv', 'cid'],
+  search: ['common', 'kv', 'records', 'cid'],
+  api: ['common', 'records', 'cid'],
+  watcher: ['common', 'records', 'cid'],
+  mesh: ['common', 'records', 'cid'],
+  node: ['common', 'kv', 'cid', 'records', 'search', 'api', 'watcher', 'mesh']
+}
+
+/** The middle modules: they may name each other's types, never import each other's code. */
+const MIDDLE = ['search', 'api', 'watcher', 'mesh']
+
+const LIBP2P = '^(libp2p|@libp2p/.*|@chainsafe/.*|@multiformats/multiaddr)$'
+const FASTIFY = '^(fastify|@fastify/.*)$'
+const SQLITE = '^better-sqlite3$'
+
+/** A relative import of module `m` of src/ from anywhere below src/ (`../m/…`, `../../m/…`). */
+const moduleImport = (m) => `^(\\.\\./)+${m}/`
+/** A relative import of src/ (or a module of it) from outside src/. */
+const srcImport = (m = '') => `^(\\.\\./)+src/${m}`
+
+function moduleRules (m, { libp2p = false } = {}) {
+  const patterns = []
+  for (const other of Object.keys(LAYERS)) {
+    if (other === m || LAYERS[m].includes(other)) continue
+    const types = MIDDLE.includes(m) && MIDDLE.includes(other)
+    patterns.push({
+      regex: moduleImport(other),
+      allowTypeImports: types,
+      message: `layers: ${m} may not import ${other}${types ? ' code (its types only, with `import type`)' : ''} (common ← kv ← records ← {search, api, watcher, mesh} ← node)`
+    })
+  }
+  if (!libp2p && m !== 'node') patterns.push({ regex: LIBP2P, message: 'libp2p is imported only in src/mesh/libp2p/' })
+  if (m !== 'api' && m !== 'node') patterns.push({ regex: FASTIFY, allowTypeImports: m === 'node', message: 'fastify is imported only in src/api/' })
+  if (m !== 'kv') patterns.push({ regex: SQLITE, message: 'better-sqlite3 is imported only in src/kv/' })
+  return { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] }
+}
+
+/** The boundary rules alone (no type information needed): what the boundary test lints against. */
+export const boundaries = [
+  ...Object.keys(LAYERS).map(m => ({
+    files: [`src/${m}/**/*.ts`],
+    rules: moduleRules(m)
+  })),
+  // The one folder that talks to libp2p.
+  { files: ['src/mesh/libp2p/**/*.ts'], rules: moduleRules('mesh', { libp2p: true }) },
+  {
+    files: ['sim/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { regex: LIBP2P, message: 'sim/ never loads libp2p: it drives the mesh core on a virtual clock' },
+          { regex: FASTIFY, message: 'sim/ never loads fastify' },
+          { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' },
+          { regex: srcImport('mesh/libp2p/'), message: 'sim/ never loads libp2p' }
+        ]
+      }]
+    }
+  },
+  {
+    files: ['ui/**/*.ts', 'ui/**/*.tsx'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [{ regex: srcImport(), allowTypeImports: true, message: 'ui/ talks to the node over HTTP and SSE only: it may name wire types, never load src/' }]
+      }]
+    }
+  }
+]
+
+export default tseslint.config(
+  { ignores: ['node_modules/', 'ui/dist/', '.bench-tmp/', 'coverage/'] },
+  {
+    files: ['**/*.ts', '**/*.tsx'],
+    languageOptions: {
+      parser: tseslint.parser,
+      parserOptions: {
+        // test/helpers/browser.ts belongs to test/ui's project, which the nearest-tsconfig lookup does not find.
+        projectService: { allowDefaultProject: ['test/helpers/browser.ts'] },
+        tsconfigRootDir: import.meta.dirname
+      }
+    },
+    plugins: { '@typescript-eslint': tseslint.plugin },
+    linterOptions: { reportUnusedDisableDirectives: 'off' },
+    rules: {
+      // A promise nobody awaits loses its errors and its ordering: await it, return it, or mark it `void` with a reason.
+      '@typescript-eslint/no-floating-promises': 'error'
+    }
+  },
+  ...boundaries
+)

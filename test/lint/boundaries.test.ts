@@ -1,0 +1,76 @@
+/**
+ * The lint rules encode the layer diagram: each forbidden import below must
+ * be reported, each allowed one must pass. Linted with the project's own
+ * boundary rules (eslint.config.js), by file path, so folders that do not
+ * exist yet (sim/, ui/ for a new file) are covered the same way.
+ */
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { ESLint, type Linter } from 'eslint'
+import tseslint from 'typescript-eslint'
+import { describe, expect, it } from 'vitest'
+// @ts-expect-error: the config is plain JavaScript, without type declarations
+import { boundaries } from '../../eslint.config.js'
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
+const eslint = new ESLint({
+  cwd: root,
+  overrideConfigFile: true,
+  overrideConfig: [
+    { files: ['**/*.ts', '**/*.tsx'], languageOptions: { parser: tseslint.parser }, plugins: { '@typescript-eslint': tseslint.plugin } },
+    ...(boundaries as Linter.Config[])
+  ]
+})
+
+async function problems (file: string, code: string): Promise<string[]> {
+  const [r] = await eslint.lintText(code, { filePath: path.join(root, file) })
+  return r.messages.map(m => `${m.ruleId ?? 'parse'}: ${m.message}`)
+}
+
+const FORBIDDEN: Array<[file: string, code: string, why: RegExp]> = [
+  ['src/kv/x.ts', "import { openNodeStore } from '../records/index.js'", /kv may not import records/],
+  ['src/common/x.ts', "import { openKv } from '../kv/index.js'", /common may not import kv/],
+  ['src/records/x.ts', "import { createSearch } from '../search/index.js'", /records may not import search/],
+  ['src/records/deep/x.ts', "import { buildApp } from '../../api/index.js'", /records may not import api/],
+  ['src/api/x.ts', "import { openKv } from '../kv/index.js'", /api may not import kv/],
+  ['src/api/routes/x.ts', "import type { KvStore } from '../../kv/index.js'", /api may not import kv/],
+  ['src/api/x.ts', "import { createSearch } from '../search/index.js'", /api may not import search code/],
+  ['src/watcher/x.ts', "import { RecordReplica } from '../mesh/index.js'", /watcher may not import mesh code/],
+  ['src/watcher/x.ts', "import { openKv } from '../kv/index.js'", /watcher may not import kv/],
+  ['src/mesh/x.ts', "import { createWatcher } from '../watcher/index.js'", /mesh may not import watcher code/],
+  ['src/search/x.ts', "import { startNode } from '../node/index.js'", /search may not import node/],
+  ['src/mesh/protocol/x.ts', "import { createLibp2p } from 'libp2p'", /libp2p is imported only in src\/mesh\/libp2p/],
+  ['src/mesh/x.ts', "import { gossipsub } from '@libp2p/gossipsub'", /libp2p is imported only/],
+  ['src/records/x.ts', "import Fastify from 'fastify'", /fastify is imported only in src\/api/],
+  ['src/search/x.ts', "import Database from 'better-sqlite3'", /better-sqlite3 is imported only in src\/kv/],
+  ['sim/x.ts', "import { createWatcher } from '../src/watcher/index.js'", /sim\/ never loads the watcher/],
+  ['sim/deep/x.ts', "import { buildApp } from '../../src/api/index.js'", /sim\/ never loads the watcher or the API/],
+  ['sim/x.ts', "import { tcp } from '@libp2p/tcp'", /sim\/ never loads libp2p/],
+  ['sim/x.ts', "import { Libp2pMesh } from '../src/mesh/libp2p/index.js'", /sim\/ never loads libp2p/],
+  ['sim/x.ts', "import Fastify from 'fastify'", /sim\/ never loads fastify/],
+  ['ui/src/x.ts', "import { parseCid } from '../../src/cid/index.js'", /ui\/ talks to the node over HTTP and SSE only/]
+]
+
+const ALLOWED: Array<[file: string, code: string]> = [
+  ['src/kv/x.ts', "import { silentLogger } from '../common/index.js'\nimport Database from 'better-sqlite3'"],
+  ['src/records/x.ts', "import { openKv } from '../kv/index.js'\nimport { isCid } from '../cid/index.js'"],
+  ['src/search/x.ts', "import type { KvStore } from '../kv/index.js'\nimport { recordRows } from '../records/index.js'"],
+  ['src/api/x.ts', "import type { SearchService } from '../search/types.js'\nimport type { MeshService } from '../mesh/index.js'\nimport type { Watcher } from '../watcher/types.js'\nimport Fastify from 'fastify'"],
+  ['src/watcher/x.ts', "import type { Records } from '../records/index.js'\nimport { parseCid } from '../cid/index.js'"],
+  ['src/mesh/libp2p/x.ts', "import { createLibp2p } from 'libp2p'\nimport { RecordReplica } from '../replica-store.js'"],
+  ['src/node/x.ts', "import { buildApp } from '../api/index.js'\nimport { createWatcher } from '../watcher/index.js'\nimport type { FastifyInstance } from 'fastify'"],
+  ['sim/x.ts', "import { KvStore } from '../src/kv/index.js'\nimport { MeshCore } from '../src/mesh/index.js'"],
+  ['ui/src/x.ts', "import type { RecordDocument } from '../../src/records/index.js'"],
+  ['test/x.ts', "import { openKv } from '../src/kv/index.js'\nimport { createLibp2p } from 'libp2p'"]
+]
+
+describe('import boundaries (eslint.config.js)', () => {
+  it.each(FORBIDDEN)('refuses in %s: %s', async (file, code, why) => {
+    const found = await problems(file, code)
+    expect(found.some(p => p.startsWith('@typescript-eslint/no-restricted-imports') && why.test(p)), found.join('\n')).toBe(true)
+  })
+
+  it.each(ALLOWED)('allows in %s: %s', async (file, code) => {
+    expect(await problems(file, code)).toEqual([])
+  })
+})
