@@ -20,6 +20,11 @@ export interface RecordContext {
   now: () => number
   mintId: (now: number) => RecordId
   log: Logger
+  /**
+   * Queues a write function (kv.write), after waiting while an indexer's
+   * deferred work is at its bound: every record write goes through here.
+   */
+  write: <T>(fn: (tx: Tx) => T) => Promise<T>
 }
 
 /** Issues a version for a local write and persists the clock in the same transaction, so a restart never goes back. */

@@ -32,7 +32,7 @@ export class FileOps {
     checkAddress(addr)
     const holder = `holders/${holderId}`
     validateFieldPath(holder)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       if (rid === undefined) return { kind: 'not-found' as const }
       const fields = this.reads.mergedFields(tx, rid)
@@ -58,7 +58,7 @@ export class FileOps {
     validateValue(path)
     if (path.length === 0) throw new InvalidValueError('path is empty')
     checkAddress(addr)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       if (rid === undefined) throw new UnknownRecordError(addr)
       for (const m of membersOf(tx, rid)) if (tx.get(fieldKey(m, 'filePath')) === path) return rid
@@ -74,7 +74,7 @@ export class FileOps {
    */
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> {
     checkAddress(addr)
-    return await this.ctx.kv.write((tx): RemovePathResult => {
+    return await this.ctx.write((tx): RemovePathResult => {
       const rid = this.reads.resolveRoot(addr, tx)
       return rid === undefined ? { kind: 'not-found' } : this.removePathTx(tx, rid, path)
     })

@@ -32,6 +32,7 @@ export { RecordStore } from './record-store.js'
 export { OWNED_FIELD_PREFIXES } from './local-writes.js'
 export { checkRemoteEntry, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
 export type { RecordStoreOptions } from './record-store.js'
+export type { ApplyBatchOptions } from './remote-apply.js'
 export type {
   RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, FileTuple
 } from './types.js'

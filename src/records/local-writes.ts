@@ -39,7 +39,7 @@ export class LocalWriter {
     const fields: Record<string, string> = { ...extra, filePath, sizeByte: String(sizeByte), mtimeNano: String(mtimeNano) }
     const changes = checkFields(fields, false)
     if (opts.inheritFrom !== undefined) checkAddress(opts.inheritFrom)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.ctx.mintId(this.ctx.now())
       const version = issueVersion(this.ctx, tx)
       const list: FieldChange[] = []
@@ -67,7 +67,7 @@ export class LocalWriter {
     for (;;) {
       const roots = this.reads.listRoots({ limit: batch })
       if (roots.length === 0) return deleted
-      deleted += await this.ctx.kv.write(tx => {
+      deleted += await this.ctx.write(tx => {
         let n = 0
         for (const rid of roots) {
           // Still the live canonical root of its group (a write since the listing may have changed that).
@@ -85,7 +85,7 @@ export class LocalWriter {
   async mergeFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
     checkAddress(addr)
     const changes = checkFields(fields, true)
-    return await this.ctx.kv.write(tx => this.writeTx(tx, addr, changes, false))
+    return await this.ctx.write(tx => this.writeTx(tx, addr, changes, false))
   }
 
   /**
@@ -95,14 +95,14 @@ export class LocalWriter {
   async setFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> {
     checkAddress(addr)
     const changes = checkFields(fields, true)
-    return await this.ctx.kv.write(tx => this.writeTx(tx, addr, changes, true))
+    return await this.ctx.write(tx => this.writeTx(tx, addr, changes, true))
   }
 
   /** Deletes one field (on every root of the group that holds it). */
   async deleteProperty (addr: string, field: string): Promise<{ rid: RecordId | undefined, deleted: boolean }> {
     validateFieldPath(field)
     checkAddress(addr)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       if (rid === undefined) return { rid, deleted: false }
       const version = issueVersion(this.ctx, tx)
@@ -125,7 +125,7 @@ export class LocalWriter {
     validateValue(member)
     if (member.includes('|')) throw new InvalidValueError('a set member cannot contain "|"')
     checkAddress(addr)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       const cur = rid === undefined ? undefined : this.reads.mergedFields(tx, rid)[field]
       const members = cur === undefined || cur === '' ? [] : cur.split('|')
@@ -150,7 +150,7 @@ export class LocalWriter {
    */
   async deleteRoot (addr: string): Promise<{ rid: RecordId | undefined, deleted: number }> {
     checkAddress(addr)
-    return await this.ctx.kv.write(tx => {
+    return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       return { rid, deleted: rid === undefined ? 0 : this.deleteRootTx(tx, rid) }
     })

@@ -23,7 +23,11 @@ import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
 import type { RecordId } from './record-id.js'
 
-/** Derived structures kept in the same transaction as every record write (search's FTS rows, for one). */
+/**
+ * Derived structures told of every record change inside the write
+ * transaction (search stages the changed roots there and indexes them
+ * later, outside the writers' commits).
+ */
 export interface RecordIndexer {
   /** The live fields of `rid` changed (`fields` names them). */
   onRecordChanged?: (tx: Tx, rid: RecordId, fields: ReadonlySet<string>) => void
@@ -31,6 +35,12 @@ export interface RecordIndexer {
   onRecordDeleted?: (tx: Tx, rid: RecordId) => void
   /** The group membership of these roots changed (a union or a split). */
   onGroupChanged?: (tx: Tx, roots: readonly RecordId[]) => void
+  /**
+   * Asked before each write is queued: a promise makes the write wait until
+   * it settles (the indexer's deferred work is at its bound, so writers
+   * slow down instead of letting it grow); undefined lets it through.
+   */
+  whenWritable?: () => Promise<void> | undefined
 }
 
 export interface FieldChange {
@@ -69,6 +79,16 @@ export class Mutator {
 
   addIndexer (ix: RecordIndexer): void {
     this.indexers.push(ix)
+  }
+
+  /** Settles when every indexer takes more writes; undefined (no wait at all) in the usual case. */
+  whenWritable (): Promise<void> | undefined {
+    let waits: Array<Promise<void>> | undefined
+    for (const ix of this.indexers) {
+      const w = ix.whenWritable?.()
+      if (w !== undefined) (waits ??= []).push(w)
+    }
+    return waits === undefined ? undefined : Promise.all(waits).then(() => {})
   }
 
   mutate (tx: Tx, rid: RecordId, changes: readonly FieldChange[], opts: MutationOptions = {}): MutationResult {

@@ -6,7 +6,7 @@
  * change-log.ts and change-feed.ts for what each guarantees.
  */
 import { silentLogger } from '../common/index.js'
-import { prefixEnd, type EventId, type KvStore } from '../kv/index.js'
+import { prefixEnd, type EventId, type KvStore, type Tx } from '../kv/index.js'
 import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
   changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
@@ -27,7 +27,7 @@ import type { Nested } from './flatten.js'
 import { RecordReader } from './reads.js'
 import { RecordIdMinter, newRecordId, type RandomSource, type RecordId } from './record-id.js'
 import { ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
-import { RemoteApplier } from './remote-apply.js'
+import { RemoteApplier, type ApplyBatchOptions } from './remote-apply.js'
 import type {
   ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, RemovePathResult, WriteResult
 } from './types.js'
@@ -79,7 +79,12 @@ export class RecordStore implements Records {
     }
     this.changeLog = new ChangeLog(kv, log)
     const mutator = new Mutator(opts.indexers ?? [], this.changeLog)
-    this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log }
+    const write = async <T>(fn: (tx: Tx) => T): Promise<T> => {
+      // Waits while an indexer is at its backlog bound; re-checked, since others may have filled it meanwhile.
+      for (let w = mutator.whenWritable(); w !== undefined; w = mutator.whenWritable()) await w
+      return await kv.write(fn)
+    }
+    this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log, write }
     this.reads = new RecordReader(kv)
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads, this.writer)
@@ -147,6 +152,22 @@ export class RecordStore implements Records {
 
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> { return await this.remote.applyRemote(entries) }
   newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries) }
+
+  /**
+   * Applies many peers' entries at once: a full resync's pages, a bulk
+   * import. The same last-writer-wins merge as applyRemote, entry for entry,
+   * and the same refusals (a malformed entry refuses the whole call before
+   * anything is written; entries too far ahead of the clock are counted and
+   * skipped). Entries are grouped by root and applied in root order, one
+   * transaction per 2,000 roots (`rootsPerTransaction`) or 50,000 entries,
+   * so the per-commit cost is paid once per few thousand records; derived
+   * work (search) is deferred and merged in sorted batches as for every
+   * write. Not atomic as a whole: a crash keeps whole roots of the
+   * transactions already committed, and applying the same entries again is
+   * harmless. Use it rather than many applyRemote calls for anything larger
+   * than a gossip frame.
+   */
+  async applyBatch (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions): Promise<ApplyResult> { return await this.remote.applyBatch(entries, opts) }
 
   /** Remote versions refused for clock drift since start. */
   get driftRefusedCount (): number { return this.remote.driftRefused }

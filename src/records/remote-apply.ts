@@ -1,10 +1,16 @@
 /**
- * Entries from peers: merged last-writer-wins by (hlc, origin) in one
- * transaction, through the same mutation path as local writes, so both keep
- * exactly the same derived state. A batch with a malformed entry is refused
- * whole; entries more than `maxClockDriftMs` ahead of local wall time are
+ * Entries from peers: merged last-writer-wins by (hlc, origin) through the
+ * same mutation path as local writes, so both keep exactly the same derived
+ * state. A call with a malformed entry is refused whole, before anything is
+ * written; entries more than `maxClockDriftMs` ahead of local wall time are
  * refused, counted, and never advance the clock.
+ *
+ * Two entry points with the same rules, entry for entry:
+ * - `applyRemote`: one transaction (a gossip frame, a pull page).
+ * - `applyBatch`: many roots at once (a full resync, a bulk import), in
+ *   transactions of a few thousand roots each, roots in key order.
  */
+import type { Tx } from '../kv/index.js'
 import { persistHlc, type RecordContext } from './context.js'
 import type { FieldChange } from './mutation.js'
 import type { RecordId } from './record-id.js'
@@ -12,6 +18,24 @@ import { checkRemoteEntry, type RemoteEntry } from './remote-entry.js'
 import type { ApplyResult } from './types.js'
 import { VER } from './layout.js'
 import { VersionMap, makeVersion, type Version } from './versions.js'
+
+/** Roots per transaction in applyBatch: large enough to amortise the commit, small enough to keep one commit near 100 ms. */
+export const BATCH_ROOTS = 2000
+/** Entries per transaction in applyBatch, whatever the roots: bounds a commit when roots are large. */
+const BATCH_ENTRIES = 50_000
+
+interface Slot { root?: Version, changes: FieldChange[] }
+
+interface Prepared {
+  byRoot: Map<RecordId, Slot>
+  refused: number
+  maxHlc: string | undefined
+}
+
+export interface ApplyBatchOptions {
+  /** Roots per transaction (default 2,000). */
+  rootsPerTransaction?: number
+}
 
 export class RemoteApplier {
   private refusedTotal = 0
@@ -55,11 +79,48 @@ export class RemoteApplier {
 
   /**
    * Each key takes the entry iff its (hlc, origin) is greater than what is
-   * held (root tombstones shadow older keys).
+   * held (root tombstones shadow older keys). One transaction.
    */
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> {
+    const p = this.prepare(entries)
+    const total = entries.length - p.refused
+    const applied = await this.ctx.write(tx => this.applyRoots(tx, [...p.byRoot], p.maxHlc))
+    return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
+  }
+
+  /**
+   * The same merge as applyRemote over any number of entries: grouped by
+   * root, roots in key order (appends stay sequential in the B-tree), one
+   * transaction per `rootsPerTransaction` roots or 50,000 entries. Each
+   * transaction waits for the indexers' backlog first, as every write does.
+   * Not atomic as a whole: a crash keeps the transactions already
+   * committed, whole roots only, and applying the same entries again is
+   * harmless (the merge is idempotent).
+   */
+  async applyBatch (entries: readonly RemoteEntry[], opts: ApplyBatchOptions = {}): Promise<ApplyResult> {
+    const maxRoots = Math.max(1, opts.rootsPerTransaction ?? BATCH_ROOTS)
+    const p = this.prepare(entries)
+    const total = entries.length - p.refused
+    const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    let applied = 0
+    for (let i = 0; i < roots.length;) {
+      let j = i
+      let n = 0
+      while (j < roots.length && j - i < maxRoots && (n === 0 || n + roots[j][1].changes.length <= BATCH_ENTRIES)) {
+        n += roots[j][1].changes.length
+        j++
+      }
+      const chunk = roots.slice(i, j)
+      applied += await this.ctx.write(tx => this.applyRoots(tx, chunk, p.maxHlc))
+      i = j
+    }
+    return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
+  }
+
+  /** Checks every entry (throws on the first malformed one), refuses drifted ones, groups the rest by root. */
+  private prepare (entries: readonly RemoteEntry[]): Prepared {
     const { ctx } = this
-    const byRoot = new Map<RecordId, { root?: Version, changes: FieldChange[] }>()
+    const byRoot = new Map<RecordId, Slot>()
     let refused = 0
     let maxHlc: string | undefined
     for (const e of entries) {
@@ -77,17 +138,20 @@ export class RemoteApplier {
     }
     this.refusedTotal += refused
     if (refused > 0) ctx.log.warn('refused remote versions ahead of local clock', { refused, maxDriftMs: this.maxDrift })
-    const total = entries.length - refused
-    return await ctx.kv.write(tx => {
-      let applied = 0
-      for (const [rid, slot] of byRoot) {
-        // Within one batch the newest version of a key decides, whatever the order it came in.
-        slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
-        applied += ctx.mutator.mutate(tx, rid, slot.changes, { remote: true, rootTombstone: slot.root }).touched
-      }
-      if (maxHlc !== undefined) ctx.hlc.observe(maxHlc)
-      persistHlc(ctx, tx)
-      return { applied, skipped: total - Math.min(applied, total), refused }
-    })
+    return { byRoot, refused, maxHlc }
+  }
+
+  /** Inside a write: merges each root's entries; returns how many keys took a new version. */
+  private applyRoots (tx: Tx, roots: ReadonlyArray<[RecordId, Slot]>, maxHlc: string | undefined): number {
+    const { ctx } = this
+    let applied = 0
+    for (const [rid, slot] of roots) {
+      // Within one call the newest version of a key decides, whatever the order it came in.
+      slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
+      applied += ctx.mutator.mutate(tx, rid, slot.changes, { remote: true, rootTombstone: slot.root }).touched
+    }
+    if (maxHlc !== undefined) ctx.hlc.observe(maxHlc)
+    persistHlc(ctx, tx)
+    return applied
   }
 }

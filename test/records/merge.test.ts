@@ -152,6 +152,57 @@ describe('applyRemote', () => {
   })
 })
 
+describe('applyBatch', () => {
+  /** Every change of a store with a few hundred records, groups and tombstones included. */
+  async function history (): Promise<RemoteEntry[]> {
+    const src = store('src')
+    const rand = prng(99)
+    const known: RecordId[] = []
+    for (let i = 0; i < 120; i++) await randomRecordOp(src, rand, known, i)
+    return exportAll(src)
+  }
+
+  it('ends in the state applyRemote gives, derived rows included, over many transactions', async () => {
+    const entries = await history()
+    const one = store('one')
+    await one.records.applyRemote(entries)
+    const batched = store('batched')
+    let commits = 0
+    batched.kv.onCommit(() => { commits++ })
+    const r = await batched.records.applyBatch(shuffle(prng(3), entries), { rootsPerTransaction: 7 })
+    expect(state(batched)).toEqual(state(one))
+    expect(groupInvariantErrors(batched)).toEqual([])
+    const roots = new Set(entries.map(e => e.key.slice(5, 31))).size
+    expect(commits).toBe(Math.ceil(roots / 7))
+    expect(r.refused).toBe(0)
+    expect(r.applied + r.skipped).toBe(entries.length)
+    // Again: nothing changes, nothing is logged.
+    const logged = batched.kv.streamLength(META_EVENTS)
+    expect((await batched.records.applyBatch(entries)).applied).toBe(0)
+    expect(batched.kv.streamLength(META_EVENTS)).toBe(logged)
+  })
+
+  it('refuses the whole call for one malformed entry, before writing anything', async () => {
+    const s = store('local')
+    const good: RemoteEntry = { key: `file:${RID}/title`, value: 'x', hlc: hlcAt(Date.now()), origin: 'peer' }
+    await expect(s.records.applyBatch([good, { ...good, key: 'file:not-a-root/title' }])).rejects.toBeInstanceOf(InvalidRemoteEntryError)
+    expect(s.records.getFlat(RID)).toBeUndefined()
+    expect(s.kv.streamLength(META_EVENTS)).toBe(0)
+  })
+
+  it('counts and skips entries too far ahead of the clock, applying the rest', async () => {
+    const s = store('local')
+    const now = Date.now()
+    const r = await s.records.applyBatch([
+      { key: `file:${RID}/title`, value: 'x', hlc: hlcAt(now), origin: 'peer' },
+      { key: `file:${RID}/year`, value: '3000', hlc: hlcAt(now + 3_600_000), origin: 'peer' }
+    ])
+    expect(r).toEqual({ applied: 1, skipped: 0, refused: 1 })
+    expect(s.records.getFlat(RID)).toEqual({ title: 'x' })
+    expect(s.records.driftRefusedCount).toBe(1)
+  })
+})
+
 describe('convergence (property)', () => {
   const CIDS = OP_CIDS
 
