@@ -16,7 +16,7 @@ import type { EventId } from './event-id.js'
 import { prefixEnd } from './keys.js'
 import { readSuffixes, type RowWriter, type Statements } from './statements.js'
 import type { Streams } from './streams.js'
-import type { CommitListener, StreamEntry, Tx } from './types.js'
+import type { BatchListener, CommitListener, StreamEntry, Tx } from './types.js'
 
 interface Frame {
   events: StreamEntry[]
@@ -48,6 +48,7 @@ export class GroupCommit {
   private queue: Pending[] = []
   private scheduled = false
   private readonly listeners = new Set<CommitListener>()
+  private readonly batchListeners = new Set<BatchListener>()
   /** The frame of the write function currently running, if any. */
   private frame: Frame | undefined
   private readonly tx: Tx
@@ -80,6 +81,11 @@ export class GroupCommit {
     return () => { this.listeners.delete(listener) }
   }
 
+  onBatch (listener: BatchListener): () => void {
+    this.batchListeners.add(listener)
+    return () => { this.batchListeners.delete(listener) }
+  }
+
   /** Commits everything queued (close does this before closing the file). */
   drain (): void {
     while (this.queue.length > 0) this.flush()
@@ -107,7 +113,22 @@ export class GroupCommit {
     }
   }
 
+  /** One transaction for `batch`, then its figures to the batch listeners (metrics). */
   private runBatch (batch: Pending[]): Outcome[] {
+    const started = performance.now()
+    const results = this.runTransaction(batch)
+    if (this.batchListeners.size > 0) {
+      let failed = 0
+      for (const r of results) if (!r.ok) failed++
+      const stats = { writes: batch.length, failed, durationMs: performance.now() - started }
+      for (const l of this.batchListeners) {
+        try { l(stats) } catch (err) { this.o.log.error('batch listener failed', { err }) } // figures only: a broken listener must not fail writes
+      }
+    }
+    return results
+  }
+
+  private runTransaction (batch: Pending[]): Outcome[] {
     const { st, streams } = this.o
     const results: Outcome[] = []
     const total: Frame = { events: [], counters: new Map(), after: [] }

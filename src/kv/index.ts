@@ -18,7 +18,7 @@
  * to the layers above (the record layer writes `meta:events` itself).
  */
 export { KvStore, openKv } from './kv-store.js'
-export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, SqlStatement } from './types.js'
+export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
 export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError, ForeignStoreError, StoreInUseError } from './errors.js'
 export type { StoreOwner } from './errors.js'
 export { prefixEnd, prefixRange, SCHEMA_VERSION, SCHEMA_VERSION_KEY } from './keys.js'

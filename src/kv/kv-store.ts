@@ -28,7 +28,7 @@ import { checkSchema } from './schema-gate.js'
 import { refuseForeignFile, StoreLock } from './store-guard.js'
 import { prepareStatements, readSuffixes, RowWriter, type Statements } from './statements.js'
 import { Streams } from './streams.js'
-import type { CommitListener, KvOptions, SqlStatement, StreamEntry, Tx } from './types.js'
+import type { BatchListener, CommitListener, KvOptions, SqlStatement, StreamEntry, Tx } from './types.js'
 
 export class KvStore {
   readonly path: string
@@ -228,6 +228,11 @@ export class KvStore {
   /** Listeners hear every committed batch's stream entries, in order, after COMMIT. */
   onCommit (listener: CommitListener): () => void {
     return this.writer.onCommit(listener)
+  }
+
+  /** Listeners hear the figures of every group-commit transaction (committed or not), after it ends. */
+  onBatch (listener: BatchListener): () => void {
+    return this.writer.onBatch(listener)
   }
 
   // ---------------------------------------------------------------- streams

@@ -76,3 +76,12 @@ export interface Tx {
 }
 
 export type CommitListener = (entries: readonly StreamEntry[]) => void
+
+/** One group-commit transaction: how many write functions it ran, how many of them failed (rolled back), and how long it took. */
+export interface BatchStats {
+  writes: number
+  failed: number
+  durationMs: number
+}
+
+export type BatchListener = (batch: BatchStats) => void
