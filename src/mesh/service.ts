@@ -21,6 +21,10 @@ export interface MeshPeerView extends PeerCounters {
   resyncing: boolean
   /** When a pull from it last applied a page (ISO 8601), or null. */
   lastSyncAt: string | null
+  /** When a pull from it last reached the head it reported (ISO 8601), or null. */
+  caughtUpAt: string | null
+  /** Catch-up lag in ms: 0 when the last pull reached its head, else how long since one last did (or since it was first seen). */
+  lagMs: number
 }
 
 export interface MeshView {

@@ -24,6 +24,8 @@ const peerSchema = {
     behind: { type: 'boolean', description: 'true until a pull from it reaches the head it reported' },
     resyncing: { type: 'boolean', description: 'a full resync from it is under way' },
     lastSyncAt: { type: 'string', nullable: true, description: 'when a pull from it last applied a page (ISO 8601)' },
+    caughtUpAt: { type: 'string', nullable: true, description: 'when a pull from it last reached the head it reported (ISO 8601)' },
+    lagMs: { ...int, description: 'catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since it was first seen)' },
     framesIn: { ...int, description: 'gossip frames it signed that reached us' },
     frameBytesIn: int,
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },

@@ -36,7 +36,7 @@ export interface Libp2pMeshInit {
   swarmKey: SwarmKey
   /** Multiaddrs to listen on (port 0 binds a free port). */
   listen: readonly string[]
-  /** Multiaddrs ending in /p2p/<peerId>, kept connected. */
+  /** Multiaddrs kept connected, ending in /p2p/<peerId> or not (the peer id is then learned when connecting). */
   bootstrap: readonly string[]
   /** Protocol tunables (anti-entropy interval, limits, blocked peers…). */
   options?: Partial<MeshOptions>
@@ -130,9 +130,9 @@ export class Libp2pMesh implements MeshService {
     for (const p of node.getPeers()) core.peerConnected(p.toString())
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
       const addr = multiaddr(a)
+      // Without /p2p/<peerId> the peer is whoever answers with our swarm key (peer-dialer.ts).
       const id = addr.getComponents().filter(c => c.name === 'p2p').pop()?.value
-      if (id === undefined) throw new Error(`bootstrap address ${a} does not end in /p2p/<peerId>`)
-      return { addr, peer: peerIdFromString(id) }
+      return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
     }), this.log.child('dial'))
     this.dialer.start()
     this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
@@ -181,11 +181,15 @@ export class Libp2pMesh implements MeshService {
         bytesOut: s?.self.bytesOut ?? 0,
         publishFailures: s?.self.publishFailures ?? 0
       },
-      peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: p.lastSyncAt === null ? null : new Date(p.lastSyncAt).toISOString() }))
+      peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
     }
   }
 
   digest (): StoreDigest {
     return this.replica.digest()
   }
+}
+
+function isoOrNull (ms: number | null): string | null {
+  return ms === null ? null : new Date(ms).toISOString()
 }

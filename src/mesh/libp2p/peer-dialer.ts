@@ -5,6 +5,13 @@
  * peer that comes back after an hour is reconnected within half a minute.
  * A peer with another swarm key fails the handshake (a reset or a timeout,
  * never a clear error); the log says so.
+ *
+ * An address may name its peer (`…/p2p/<peerId>`, checked in the handshake)
+ * or not (`/dns4/peer2/tcp/4001`: whoever answers there with this swarm key
+ * is taken, its peer id learned from the handshake). The second form lets a
+ * deployment name peers by host before their identity keys exist (the
+ * compose file does); pnet already limits who can answer to holders of the
+ * swarm key. An address that turns out to be this node is dropped.
  */
 import type { Libp2p, PeerId } from '@libp2p/interface'
 import type { Multiaddr } from '@multiformats/multiaddr'
@@ -15,22 +22,25 @@ const MAX_RETRY_MS = 30_000
 
 interface Target {
   addr: Multiaddr
-  peer: PeerId
+  /** Named in the address, or learned from the last successful dial. */
+  peer: PeerId | undefined
   failures: number
   timer: NodeJS.Timeout | undefined
   dialing: boolean
 }
 
 export class PeerDialer {
+  /** By address: two addresses of one peer are two targets (either may be the one that works). */
   private readonly targets = new Map<string, Target>()
   private stopped = true
   private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
-    const t = this.targets.get(evt.detail.toString())
-    if (t !== undefined) this.later(t, FIRST_RETRY_MS)
+    for (const t of this.targets.values()) {
+      if (t.peer?.equals(evt.detail) === true) this.later(t, FIRST_RETRY_MS)
+    }
   }
 
-  constructor (private readonly node: Libp2p, addrs: ReadonlyArray<{ addr: Multiaddr, peer: PeerId }>, private readonly log: Logger) {
-    for (const { addr, peer } of addrs) this.targets.set(peer.toString(), { addr, peer, failures: 0, timer: undefined, dialing: false })
+  constructor (private readonly node: Libp2p, addrs: ReadonlyArray<{ addr: Multiaddr, peer?: PeerId }>, private readonly log: Logger) {
+    for (const { addr, peer } of addrs) this.targets.set(addr.toString(), { addr, peer, failures: 0, timer: undefined, dialing: false })
   }
 
   start (): void {
@@ -52,12 +62,19 @@ export class PeerDialer {
   private dial (t: Target): void {
     if (this.stopped || t.dialing) return
     t.timer = undefined
-    if (this.node.getConnections(t.peer).length > 0) return
+    if (t.peer !== undefined && this.node.getConnections(t.peer).length > 0) return
     t.dialing = true
-    this.node.dial(t.addr).then(() => {
+    this.node.dial(t.addr).then((conn) => {
+      t.peer = conn.remotePeer
       if (t.failures > 0) this.log.info('reconnected to peer', { peer: t.peer.toString() })
       t.failures = 0
     }, (err: unknown) => {
+      if (isSelfDial(err)) {
+        // A shared bootstrap list names every node, this one included: nothing to keep connected.
+        this.log.debug('bootstrap address is this node: skipped', { addr: t.addr.toString() })
+        this.targets.delete(t.addr.toString())
+        return
+      }
       t.failures++
       const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(t.failures - 1, 10))
       // Logged once per streak at warn (then at debug), so a peer that stays away does not flood the log.
@@ -76,4 +93,9 @@ export class PeerDialer {
     t.timer = setTimeout(() => { this.dial(t) }, jittered)
     t.timer.unref()
   }
+}
+
+/** libp2p refuses a connection whose remote turned out to be this node (InvalidPeerIdError, "Can not dial self"). */
+function isSelfDial (err: unknown): boolean {
+  return err instanceof Error && err.name === 'InvalidPeerIdError' && /dial self/i.test(err.message)
 }

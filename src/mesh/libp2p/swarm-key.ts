@@ -36,14 +36,19 @@ export function readSwarmKey (file: string): SwarmKey {
     throw new MeshKeyError(`cannot read the swarm key ${file}: ${(err as Error).message}`, { cause: err })
   }
   const key = parseSwarmKey(text)
-  if (key === undefined) throw new MeshKeyError(`${file} is not a swarm key (/key/swarm/psk/1.0.0/, /base16/, 64 hex digits; npm start -- keygen <path> writes one)`)
+  if (key === undefined) throw new MeshKeyError(`${file} is not a swarm key (/key/swarm/psk/1.0.0/, /base16/, 64 hex digits; meta-core keygen <path> writes one)`)
   return key
+}
+
+/** The text of a new swarm key file (32 random bytes). */
+export function newSwarmKeyText (): string {
+  return `/key/swarm/psk/1.0.0/\n/base16/\n${randomBytes(32).toString('hex')}\n`
 }
 
 /** Writes a new swarm key to `file` (mode 0600); refuses to overwrite an existing file. */
 export function writeNewSwarmKey (file: string): void {
   fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
-  const text = `/key/swarm/psk/1.0.0/\n/base16/\n${randomBytes(32).toString('hex')}\n`
+  const text = newSwarmKeyText()
   try {
     fs.writeFileSync(file, text, { mode: 0o600, flag: 'wx' })
   } catch (err) {

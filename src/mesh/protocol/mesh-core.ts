@@ -312,6 +312,7 @@ export class MeshCore {
 
   status (): MeshStatus {
     const peers: PeerStatus[] = []
+    const now = this.rt.now()
     for (const [peerId, p] of [...this.peers].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
       peers.push({
         peerId,
@@ -320,6 +321,8 @@ export class MeshCore {
         behind: p.sync.behind,
         resyncing: p.sync.connected && p.sync.resyncing,
         lastSyncAt: p.sync.lastSyncAt,
+        caughtUpAt: p.sync.caughtUpAt,
+        lagMs: p.sync.lagMs(now),
         ...p.counters
       })
     }

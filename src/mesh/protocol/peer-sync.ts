@@ -52,6 +52,10 @@ export class PeerSync {
   connected = false
   behind = true
   lastSyncAt: number | null = null
+  /** When a pull from this peer last reached the head it reported (runtime ms), or null. */
+  caughtUpAt: number | null = null
+  /** When this peer was first seen (runtime ms): the lag of a peer never caught up counts from here. */
+  readonly since: number
   private state: CursorState | undefined
   private running: Promise<void> | undefined
   private again = false
@@ -59,7 +63,18 @@ export class PeerSync {
   private retryAfterMs = 0
   private stopped = false
 
-  constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {}
+  constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {
+    this.since = d.rt.now()
+  }
+
+  /**
+   * Catch-up lag at `now`: 0 when the last pull reached the peer's head,
+   * else how long since it last did (or since the peer was first seen). It
+   * grows while a backlog or a resync is being pulled, or while pulls fail.
+   */
+  lagMs (now: number): number {
+    return this.behind ? Math.max(0, now - (this.caughtUpAt ?? this.since)) : 0
+  }
 
   get cursor (): Cursor | null {
     return this.load().cursor
@@ -137,6 +152,7 @@ export class PeerSync {
     if (reply.next !== null && reply.next !== before) await this.save({ log: reply.log, cursor: reply.next })
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
+    if (!this.behind) this.caughtUpAt = this.lastSyncAt
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
     return this.behind && reply.next !== before ? 'more' : 'done'
   }

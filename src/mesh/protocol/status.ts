@@ -43,6 +43,10 @@ export interface PeerStatus extends PeerCounters {
   resyncing: boolean
   /** When a pull from this peer last applied a page (runtime ms), or null. */
   lastSyncAt: number | null
+  /** When a pull from this peer last reached the head it reported (runtime ms), or null. */
+  caughtUpAt: number | null
+  /** Catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since the peer was first seen). */
+  lagMs: number
 }
 
 export interface SelfStatus {
