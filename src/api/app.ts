@@ -7,6 +7,8 @@ import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
 import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
+import { metricsHooks, metricsRoutes } from './metrics/metrics-routes.js'
+import { NodeMetrics } from './metrics/node-metrics.js'
 import { cidRoutes } from './routes/cid-routes.js'
 import { watcherRoutes } from './routes/watcher-routes.js'
 import { meshRoutes } from './routes/mesh-routes.js'
@@ -36,6 +38,8 @@ const DEFAULT_REQUEST_TIMEOUT_MS = 30_000
  * for a timer that walks the open connections.
  */
 const TIMEOUT_CHECK_MS = 1000
+/** How long requests in flight get to finish once the app closes, before their connections are cut. */
+const DEFAULT_CLOSE_GRACE_MS = 2_000
 
 /**
  * Builds the HTTP API over a store (not listening: call `listen`, or
@@ -46,6 +50,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   const log = components.logger ?? silentLogger
   let closing = false
   const requestTimeoutMs = init.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
+  let graceTimer: NodeJS.Timeout | undefined
+  const metrics = components.metrics ?? new NodeMetrics()
 
   const app = Fastify({
     logger: false,
@@ -71,7 +77,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   const ctx: ApiContext = {
     kv: components.kv,
     records: components.records,
-    search: components.search,
+    search: components.search === undefined ? undefined : metrics.timeSearch(components.search),
     watcher: components.watcher,
     mesh: components.mesh,
     log,
@@ -82,8 +88,10 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     startedAt: Date.now(),
     hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
     sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
-    read: (fn) => components.records.read(fn)
+    read: (fn) => components.records.read(fn),
+    metrics
   }
+  metrics.bind({ records: components.records, mesh: components.mesh, watcher: components.watcher, sseStreams: () => ctx.hub.size })
 
   function sendError (reply: FastifyReply, err: unknown): void {
     const r = toErrorReply(err)
@@ -121,12 +129,22 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     done()
   })
 
+  metricsHooks(app, metrics)
+
   app.addHook('preClose', (done) => {
+    // From here every request gets 503 shutting_down (retryable): clients go to another node or come back.
     closing = true
     ctx.hub.closeAll()
+    // fastify then waits for requests in flight; one stalled client must not hold the node's shutdown.
+    graceTimer = setTimeout(() => {
+      log.warn('requests still running after the close grace period: cutting their connections')
+      app.server.closeAllConnections()
+    }, init.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS)
+    graceTimer.unref()
     done()
   })
   app.addHook('onClose', (_app, done) => {
+    clearTimeout(graceTimer)
     ctx.hub.dispose()
     ctx.sweep.stop()
     done()
@@ -183,6 +201,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { recordRoutes(scope, ctx) })
   void app.register(async (scope) => { uiRoutes(scope, ctx) })
   void app.register(async (scope) => { meshRoutes(scope, ctx) })
+  void app.register(async (scope) => { metricsRoutes(scope, metrics, { public: init.metricsPublic === true }) })
   return app
 }
 

@@ -5,6 +5,7 @@ import type { RawKv } from './routes/kv-routes.js'
 import type { SearchService } from '../search/types.js'
 import type { Watcher } from '../watcher/types.js'
 import type { LibrarySweep } from './library-sweep.js'
+import type { NodeMetrics } from './metrics/node-metrics.js'
 import type { SseHub } from './sse/sse-hub.js'
 
 /** What the API serves from. `search`, `watcher` and `mesh` are optional: their routes answer 503 without them. */
@@ -17,6 +18,8 @@ export interface ApiComponents {
   watcher?: Watcher
   mesh?: MeshService
   logger?: Logger
+  /** Where `/metrics` figures go (the node also feeds it the store's batches and events); default: a fresh one. */
+  metrics?: NodeMetrics
 }
 
 export interface ApiInit {
@@ -37,6 +40,14 @@ export interface ApiInit {
   serviceName?: string
   /** The built web page (ui/dist): served at `/`, `/ui/…` and `/cid/…`. Unset: the node serves no page. */
   uiPath?: string
+  /** `/metrics` answers without the token (META_CORE_METRICS_PUBLIC). */
+  metricsPublic?: boolean
+  /**
+   * On close, requests still running this long after it began have their
+   * connections cut (default 2 000 ms), so a stalled client cannot hold a
+   * shutdown; SSE streams end at once.
+   */
+  closeGraceMs?: number
 }
 
 /** Shared by the route plugins. */
@@ -54,6 +65,7 @@ export interface ApiContext {
   startedAt: number
   hub: SseHub
   sweep: LibrarySweep
+  metrics: NodeMetrics
   /** Runs synchronous reads in one snapshot (`records.read`). */
   read: <T>(fn: () => T) => T
 }

@@ -11,7 +11,10 @@
  *   request is fully validated.
  * - With a token configured, only the public CID surface (`GET /api/meta/{cid}`,
  *   `GET|HEAD /file/{cid}` and `/api/file/{cid}[/info]`), `/health` and
- *   `/docs` answer without it.
+ *   `/docs` answer without it (and `/metrics` when `metricsPublic`).
+ * - `/metrics` (metrics/) exposes Prometheus figures; closing refuses new
+ *   requests with a retryable 503, ends SSE streams, and cuts requests
+ *   still running after `closeGraceMs`.
  * - File bytes come only from inside FILES_PATH.
  * - An SSE subscriber never misses or repeats an entry of the retained
  *   stream; `app.close()` ends open streams and returns.
@@ -24,3 +27,5 @@ export type { ApiComponents, ApiInit } from './context.js'
 export { toErrorReply, ApiError, UnknownCidError, UnauthorizedError, ComponentUnavailableError } from './errors.js'
 export type { ErrorEnvelope, ErrorReply } from './errors.js'
 export type { RawKv } from './routes/kv-routes.js'
+export { NodeMetrics } from './metrics/node-metrics.js'
+export type { MetricSources, WriteBatchFigures } from './metrics/node-metrics.js'
