@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
-import { buildApp } from '../api/index.js'
+import { buildApp, NodeMetrics } from '../api/index.js'
 import { StandaloneMesh, type MeshService } from '../mesh/index.js'
 import { Libp2pMesh, prepareIdentity, readSwarmKey, type NodeIdentity } from '../mesh/libp2p/index.js'
 import { openNodeStore, type NodeStore } from '../records/index.js'
@@ -30,8 +30,12 @@ export interface RunningNode {
   /** `http://host:port` with the port actually bound (for `--port 0`). */
   url: string
   port: number
+  /** Prometheus figures behind `GET /metrics`. */
+  metrics: NodeMetrics
   /** Stops everything in reverse start order. Idempotent. */
   stop: () => Promise<void>
+  /** While stopping: the component being stopped now (for a shutdown that overruns its deadline). */
+  stoppingStep: () => string | undefined
 }
 
 export interface StartOptions {
@@ -48,8 +52,12 @@ type Maybe<T> = T | Promise<T>
 
 export async function startNode (config: NodeConfig, opts: StartOptions = {}): Promise<RunningNode> {
   const log = opts.logger ?? createLogger({ level: config.logLevel, name: 'meta-core' })
-  const stops: Array<() => Maybe<void>> = []
-  const unwind = async (): Promise<void> => { await stopAll([...stops].reverse()) }
+  const stops: Array<{ what: string, fn: () => Maybe<void> }> = []
+  let step: string | undefined
+  const unwind = async (): Promise<void> => {
+    await stopAll([...stops].reverse().map(s => async () => { step = s.what; await s.fn() }))
+    step = undefined
+  }
 
   // Paths that can never work are a configuration problem, said as one before anything is created.
   const problems = pathProblems(config)
@@ -67,17 +75,21 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     trimEvery: opts.trimEvery,
     logger: log.child('kv')
   })
-  stops.push(() => { store.close() })
+  stops.push({ what: 'store', fn: () => { store.close() } })
   try {
     prepared?.persist()
     fs.mkdirSync(config.filesPath, { recursive: true })
     const { kv, records } = store
     await adoptHolderId(store, log.child('node'))
+    // Batches and events are counted from here on: the store's own figures, fed to /metrics.
+    const metrics = new NodeMetrics()
+    stops.push({ what: 'metrics', fn: kv.onBatch(b => { metrics.observeWriteBatch(b) }) })
+    stops.push({ what: 'metrics', fn: kv.onCommit(entries => { metrics.countEvents(entries) }) })
 
     // Search first: it registers its record hook before anything can write. A large store's
     // rows are rebuilt in the background; answers are correct (slower) meanwhile.
     const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
-    stops.push(() => search.stop())
+    stops.push({ what: 'search', fn: () => search.stop() })
     await search.start()
 
     const mesh: MeshService = swarmKey === undefined || identity === undefined
@@ -89,7 +101,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         bootstrap: config.bootstrap,
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
-    stops.push(() => mesh.stop())
+    stops.push({ what: 'mesh', fn: () => mesh.stop() })
     await mesh.start()
 
     const watcher = createWatcher({ records, logger: log.child('watcher') }, {
@@ -99,17 +111,20 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       settleMs: config.settleMs,
       hashConcurrency: config.hashConcurrency
     })
-    stops.push(() => watcher.stop())
+    stops.push({ what: 'watcher', fn: () => watcher.stop() })
     // Starts watching and the initial scan in the background; the API can serve meanwhile.
     await watcher.start()
 
-    const app = buildApp({ kv, records, search, watcher, mesh, logger: log.child('api') }, {
+    const app = buildApp({ kv, records, search, watcher, mesh, metrics, logger: log.child('api') }, {
       filesPath: config.filesPath,
       apiToken: config.apiToken,
+      metricsPublic: config.metricsPublic,
+      // Requests in flight get half the shutdown budget; the mesh and the store need the rest.
+      closeGraceMs: Math.floor(config.shutdownTimeoutMs / 2),
       version: opts.version,
       uiPath: opts.uiPath ?? uiDistPath()
     })
-    stops.push(() => app.close())
+    stops.push({ what: 'HTTP API (requests in flight, event streams)', fn: () => app.close() })
     await app.listen({ host: config.httpHost, port: config.httpPort })
     const addr = app.server.address()
     const port = addr !== null && typeof addr === 'object' ? addr.port : config.httpPort
@@ -125,12 +140,14 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       search,
       watcher,
       mesh,
+      metrics,
       url: `http://${hostForUrl}:${port}`,
       port,
       stop: async () => {
         stopping ??= unwind()
         await stopping
-      }
+      },
+      stoppingStep: () => step
     }
   } catch (err) {
     await unwind().catch((e: unknown) => { log.error('cleanup after a failed start also failed', { err: e }) }) // the start error is the one to report

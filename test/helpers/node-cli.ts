@@ -1,6 +1,7 @@
 /**
- * Runs the real CLI (`node --import tsx src/node/main.ts`, what `npm start`
- * runs) as a child process with a clean environment, for node and e2e tests.
+ * Runs the real `meta-core` command (`node bin/meta-core.js`, the package's
+ * bin and what `npm start` runs) as a child process with a clean
+ * environment, for node and e2e tests.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import path from 'node:path'
@@ -17,10 +18,10 @@ export interface Cli {
 }
 
 /** Starts the CLI with `args` and `env` added to a clean environment (none of our variables leak in from the test runner). */
-export function runCli (args: string[], env: Record<string, string> = {}): Cli {
+export function runCli (args: string[], env: Record<string, string> = {}, opts: { cwd?: string } = {}): Cli {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && k !== 'FILES_PATH' && k !== 'ENABLE_FILE_WATCHER') base[k] = v
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/node/main.ts', ...args], { cwd: ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'meta-core.js'), ...args], { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout?.on('data', (b: Buffer) => { out += b.toString() })

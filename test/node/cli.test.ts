@@ -1,5 +1,5 @@
 /**
- * The real CLI as a child process (`node --import tsx src/node/main.ts`,
+ * The real CLI as a child process (`node bin/meta-core.js`,
  * what `npm start` runs): it listens on an ephemeral port and prints it,
  * serves, stops cleanly on SIGTERM, and refuses bad configuration fast.
  */

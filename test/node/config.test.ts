@@ -47,7 +47,9 @@ describe('parseConfig', () => {
       bootstrap: [],
       blockedPeers: [],
       antiEntropyMs: 15_000,
-      maxClockDriftMs: 10_000
+      maxClockDriftMs: 10_000,
+      shutdownTimeoutMs: 5000,
+      metricsPublic: false
     })
   })
 
@@ -70,7 +72,9 @@ describe('parseConfig', () => {
       META_CORE_BOOTSTRAP: `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`,
       META_CORE_BLOCKED_PEERS: PEER,
       META_CORE_ANTI_ENTROPY_MS: '2000',
-      META_CORE_MAX_CLOCK_DRIFT_MS: '5000'
+      META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
+      META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
+      META_CORE_METRICS_PUBLIC: 'true'
     }
     expect(cfg([], env)).toEqual({
       dbPath: '/db/x.db',
@@ -90,12 +94,15 @@ describe('parseConfig', () => {
       bootstrap: [`/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`],
       blockedPeers: [PEER],
       antiEntropyMs: 2000,
-      maxClockDriftMs: 5000
+      maxClockDriftMs: 5000,
+      shutdownTimeoutMs: 8000,
+      metricsPublic: true
     })
     const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
-      '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0']
+      '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
+      '--shutdown-timeout-ms', '1000', '--metrics-public=false']
     expect(cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -114,11 +121,13 @@ describe('parseConfig', () => {
       bootstrap: [],
       blockedPeers: [],
       antiEntropyMs: 60_000,
-      maxClockDriftMs: 0
+      maxClockDriftMs: 0,
+      shutdownTimeoutMs: 1000,
+      metricsPublic: false
     })
     // Every option has both spellings.
     for (const o of OPTIONS) {
-      expect(o.env).toMatch(/^[A-Z0-9_]+$/)
+      expect(o.env ?? '').toMatch(/^[A-Z0-9_]+$/)
       expect(o.flag).toMatch(/^[a-z0-9-]+$/)
     }
   })
@@ -164,17 +173,22 @@ describe('parseConfig', () => {
   it('checks the mesh options: a readable swarm key, multiaddrs, peer ids, and no p2p option without a key', () => {
     const bad = path.join(tmp.dir, 'not-a-key')
     fs.writeFileSync(bad, 'hello')
-    const msg = problems(['--swarm-key', bad, '--p2p-listen', '/ip4/1.2.3.4/tcp', '--bootstrap', '/ip4/10.0.0.2/tcp/4001', '--blocked-peers', 'nope'])
+    const msg = problems(['--swarm-key', bad, '--p2p-listen', '/ip4/1.2.3.4/tcp', '--bootstrap', '/ip4/10.0.0.2/udp/4001', '--blocked-peers', 'nope'])
     expect(msg).toContain('META_CORE_SWARM_KEY (--swarm-key)')
     expect(msg).toContain('is not a swarm key')
     expect(msg).toContain('META_CORE_P2P_LISTEN (--p2p-listen) "/ip4/1.2.3.4/tcp" from --p2p-listen: "/ip4/1.2.3.4/tcp" is not a multiaddr')
-    expect(msg).toContain('does not end in /p2p/<peerId>')
+    expect(msg).toContain('"/ip4/10.0.0.2/udp/4001" is not a TCP address')
     expect(msg).toContain('"nope" is not a peer id')
     expect(problems(['--swarm-key', path.join(tmp.dir, 'missing')])).toContain('cannot read it (ENOENT)')
     const standalone = problems(['--bootstrap', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '--p2p-listen', '/ip4/127.0.0.1/tcp/0'])
     expect(standalone).toContain('META_CORE_BOOTSTRAP (--bootstrap) needs META_CORE_SWARM_KEY (--swarm-key)')
     expect(standalone).toContain('META_CORE_P2P_LISTEN (--p2p-listen) needs META_CORE_SWARM_KEY (--swarm-key)')
     expect(cfg(['--swarm-key', SWARM_KEY, '--db-path', '/var/lib/mc/node.sqlite']).keyPath).toBe('/var/lib/mc/node.key')
+    // A bootstrap address may name its peer or leave it to the handshake; a listen address names none.
+    const dial = ['/dns4/peer2/tcp/4001', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '/ip6/::1/tcp/4001']
+    expect(cfg(['--swarm-key', SWARM_KEY, '--bootstrap', dial.join(',')]).bootstrap).toEqual(dial)
+    expect(problems(['--swarm-key', SWARM_KEY, '--p2p-listen', `/ip4/0.0.0.0/tcp/4001/p2p/${PEER}`])).toContain('is not a TCP address')
+    expect(problems(['--swarm-key', SWARM_KEY, '--bootstrap', `/p2p/${PEER}`])).toContain('is not a TCP address')
   })
 
   it('prints usage for --help', () => {

@@ -5,15 +5,25 @@
 import { peerIdFromString } from '@libp2p/peer-id'
 import { multiaddr } from '@multiformats/multiaddr'
 
-/** Why `a` is not a usable multiaddr (with `needsPeer`, one ending in /p2p/<peerId>), or undefined when it is. */
-export function multiaddrProblem (a: string, needsPeer: boolean): string | undefined {
+/**
+ * Why `a` is not a usable TCP multiaddr, or undefined when it is (the mesh
+ * speaks TCP only). A dial address (`dial`) may end in `/p2p/<peerId>` or
+ * leave the peer to the handshake; a listen address names no peer.
+ */
+export function multiaddrProblem (a: string, dial: boolean): string | undefined {
+  let names: string[]
   try {
-    const last = multiaddr(a).getComponents().pop()
-    if (needsPeer && last?.name !== 'p2p') return `${JSON.stringify(a)} does not end in /p2p/<peerId>`
-    return undefined
+    names = multiaddr(a).getComponents().map(c => c.name)
   } catch {
-    return `${JSON.stringify(a)} is not a multiaddr (e.g. /ip4/10.0.0.2/tcp/4001${needsPeer ? '/p2p/12D3KooW…' : ''})`
+    return `${JSON.stringify(a)} is not a multiaddr (e.g. /ip4/10.0.0.2/tcp/4001${dial ? '/p2p/12D3KooW…' : ''})`
   }
+  const tcp = names.indexOf('tcp')
+  const rest = tcp < 0 ? [] : names.slice(tcp + 1)
+  const hostFirst = tcp === 1 && ['ip4', 'ip6', 'dns', 'dns4', 'dns6'].includes(names[0])
+  if (!hostFirst || rest.length > (dial ? 1 : 0) || (rest.length === 1 && rest[0] !== 'p2p')) {
+    return `${JSON.stringify(a)} is not a TCP address (e.g. /ip4/10.0.0.2/tcp/4001${dial ? ', /dns4/peer2/tcp/4001 or …/tcp/4001/p2p/12D3KooW…' : ''})`
+  }
+  return undefined
 }
 
 export function isPeerId (id: string): boolean {

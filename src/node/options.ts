@@ -1,0 +1,203 @@
+/**
+ * One option parser for the node and every subcommand: each option is an
+ * environment variable and a `--flag` (flags win), converted and checked by
+ * its kind, and every problem is collected so an operator fixes a bad
+ * command line in one round. config.ts holds the node's table; the
+ * subcommands (cli.ts) add their own few.
+ */
+import fs from 'node:fs'
+import net from 'node:net'
+import path from 'node:path'
+import { isPeerId, multiaddrProblem } from '../mesh/libp2p/addresses.js'
+import { parseSwarmKey } from '../mesh/libp2p/swarm-key.js'
+
+export type Kind =
+  | { type: 'path' }
+  | { type: 'optpath' }
+  | { type: 'swarmkey' }
+  | { type: 'multiaddrs', dial: boolean }
+  | { type: 'peerids' }
+  | { type: 'host' }
+  | { type: 'secret' }
+  | { type: 'url' }
+  | { type: 'int', min: number, max: number }
+  | { type: 'bool' }
+  | { type: 'list' }
+  | { type: 'enum', values: readonly string[] }
+
+export interface OptionSpec<K extends string = string> {
+  key: K
+  /** The environment variable; absent for a switch that only makes sense on a command line (`--json`). */
+  env?: string
+  flag: string
+  aliases?: string[]
+  kind: Kind
+  /** Raw default, parsed like any other value; undefined = unset. */
+  def: string | undefined
+  help: string
+}
+
+export interface ParsedOptions<K extends string> {
+  values: Partial<Record<K, unknown>>
+  /** Options set by a flag or a variable (not by their default). */
+  explicit: Set<K>
+  problems: string[]
+  /** `--help` or `-h` was given. */
+  help: boolean
+}
+
+/** How an option is named in messages: its variable and its flag. */
+export function optionName (o: OptionSpec): string {
+  return o.env === undefined ? `--${o.flag}` : `${o.env} (--${o.flag})`
+}
+
+/**
+ * Parses `argv` (options only: a subcommand was taken off already) over
+ * `env`. Never throws: problems are returned, each naming the option, the
+ * bad value (a secret is never shown) and where it came from.
+ */
+export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): ParsedOptions<K> {
+  const problems: string[] = []
+  const fromFlags = new Map<OptionSpec<K>, { value: string, used: string }>()
+  const byFlag = new Map<string, OptionSpec<K>>()
+  let help = false
+  for (const o of specs) for (const f of [o.flag, ...(o.aliases ?? [])]) byFlag.set(f, o)
+
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    if (arg === '--help' || arg === '-h') { help = true; continue }
+    if (!arg.startsWith('--')) { problems.push(`unexpected argument ${JSON.stringify(arg)} (options are --name value or --name=value)`); continue }
+    const eq = arg.indexOf('=')
+    const name = arg.slice(2, eq < 0 ? undefined : eq)
+    const spec = byFlag.get(name)
+    if (spec === undefined) { problems.push(`unknown option --${name} (see --help)`); continue }
+    let value: string
+    if (eq >= 0) value = arg.slice(eq + 1)
+    else if (spec.kind.type === 'bool' && !isBoolWord(argv[i + 1])) value = 'true' // a bare boolean flag turns it on
+    else if (i + 1 < argv.length) value = argv[++i]
+    else { problems.push(`--${name} needs a value`); continue }
+    fromFlags.set(spec, { value, used: `--${name}` })
+  }
+
+  const values: Partial<Record<K, unknown>> = {}
+  const explicit = new Set<K>()
+  for (const o of specs) {
+    const flag = fromFlags.get(o)
+    const envValue = o.env === undefined ? undefined : env[o.env]
+    // An empty environment variable means "unset" (compose files often pass VAR= ); only a list gives empty a meaning.
+    const raw = flag?.value ?? (envValue === '' && o.kind.type !== 'list' ? undefined : envValue) ?? o.def
+    const source = flag !== undefined ? flag.used : envValue !== undefined && raw === envValue ? o.env : 'default'
+    if (source !== 'default') explicit.add(o.key)
+    const r = convert(o.kind, raw, cwd)
+    // A token is never echoed, even a malformed one.
+    const shown = o.kind.type === 'secret' ? '(value hidden)' : JSON.stringify(raw)
+    if (typeof r === 'object' && r !== null && 'problem' in r) problems.push(`invalid ${optionName(o)} ${shown} from ${source}: ${(r as { problem: string }).problem}`)
+    else values[o.key] = r
+  }
+  return { values, explicit, problems, help }
+}
+
+function isBoolWord (s: string | undefined): boolean {
+  return s !== undefined && /^(true|false|1|0|yes|no|on|off)$/i.test(s)
+}
+
+function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
+  switch (kind.type) {
+    case 'secret':
+      if (raw === undefined) return undefined
+      if (!/^[\x21-\x7e]+$/.test(raw)) return { problem: 'must be printable ASCII without spaces (it travels in an Authorization header)' }
+      return raw
+    case 'path':
+      if (raw === undefined || raw.trim() === '') return { problem: 'must be a path' }
+      if (raw.includes('\u0000')) return { problem: 'contains a NUL character' }
+      return path.resolve(cwd, raw)
+    case 'optpath':
+      return raw === undefined ? undefined : convert({ type: 'path' }, raw, cwd)
+    case 'swarmkey': {
+      if (raw === undefined) return undefined
+      const file = convert({ type: 'path' }, raw, cwd)
+      if (typeof file !== 'string') return file
+      let text: string
+      try {
+        text = fs.readFileSync(file, 'utf8')
+      } catch (err) {
+        return { problem: `cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` }
+      }
+      if (parseSwarmKey(text) === undefined) return { problem: 'is not a swarm key (/key/swarm/psk/1.0.0/, /base16/, 64 hex digits; meta-core keygen <path> writes one)' }
+      return file
+    }
+    case 'multiaddrs':
+      return multiaddrList(raw, kind.dial)
+    case 'peerids': {
+      const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+      for (const id of list) {
+        if (!isPeerId(id)) return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
+      }
+      return list
+    }
+    case 'host':
+      if (raw === undefined || raw === '') return { problem: 'must be an IP address or host name' }
+      if (net.isIP(raw) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(raw)) {
+        return { problem: 'must be an IP address or host name' }
+      }
+      return raw
+    case 'url': {
+      if (raw === undefined) return undefined
+      let u: URL
+      try {
+        u = new URL(raw)
+      } catch {
+        return { problem: 'must be a URL like http://127.0.0.1:9000' }
+      }
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') return { problem: 'must be an http:// or https:// URL' }
+      return u.origin + u.pathname.replace(/\/+$/, '')
+    }
+    case 'int': {
+      if (raw === undefined || !/^\d{1,16}$/.test(raw.trim())) return { problem: `must be an integer from ${kind.min} to ${kind.max}` }
+      const n = Number(raw.trim())
+      if (n < kind.min || n > kind.max) return { problem: `must be an integer from ${kind.min} to ${kind.max}` }
+      return n
+    }
+    case 'bool':
+      if (raw !== undefined && /^(true|1|yes|on)$/i.test(raw)) return true
+      if (raw !== undefined && /^(false|0|no|off)$/i.test(raw)) return false
+      return { problem: 'must be true or false' }
+    case 'list':
+      return (raw ?? '').split(',').map(s => s.trim()).filter(s => s !== '')
+    case 'enum':
+      if (raw === undefined || !kind.values.includes(raw)) return { problem: `must be one of ${kind.values.join(', ')}` }
+      return raw
+  }
+}
+
+/** A comma-separated list of TCP multiaddrs (mesh/libp2p/addresses.ts says what a usable one is). */
+function multiaddrList (raw: string | undefined, dial: boolean): string[] | { problem: string } {
+  const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+  for (const a of list) {
+    const problem = multiaddrProblem(a, dial)
+    if (problem !== undefined) return { problem }
+  }
+  return list
+}
+
+/** Loopback: `localhost`, 127.0.0.0/8, ::1 (and IPv4-mapped 127.x). */
+export function isLoopback (host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
+  if (h === 'localhost' || h === '::1') return true
+  const v4 = h.startsWith('::ffff:') ? h.slice(7) : h
+  return net.isIPv4(v4) && v4.startsWith('127.')
+}
+
+/** `--help` lines for a table of options. */
+export function optionLines (specs: readonly OptionSpec[]): string[] {
+  const lines: string[] = []
+  for (const o of specs) {
+    const flags = [o.flag, ...(o.aliases ?? [])].map(f => `--${f}`).join(', ')
+    lines.push(`  ${flags}${o.kind.type === 'bool' ? '' : ' <value>'}`)
+    const def = o.def === undefined ? '' : `default ${o.def === '' ? '""' : o.def}`
+    const head = [o.env, def === '' ? '' : o.env === undefined ? def : `(${def})`].filter(x => x !== undefined && x !== '').join(' ')
+    if (head !== '') lines.push(`      ${head}`)
+    lines.push(`      ${o.help}`)
+  }
+  return lines
+}

@@ -1,0 +1,156 @@
+/**
+ * `meta-core status`: asks a running node over HTTP for its health
+ * (`/health`), its counts (`/status`) and its place in the mesh
+ * (`/api/mesh`), and prints them as a table, every peer with its
+ * connection, catch-up lag and refusals; `--json` prints the three answers
+ * as they came, for scripts. Exit 0 when the node answers and is healthy,
+ * 1 when it cannot be reached, refuses the token, or reports degraded.
+ */
+import type { MeshPeerView, MeshView } from '../mesh/index.js'
+import { optionLines, type OptionSpec } from './options.js'
+
+export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'apiToken' | 'json' | 'timeoutMs'>> = [
+  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined, help: 'the node to ask (default: http://META_CORE_HTTP_HOST:META_CORE_HTTP_PORT, a wildcard host read as loopback)' },
+  { key: 'apiToken', env: 'META_CORE_API_TOKEN', flag: 'api-token', kind: { type: 'secret' }, def: undefined, help: 'the node\'s API token, when it has one (/status and /api/mesh need it)' },
+  { key: 'timeoutMs', env: 'META_CORE_STATUS_TIMEOUT_MS', flag: 'timeout-ms', kind: { type: 'int', min: 100, max: 600_000 }, def: '5000', help: 'how long to wait for each answer, in ms' },
+  { key: 'json', flag: 'json', kind: { type: 'bool' }, def: 'false', help: 'print the answers as one JSON object instead of a table' }
+]
+
+export function statusUsage (): string {
+  return [
+    'Usage: meta-core status [options]',
+    '',
+    'Asks a running node for its health, record count and mesh state, and prints every peer',
+    'with its connection and catch-up lag. Exit 0 when the node is healthy, 1 otherwise.',
+    '',
+    ...optionLines(STATUS_OPTIONS),
+    '  -h, --help',
+    '      this text'
+  ].join('\n')
+}
+
+/** The node's own address when no --url is given: what META_CORE_HTTP_HOST/PORT say it listens on. */
+export function defaultNodeUrl (env: Readonly<Record<string, string | undefined>>): string {
+  let host = env.META_CORE_HTTP_HOST === undefined || env.META_CORE_HTTP_HOST === '' ? '127.0.0.1' : env.META_CORE_HTTP_HOST
+  if (host === '0.0.0.0') host = '127.0.0.1'
+  if (host === '::' || host === '[::]') host = '::1'
+  const port = env.META_CORE_HTTP_PORT === undefined || env.META_CORE_HTTP_PORT === '' ? '9000' : env.META_CORE_HTTP_PORT
+  return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`
+}
+
+interface Health { status: string, storage: boolean }
+interface NodeStatus {
+  status: string
+  version: string
+  nodeId: string
+  uptimeSeconds: number
+  fileCount: number
+  eventStreams: number
+  watcher: { enabled: boolean, isScanning: boolean, fileCount: number, progress?: { filesPending?: number } } | null
+}
+
+export interface StatusReport { url: string, health: Health, status: NodeStatus, mesh: MeshView }
+
+/** Why a status could not be had, in a sentence for the operator. */
+export class StatusError extends Error {}
+
+export async function fetchStatus (url: string, token: string | undefined, timeoutMs: number): Promise<StatusReport> {
+  const get = async <T>(path: string): Promise<T> => {
+    let res: Response
+    try {
+      res = await fetch(url + path, {
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+        signal: AbortSignal.timeout(timeoutMs)
+      })
+    } catch (err) {
+      const why = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : causeOf(err)
+      throw new StatusError(`cannot reach ${url}: ${why}`)
+    }
+    const text = await res.text()
+    if (res.status === 401) throw new StatusError(`${url} wants its API token${token === undefined ? ': pass --api-token or set META_CORE_API_TOKEN' : ', and refused this one'}`)
+    if (!res.ok) throw new StatusError(`${url}${path} answered ${res.status}: ${text.slice(0, 200)}`)
+    try {
+      return JSON.parse(text) as T
+    } catch {
+      throw new StatusError(`${url}${path} did not answer JSON: is it a meta-core node?`)
+    }
+  }
+  const health = await get<Health>('/health')
+  const [status, mesh] = await Promise.all([get<NodeStatus>('/status'), get<MeshView>('/api/mesh')])
+  return { url, health, status, mesh }
+}
+
+function causeOf (err: unknown): string {
+  const cause = (err as { cause?: { code?: string, message?: string } }).cause
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err))
+}
+
+/** The report as a readable table. */
+export function formatStatus (r: StatusReport): string {
+  const s = r.status
+  const w = s.watcher
+  const m = r.mesh
+  const connected = m.peers.filter(p => p.connected).length
+  const lines = [
+    ...aligned([
+      ['node', `${r.url}  ${r.health.status}${r.health.storage ? '' : ' (storage unavailable)'}, meta-core ${s.version}, up ${duration(s.uptimeSeconds * 1000)}`],
+      ['node id', s.nodeId],
+      ['records', count(s.fileCount)],
+      ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
+      ['streams', `${count(s.eventStreams)} open SSE`],
+      ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length} peers (${connected} connected), frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
+      ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : [])
+    ], '  ')
+  ]
+  if (m.enabled) {
+    lines.push('')
+    if (m.peers.length === 0) {
+      lines.push('no peers yet')
+    } else {
+      const rows = [['PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
+      const now = Date.now()
+      for (const p of m.peers) {
+        rows.push([p.peerId, p.connected ? 'connected' : 'disconnected', lag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+      }
+      lines.push(...table(rows))
+    }
+  }
+  return lines.join('\n')
+}
+
+function lag (p: MeshPeerView): string {
+  if (p.resyncing) return `full resync, ${duration(p.lagMs)}`
+  if (p.cursor === null && p.lastSyncAt === null) return p.connected ? `first sync, ${duration(p.lagMs)}` : 'never synced'
+  if (!p.behind) return 'caught up'
+  return `behind ${duration(p.lagMs)}`
+}
+
+function ago (iso: string | null, now: number): string {
+  if (iso === null) return 'never'
+  return `${duration(Math.max(0, now - Date.parse(iso)))} ago`
+}
+
+/** 950 ms, 4.2 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
+export function duration (ms: number): string {
+  if (!Number.isFinite(ms)) return '?'
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  const s = Math.floor(ms / 1000)
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`
+}
+
+function count (n: number): string {
+  return n.toLocaleString('en-US')
+}
+
+function aligned (pairs: Array<[string, string]>, gap: string): string[] {
+  const width = Math.max(...pairs.map(p => p[0].length))
+  return pairs.map(([k, v]) => `${k.padEnd(width)}${gap}${v}`)
+}
+
+function table (rows: string[][]): string[] {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map(r => r[i].length)))
+  return rows.map(r => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  '))
+}
