@@ -19,9 +19,14 @@ export interface Cli {
 
 /** Starts the CLI with `args` and `env` added to a clean environment (none of our variables leak in from the test runner). */
 export function runCli (args: string[], env: Record<string, string> = {}, opts: { cwd?: string } = {}): Cli {
+  return runNodeScript([path.join(ROOT, 'bin', 'meta-core.js'), ...args], env, opts)
+}
+
+/** `node <argv…>` with `env` added to a clean environment. */
+export function runNodeScript (argv: string[], env: Record<string, string> = {}, opts: { cwd?: string } = {}): Cli {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && k !== 'FILES_PATH' && k !== 'ENABLE_FILE_WATCHER') base[k] = v
-  const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'meta-core.js'), ...args], { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, argv, { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout?.on('data', (b: Buffer) => { out += b.toString() })
