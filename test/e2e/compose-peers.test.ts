@@ -182,6 +182,17 @@ describe('docker-compose.peers.yml', () => {
     expect(refused.stderr()).toContain('wants its API token: pass --api-token or set META_CORE_API_TOKEN')
   })
 
+  it('meta-core id, with a peer\'s environment, prints the peer id that peer runs with', async () => {
+    const plan = plans.get('peer2')!
+    const id = runCli(['id', '--json'], plan.env)
+    clis.push(id)
+    expect(await withTimeout(id.exited, 20_000, 'meta-core id'), id.stderr()).toBe(0)
+    const j = JSON.parse(id.stdout()) as { peerId: string, created: boolean, addrs: string[] }
+    expect(j.peerId).toBe(ids.get('peer2'))
+    expect(j.created).toBe(false)
+    expect(j.addrs).toEqual([`${plan.env.META_CORE_P2P_LISTEN}/p2p/${j.peerId}`])
+  })
+
   it('shows per-peer mesh figures on /metrics, and they move with the work', async () => {
     const before = await scrape(urls.get('peer2') ?? '', TOKEN)
     const from1 = { peer: ids.get('peer1') ?? '' }
