@@ -166,10 +166,13 @@ export class NodeMetrics {
         end()
       }
     }
+    // Every member delegates (a spread would lose a class instance's methods).
     return {
-      ...search,
       search: timed('search', (req: Parameters<SearchService['search']>[0]) => search.search(req)),
-      list: timed('list', (offset: number, limit: number) => search.list(offset, limit))
+      list: timed('list', (offset: number, limit: number) => search.list(offset, limit)),
+      rebuild: async () => { await search.rebuild() },
+      whenReady: search.whenReady === undefined ? undefined : async () => { await search.whenReady?.() },
+      stop: search.stop === undefined ? undefined : async () => { await search.stop?.() }
     }
   }
 
