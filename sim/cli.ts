@@ -36,7 +36,9 @@ async function main (argv: string[]): Promise<number> {
   const out = path.resolve(parsed.out ?? path.join('sim-out', `${opts.scenario}-${opts.seed}`))
   const progress = parsed.quiet ? undefined : (line: string): void => { process.stderr.write(line + '\n') }
   const wall0 = performance.now()
-  const { report, costs } = await runScenario(parsed.overrides, { progress })
+  // libp2p is loaded only for --real, through the mesh module's adapter (sim/real/).
+  const realStack = opts.real ? (await import('./real/compare.js')).compareWithRealStack : undefined
+  const { report, costs } = await runScenario(parsed.overrides, { progress, ...(realStack !== undefined ? { realStack } : {}) })
   fs.mkdirSync(out, { recursive: true })
   const command = ['npm run sim --', ...argv.filter(a => a !== '--quiet')].join(' ')
   fs.writeFileSync(path.join(out, 'report.json'), reportJson(report))

@@ -32,6 +32,7 @@ export function worldOptions (o: SimOptions): ConstructorParameters<typeof World
   return {
     seed: `${o.seed}`,
     latency: o.latency,
+    link: o.link,
     jitterMs: o.jitter,
     loss: o.loss,
     lossMode: o.lossMode,

@@ -16,7 +16,7 @@ export interface SimulationOutput {
 export interface RunScenarioHooks {
   progress?: Progress
   /** Runs the real-stack comparison when the options ask for it (the CLI passes the libp2p-backed runner). */
-  realStack?: (opts: SimOptions, model: Report) => Promise<RealStackComparison>
+  realStack?: (opts: SimOptions, progress?: Progress) => Promise<RealStackComparison>
 }
 
 export async function runScenario (overrides: Partial<SimOptions>, hooks: RunScenarioHooks = {}): Promise<SimulationOutput> {
@@ -30,6 +30,6 @@ export async function runScenario (overrides: Partial<SimOptions>, hooks: RunSce
     hooks.progress?.(`${scenario.name} n=${n}: done in ${(r.cost.wallMs / 1000).toFixed(1)} s wall, peak rss ${r.cost.peakRssMiB} MiB`)
   }
   let report = buildReport(scenario, opts, runs)
-  if (opts.real && hooks.realStack !== undefined) report = buildReport(scenario, opts, runs, await hooks.realStack(opts, report))
+  if (opts.real && hooks.realStack !== undefined) report = buildReport(scenario, opts, runs, await hooks.realStack(opts, hooks.progress))
   return { report, costs }
 }

@@ -15,13 +15,14 @@ import { Scheduler } from './engine/scheduler.js'
 import { checkGossipConfig, GOSSIPSUB_DEFAULTS, type GossipConfig } from './gossip/config.js'
 import { Metrics } from './metrics/collector.js'
 import { parseLatency } from './net/latency.js'
-import { DEFAULT_NET, Network, type LossMode } from './net/network.js'
+import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/network.js'
 import { SimNode, type NodeWorld } from './node/sim-node.js'
 import type { MeshOptions } from '../src/mesh/protocol/index.js'
 
 export interface WorldSpec {
   seed: string
   latency: string
+  link: LinkMode
   jitterMs: number
   loss: number
   lossMode: LossMode
@@ -33,7 +34,8 @@ export interface WorldSpec {
 
 /** 1 January 2025, 00:00 UTC: virtual time 0 on every node's wall clock (plus its skew). */
 export const EPOCH_MS = Date.UTC(2025, 0, 1)
-export const TOPIC = 'meta-core/mesh/sim'
+/** Shaped like the node's topic, `/meta-core/mesh/<16 hex digits of the swarm key's id>/1`, so RPC sizes match. */
+export const TOPIC = '/meta-core/mesh/0123456789abcdef/1'
 
 const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz'
 
@@ -68,6 +70,7 @@ export class World implements NodeWorld {
     this.net = new Network(this.sched, this.rng.fork('net'), {
       ...DEFAULT_NET,
       latency: parseLatency(spec.latency, spec.jitterMs),
+      link: spec.link,
       loss: spec.loss,
       lossMode: spec.lossMode,
       uplinkBps: spec.uplinkBps

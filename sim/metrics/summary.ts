@@ -20,7 +20,7 @@
 import type { World } from '../world.js'
 import type { CheckValue } from '../scenario/scenario.js'
 import { histogram, round, summarise, type Summary } from './stats.js'
-import type { CatchUpTrack, TimelineEvent } from './collector.js'
+import type { CatchUpTrack, TimelineEvent, WriteTrack } from './collector.js'
 
 export interface RunSummary {
   nodes: number
@@ -88,7 +88,6 @@ export interface SummaryInput {
 export function summariseRun (world: World, inp: SummaryInput): RunSummary {
   const m = world.metrics
   const honestUp = world.nodes.filter(n => n.up && !inp.bad.has(n.index))
-  const upSet = new Set(honestUp.map(n => n.index))
 
   const digests = new Map<string, number>()
   let keys = 0
@@ -100,35 +99,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
 
   const cuts = partitionIntervals(m.timeline, inp.end)
   const whole = (t: number): boolean => cuts.every(([a, b]) => t < a - 2000 || t >= b)
-  const latencies: number[] = []
-  const wholeLatencies: number[] = []
-  let lost = 0
-  let unavailable = 0
-  let acked = 0
-  for (const w of m.writes) {
-    if (!w.acked) continue
-    acked++
-    let last = 0
-    let missing = false
-    let missingAny = false
-    for (const n of honestUp) {
-      const t = n.index < w.visibleAt.length ? w.visibleAt[n.index] : NaN
-      if (Number.isNaN(t)) {
-        missingAny = true
-        if (n.index < w.members) missing = true
-        continue
-      }
-      if (n.index < w.members && t > last) last = t
-    }
-    if (missingAny) {
-      if (upSet.has(w.origin)) lost++
-      else unavailable++
-    }
-    if (!missing) {
-      latencies.push(last - w.at)
-      if (whole(w.at)) wholeLatencies.push(last - w.at)
-    }
-  }
+  const { latencies, lost, unavailable, acked, wholeLatencies } = writeOutcomes(m.writes, honestUp.map(n => n.index), whole)
 
   let forged = 0
   for (const n of honestUp) for (const k of inp.forbidden) if (n.kv.get(k) !== undefined) forged++
@@ -246,6 +217,51 @@ function topology (world: World): RunSummary['topology'] {
     meshDegree: summarise([...mesh.values()].map(s => s.size), 1),
     meshComponents: components
   }
+}
+
+export interface WriteOutcomes {
+  /** Stable latency of each write readable on every node it must reach. */
+  latencies: number[]
+  /** The same, for writes `whole(at)` accepts (issued while the network was whole). */
+  wholeLatencies: number[]
+  acked: number
+  lost: number
+  unavailable: number
+}
+
+/**
+ * Per acknowledged write: when the last honest up node that existed at its
+ * issue could read it, and whether any honest up node still lacks it (lost
+ * while its origin is up, unavailable while it is down).
+ */
+export function writeOutcomes (writes: readonly WriteTrack[], honestUp: readonly number[], whole: (t: number) => boolean = () => true): WriteOutcomes {
+  const up = new Set(honestUp)
+  const out: WriteOutcomes = { latencies: [], wholeLatencies: [], acked: 0, lost: 0, unavailable: 0 }
+  for (const w of writes) {
+    if (!w.acked) continue
+    out.acked++
+    let last = 0
+    let missing = false
+    let missingAny = false
+    for (const i of honestUp) {
+      const t = i < w.visibleAt.length ? w.visibleAt[i] : NaN
+      if (Number.isNaN(t)) {
+        missingAny = true
+        if (i < w.members) missing = true
+        continue
+      }
+      if (i < w.members && t > last) last = t
+    }
+    if (missingAny) {
+      if (up.has(w.origin)) out.lost++
+      else out.unavailable++
+    }
+    if (!missing) {
+      out.latencies.push(last - w.at)
+      if (whole(w.at)) out.wholeLatencies.push(last - w.at)
+    }
+  }
+  return out
 }
 
 /** [start, end) of every partition in the timeline (an unhealed one ends with the run). */

@@ -27,8 +27,18 @@ import type { LatencyModel } from './latency.js'
 
 export type LossMode = 'drop' | 'retransmit'
 
+/**
+ * `pipelined`: a message's delay runs from its departure, as on a real link.
+ * `serial`: each direction of a connection holds a message for the whole
+ * delay before it starts on the next, as libp2p's in-memory transport does
+ * with its `latency` option (one buffer per delay); used to compare the
+ * model with real nodes on that transport.
+ */
+export type LinkMode = 'pipelined' | 'serial'
+
 export interface NetConfig {
   latency: LatencyModel
+  link: LinkMode
   /** Probability that one transmission of a message is lost. */
   loss: number
   lossMode: LossMode
@@ -46,6 +56,7 @@ export interface NetConfig {
 }
 
 export const DEFAULT_NET: Omit<NetConfig, 'latency'> = {
+  link: 'pipelined',
   loss: 0,
   lossMode: 'drop',
   rtoMs: 200,
@@ -209,7 +220,7 @@ export class Network {
       return true
     }
     const dir = from < to ? 0 : 1
-    const arrive = Math.max(depart + delay, conn.lastArrival[dir])
+    const arrive = this.cfg.link === 'serial' ? Math.max(depart, conn.lastArrival[dir]) + delay : Math.max(depart + delay, conn.lastArrival[dir])
     conn.lastArrival[dir] = arrive
     const gen = conn.gen
     this.sched.at(arrive, () => {

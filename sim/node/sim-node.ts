@@ -22,8 +22,8 @@ import { streamMessageBytes } from '../gossip/wire-size.js'
 import type { Metrics } from '../metrics/collector.js'
 import type { Network } from '../net/network.js'
 
-/** The request/response protocol id the real node negotiates (bytes of multistream-select). */
-export const SYNC_PROTOCOL = '/meta-core/sync/1.0.0'
+/** The pull protocol id the real node negotiates (its bytes count in multistream-select); the libp2p adapter's PULL_PROTOCOL. */
+export const SYNC_PROTOCOL = '/meta-core/pull/1.0.0'
 
 export interface NodeWorld {
   sched: Scheduler

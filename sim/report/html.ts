@@ -62,7 +62,7 @@ export function reportHtml (rep: Report, command: string): string {
   if (rep.realStack !== undefined) {
     const rs = rep.realStack
     parts.push('<h2>Model against the real stack</h2>')
-    parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes (in-memory transport with link latency, real time). Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
+    parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes at ${rs.rate} operations/s (in-memory transport with link latency, real time), against the model at the same options. Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
     parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
       ['messages per operation', rs.model.messagesPerOp, rs.real.messagesPerOp, rs.ratio.messagesPerOp],
       ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50]

@@ -18,6 +18,8 @@ export interface BarResult { name: string, limit: number, value: number, ok: boo
 /** The real-stack comparison (filled by the real-stack runner). */
 export interface RealStackComparison {
   nodes: number
+  /** Operations per second of both compared runs. */
+  rate: number
   model: { messagesPerOp: number, latencyP50: number }
   real: { messagesPerOp: number, latencyP50: number, latencyP99: number, latencyMax: number, converged: boolean, lostWrites: number, operations: number }
   ratio: { messagesPerOp: number, latencyP50: number }
@@ -81,7 +83,7 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     config: {
       gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),
       mesh: meshOptions(w.mesh),
-      network: { ...DEFAULT_NET, latency: w.latency, jitterMs: w.jitterMs, loss: w.loss, lossMode: w.lossMode, uplinkBps: w.uplinkBps }
+      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossMode: w.lossMode, uplinkBps: w.uplinkBps }
     },
     runs
   }

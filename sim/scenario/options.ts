@@ -21,6 +21,7 @@ export interface SimOptions {
   newRecords: number
   valueBytes: number
   latency: string
+  link: 'pipelined' | 'serial'
   jitter: number
   loss: number
   lossMode: 'drop' | 'retransmit'
@@ -47,6 +48,7 @@ export interface SimOptions {
   badRate: number
   real: boolean
   realNodes: number
+  realRate: number
 }
 
 interface OptionSpec {
@@ -71,6 +73,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'newRecords', flag: 'new-records', kind: 'number', help: 'fraction of writes that create a record (the rest update one)' },
   { key: 'valueBytes', flag: 'value-bytes', kind: 'number', unit: 'B', help: 'length of the title each write sets' },
   { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
+  { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
   { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
   { key: 'lossMode', flag: 'loss-mode', kind: 'string', choices: ['drop', 'retransmit'], help: 'drop: the message is gone; retransmit: it arrives one 200 ms RTO later per loss (TCP)' },
@@ -96,7 +99,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'badPeers', flag: 'bad-peers', kind: 'number', help: 'bad-peer: misbehaving nodes' },
   { key: 'badRate', flag: 'bad-rate', kind: 'number', unit: 'frames/s', help: 'bad-peer: bad frames each bad node publishes per second' },
   { key: 'real', flag: 'real', kind: 'boolean', help: 'also run the scenario on real libp2p nodes (in-memory transport, real time) and compare' },
-  { key: 'realNodes', flag: 'real-nodes', kind: 'number', help: 'node count of the real-stack run (at most about 30)' }
+  { key: 'realNodes', flag: 'real-nodes', kind: 'number', help: 'node count of the real-stack comparison (at most about 30)' },
+  { key: 'realRate', flag: 'real-rate', kind: 'number', unit: 'ops/s', help: 'operations per second of the real-stack comparison (and of the model run it is compared with)' }
 ]
 
 export const BASE_DEFAULTS: SimOptions = {
@@ -112,6 +116,7 @@ export const BASE_DEFAULTS: SimOptions = {
   newRecords: 0.5,
   valueBytes: 24,
   latency: '100',
+  link: 'pipelined',
   jitter: 0,
   loss: 0,
   lossMode: 'drop',
@@ -137,7 +142,8 @@ export const BASE_DEFAULTS: SimOptions = {
   badPeers: 0,
   badRate: 0,
   real: false,
-  realNodes: 25
+  realNodes: 25,
+  realRate: 20
 }
 
 export class UsageError extends Error {

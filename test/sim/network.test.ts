@@ -84,6 +84,20 @@ describe('Network', () => {
     expect(got).toEqual(Array.from({ length: 200 }, (_, i) => i))
   })
 
+  it('holds each message for the whole delay in serial mode (the in-memory transport\'s latency)', async () => {
+    for (const [link, want] of [['pipelined', [100, 100, 100]], ['serial', [100, 200, 300]]] as const) {
+      const h = harness({ handshakeRtts: 0, link })
+      h.net.start(0)
+      h.net.start(1)
+      h.net.dial(0, 1)
+      await h.s.run({ until: 0 })
+      const at: number[] = []
+      for (let i = 0; i < 3; i++) h.net.send(0, 1, 'm', 1, () => at.push(h.s.now))
+      await h.s.run({ until: 1000 })
+      expect(at, link).toEqual(want)
+    }
+  })
+
   it('serialises a node\'s uploads on its bandwidth', async () => {
     const h = harness({ latency: '0', handshakeRtts: 0, uplinkBps: 8_000 }) // 1 byte per ms
     for (const n of [0, 1, 2]) h.net.start(n)

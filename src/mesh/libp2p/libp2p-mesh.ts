@@ -11,8 +11,9 @@
  * libp2p's peer:connect/peer:disconnect.
  */
 import './polyfill.js'
-import { gossipsub, TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub'
+import { gossipsub, TopicValidatorResult, type GossipSub, type GossipsubOpts } from '@libp2p/gossipsub'
 import { identify } from '@libp2p/identify'
+import { memory } from '@libp2p/memory'
 import { noise } from '@libp2p/noise'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { ping } from '@libp2p/ping'
@@ -27,8 +28,10 @@ import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshR
 import { RecordReplica } from '../replica-store.js'
 import type { MeshService, MeshView } from '../service.js'
 import type { NodeIdentity } from './identity.js'
+import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
+import { rpcCounter, type RpcCounts } from './rpc-counters.js'
 import type { SwarmKey } from './swarm-key.js'
 
 export interface Libp2pMeshInit {
@@ -40,7 +43,29 @@ export interface Libp2pMeshInit {
   bootstrap: readonly string[]
   /** Protocol tunables (anti-entropy interval, limits, blocked peers…). */
   options?: Partial<MeshOptions>
+  /**
+   * TCP (the default, and what a node uses), or libp2p's in-memory transport
+   * for many nodes in one process (listen addresses `/memory/<name>`), with
+   * `latencyMs` of one-way delay per buffer: `pipelined` (delayed-link.ts,
+   * as on a real link) or `serial` (the transport's own option: one buffer
+   * per delay per direction). For tests and the simulator's real-stack mode.
+   */
+  transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial' }
+  /** Gossipsub parameters over the library's defaults (the simulator's profiles; a node sets none). */
+  gossip?: GossipParams
+  /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
+  countRpcs?: boolean
 }
+
+/** The gossipsub parameters a simulation profile may set. */
+export type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | 'Dlazy' | 'heartbeatInterval' | 'floodPublish' | 'idontwantMinDataSize'>>
+
+/**
+ * pnet's nonce exchange must finish within 1 s by default; dozens of nodes in
+ * one process on a shared machine, with simulated link delay, can take
+ * longer to get to it.
+ */
+const PNET_TIMEOUT_IN_PROCESS_MS = 10_000
 
 const VERDICT: Record<GossipVerdict, TopicValidatorResult> = {
   accept: TopicValidatorResult.Accept,
@@ -59,6 +84,7 @@ export class Libp2pMesh implements MeshService {
   private dialer: PeerDialer | undefined
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
+  private readonly counter: ReturnType<typeof rpcCounter> | undefined
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -69,6 +95,7 @@ export class Libp2pMesh implements MeshService {
     this.log = components.logger ?? silentLogger
     this.opts = meshOptions(init.options)
     this.topic = `/meta-core/mesh/${init.swarmKey.meshId}/1`
+    this.counter = init.countRpcs === true ? rpcCounter() : undefined
   }
 
   async start (): Promise<void> {
@@ -78,13 +105,16 @@ export class Libp2pMesh implements MeshService {
 
   private async doStart (): Promise<void> {
     const blocked = new Set(this.opts.blockedPeers)
+    const t = this.init.transport
     const node = await createLibp2p({
       privateKey: this.init.identity.privateKey,
       addresses: { listen: [...this.init.listen] },
-      transports: [tcp()],
+      transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      connectionProtector: preSharedKey({ psk: this.init.swarmKey.psk }),
+      connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && t.latencyMs > 0
+        ? delayedLink(preSharedKey({ psk: this.init.swarmKey.psk, timeout: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs)
+        : preSharedKey({ psk: this.init.swarmKey.psk }),
       connectionGater: {
         denyDialPeer: (p) => blocked.has(p.toString()),
         denyInboundEncryptedConnection: (p) => blocked.has(p.toString()),
@@ -97,7 +127,9 @@ export class Libp2pMesh implements MeshService {
           // Nobody subscribed yet is not an error for us: the frame's sequence number is skipped and peers pull.
           allowPublishToZeroTopicPeers: true,
           fallbackToFloodsub: false,
-          emitSelf: false
+          emitSelf: false,
+          ...this.init.gossip,
+          ...(this.counter !== undefined ? { metricsRegister: this.counter.register, metricsTopicStrToLabel: new Map([[this.topic, 'mesh']]) } : {})
         })
       }
     })
@@ -187,6 +219,11 @@ export class Libp2pMesh implements MeshService {
 
   digest (): StoreDigest {
     return this.replica.digest()
+  }
+
+  /** Gossipsub RPCs sent so far (zeros unless created with `countRpcs`). */
+  rpcCounts (): RpcCounts {
+    return this.counter?.counts() ?? { rpcs: 0, bytes: 0, messages: 0 }
   }
 }
 

@@ -1,0 +1,159 @@
+/**
+ * The real-stack mode: the same load on real libp2p nodes, in real time, so
+ * the model can be checked against reality. Each node is the node's own
+ * `Libp2pMesh` (noise, yamux, pnet, identify, ping, gossipsub, the pull
+ * protocol, the mesh core) over a real record store, on libp2p's in-memory
+ * transport with its link latency, inside this process.
+ *
+ * Import rule: `sim/` never imports libp2p. This file reaches it only
+ * through the mesh module's own adapter (`src/mesh/libp2p`), using the
+ * seams it offers for this: `transport: { kind: 'memory', latencyMs }`,
+ * `gossip` parameters and `countRpcs`. The CLI loads this file only when
+ * `--real` is given, so a model run loads no libp2p.
+ *
+ * Messages are counted as the model counts them: gossipsub RPCs sent (from
+ * gossipsub's own metrics hook) plus two per pull (request and reply, from
+ * the cores' served-page and refusal counters). Stable latency is measured
+ * as in the model, from each store's change log, on the process clock.
+ */
+import os from 'node:os'
+import path from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { sleep, waitFor } from '../../src/common/index.js'
+import { KvStore } from '../../src/kv/index.js'
+import { Libp2pMesh, parseSwarmKey, prepareIdentity } from '../../src/mesh/libp2p/index.js'
+import { RecordStore } from '../../src/records/index.js'
+import { Prng } from '../engine/prng.js'
+import { Metrics } from '../metrics/collector.js'
+import { round, summarise, type Summary } from '../metrics/stats.js'
+import { writeOutcomes } from '../metrics/summary.js'
+import { parseLatency } from '../net/latency.js'
+import type { SimOptions } from '../scenario/options.js'
+import { arrivals, makeOp } from '../workload.js'
+
+export interface RealStackResult {
+  nodes: number
+  /** The memory transport's per-buffer latency used (the model's mean one-way delay). */
+  latencyMs: number
+  converged: boolean
+  lostWrites: number
+  operations: { total: number, writes: number, writesAcked: number, reads: number }
+  messagesPerOp: number
+  messages: { gossipRpcs: number, pullMessages: number }
+  latency: Summary
+  wallMs: number
+}
+
+interface RealNode {
+  index: number
+  records: RecordStore
+  kv: KvStore
+  mesh: Libp2pMesh
+}
+
+export async function runRealStack (o: SimOptions, nodeCount: number, progress?: (line: string) => void): Promise<RealStackResult> {
+  const wall0 = performance.now()
+  const latencyMs = Math.round(parseLatency(o.latency, o.jitter).mean(0, 1))
+  const rng = new Prng(`${o.seed}/real/${nodeCount}`)
+  const hex = Buffer.from(rng.bytes(32)).toString('hex')
+  const swarmKey = parseSwarmKey(`/key/swarm/psk/1.0.0/\n/base16/\n${hex}\n`)!
+  const tag = `sim-${process.pid}-${Math.floor(performance.now())}`
+  const t0 = performance.now()
+  const metrics = new Metrics(() => performance.now() - t0)
+
+  // Identities first: every node's bootstrap list names its peers' ids.
+  const identities = await Promise.all(Array.from({ length: nodeCount }, async (_, i) =>
+    (await prepareIdentity(path.join(os.tmpdir(), `${tag}-never-written-${i}.key`))).identity))
+  const addr = (i: number): string => `/memory/${tag}-${i}`
+  // The model's topology rule: each node names `degree` random others; each pair is dialled once, by its lower index.
+  const topo = rng.fork('topology')
+  const pairs = new Set<string>()
+  for (let i = 0; i < nodeCount; i++) {
+    for (const j of topo.sample([...Array(nodeCount).keys()].filter(x => x !== i), o.degree)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
+  }
+  const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) => `${addr(b)}/p2p/${identities[b].peerId}`)
+
+  const nodes: RealNode[] = []
+  try {
+    for (let i = 0; i < nodeCount; i++) {
+      const kv = new KvStore({ path: ':memory:', cacheKiB: 1024, backgroundCheckpoint: false })
+      const records = new RecordStore(kv, { nodeId: identities[i].peerId })
+      const mesh = new Libp2pMesh({ records }, {
+        identity: identities[i],
+        swarmKey,
+        listen: [addr(i)],
+        bootstrap: bootstrap(i),
+        transport: { kind: 'memory', latencyMs, link: o.link },
+        countRpcs: true,
+        gossip: {
+          D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatInterval: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
+        },
+        options: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
+      })
+      metrics.addNode(i)
+      records.onChanges((changes) => { metrics.committed(i, changes.map(c => c.key)) })
+      nodes.push({ index: i, records, kv, mesh })
+    }
+    await Promise.all(nodes.map(async n => { await n.mesh.start() }))
+    // The model's nodes have their connections after a few round trips; real ones may need retries (libp2p
+    // refuses inbound upgrades past 10 pending). Wait for the whole topology, then the warm-up, before any load.
+    const want = nodes.map(n => [...pairs].filter(p => p.split('-').map(Number).includes(n.index)).length)
+    const connected = (n: RealNode): number => n.mesh.status().peers.filter(p => p.connected).length
+    await waitFor(() => nodes.every(n => connected(n) >= want[n.index]), { timeoutMs: 120_000, intervalMs: 250, what: `${nodeCount} real nodes to connect to their ${pairs.size} links` })
+    const connectedAt = performance.now() - t0
+    progress?.(`real stack: ${nodeCount} libp2p nodes connected in ${(connectedAt / 1000).toFixed(1)} s (memory transport, ${latencyMs} ms ${o.link} links)`)
+    await sleep(connectedAt + o.warmup * 1000 - (performance.now() - t0))
+
+    // The load, on the process clock: the model's Poisson arrivals and operation mix.
+    const wl = rng.fork('workload')
+    const spec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
+    const loadStart = performance.now() - t0
+    const known: string[] = []
+    const pending = new Set<Promise<unknown>>()
+    let writeIds = 0
+    for (const at of arrivals(wl.fork('arrivals'), o.rate, o.duration * 1000)) {
+      await sleep(loadStart + at - (performance.now() - t0))
+      const node = wl.pick(nodes)
+      const op = makeOp(wl, spec, performance.now() - t0, () => ++writeIds, known)
+      if (op.kind === 'read') {
+        metrics.reads++
+        if (known.length > 0) node.records.getFlat(wl.pick(known))
+        continue
+      }
+      const w = metrics.writeIssued(op.id, node.index)
+      const p = node.records.mergeFlat(op.addr ?? op.newCid!, op.fields).then((res) => {
+        metrics.writeAcked(w, `file:${res.rid}/log/${op.id}`)
+        if (op.newCid !== undefined) known.push(op.newCid)
+      }, () => { metrics.writeErrors++ })
+      pending.add(p)
+      void p.finally(() => { pending.delete(p) })
+    }
+    await Promise.all(pending)
+    progress?.(`real stack: load done (${metrics.writes.length} writes), quiet tail of ${o.tail} s`)
+    await sleep(loadStart + (o.duration + o.tail) * 1000 - (performance.now() - t0))
+
+    const digests = new Set(nodes.map(n => n.mesh.digest().digest))
+    const out = writeOutcomes(metrics.writes, nodes.map(n => n.index))
+    let rpcs = 0
+    let pulls = 0
+    for (const n of nodes) {
+      rpcs += n.mesh.rpcCounts().rpcs
+      for (const p of n.mesh.status().peers) pulls += p.pagesServed + p.busyRefusals
+    }
+    const ops = metrics.writes.length + metrics.reads
+    return {
+      nodes: nodeCount,
+      latencyMs,
+      converged: digests.size === 1,
+      lostWrites: out.lost + out.unavailable,
+      operations: { total: ops, writes: metrics.writes.length, writesAcked: out.acked, reads: metrics.reads },
+      messagesPerOp: round((rpcs + 2 * pulls) / Math.max(1, ops), 2),
+      messages: { gossipRpcs: rpcs, pullMessages: 2 * pulls },
+      latency: summarise(out.latencies, 1),
+      wallMs: performance.now() - wall0
+    }
+  } finally {
+    await Promise.allSettled(nodes.map(async n => { await n.mesh.stop() }))
+    for (const n of nodes) n.kv.close()
+  }
+}
