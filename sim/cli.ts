@@ -8,7 +8,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { helpText, parseArgs, UsageError } from './scenario/options.js'
-import { resolveOptions, SCENARIOS } from './scenario/scenarios.js'
+import { PROFILES, resolveOptions, SCENARIOS } from './scenario/scenarios.js'
 import { reportHtml } from './report/html.js'
 import { reportJson } from './report/report.js'
 import { runScenario } from './simulate.js'
@@ -21,7 +21,7 @@ async function main (argv: string[]): Promise<number> {
   try {
     parsed = parseArgs(argv)
     if (parsed.help) {
-      process.stdout.write(helpText(SCENARIOS) + '\n')
+      process.stdout.write(helpText(SCENARIOS, PROFILES) + '\n')
       return 0
     }
     resolveOptions(parsed.overrides) // usage errors before any work

@@ -61,7 +61,7 @@ interface OptionSpec {
 }
 
 export const OPTION_SPECS: readonly OptionSpec[] = [
-  { key: 'scenario', flag: 'scenario', kind: 'string', help: 'which scenario to run (see below)' },
+  { key: 'scenario', flag: 'scenario', kind: 'string', help: 'which scenario to run (see above)' },
   { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named configuration of gossip and push batching (see docs/simulator.md); flags override it' },
   { key: 'nodes', flag: 'nodes', kind: 'list', help: 'node count, or a comma-separated list for a sweep (e.g. 5,25,100)' },
   { key: 'seed', flag: 'seed', kind: 'string', help: 'seed of every random choice: the same seed and options give the same report.json' },
@@ -231,7 +231,7 @@ export function checkOptions (o: SimOptions): SimOptions {
 }
 
 /** The help text: usage, every option with its default, and the scenarios. */
-export function helpText (scenarios: ReadonlyArray<{ name: string, summary: string }>): string {
+export function helpText (scenarios: ReadonlyArray<{ name: string, summary: string }>, profiles: Record<string, Partial<SimOptions>> = {}): string {
   const lines = [
     'Usage: npm run sim -- [--scenario NAME] [options] [--out DIR]',
     '',
@@ -241,7 +241,14 @@ export function helpText (scenarios: ReadonlyArray<{ name: string, summary: stri
     'Scenarios:'
   ]
   for (const s of scenarios) lines.push(`  ${s.name.padEnd(22)} ${s.summary}`)
-  lines.push('', 'Options (defaults shown are those of the baseline scenario; other scenarios change some):')
+  if (Object.keys(profiles).length > 0) {
+    lines.push('', 'Profiles (--profile; each sets these options):')
+    for (const [name, p] of Object.entries(profiles)) {
+      const set = Object.entries(p).map(([k, v]) => `${OPTION_SPECS.find(o => o.key === k)?.flag ?? k}=${String(v)}`).join(' ')
+      lines.push(`  ${name.padEnd(22)} ${set === '' ? 'nothing: every library and core default' : set}`)
+    }
+  }
+  lines.push('', 'Options, with their base defaults (a scenario and its profile change some; the command line wins):')
   for (const s of OPTION_SPECS) {
     const d = BASE_DEFAULTS[s.key]
     const def = Array.isArray(d) ? d.join(',') : String(d)
