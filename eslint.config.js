@@ -8,7 +8,7 @@
  * modules may name each other's types (`import type`). Packages stay where
  * the architecture puts them: better-sqlite3 in kv, libp2p in mesh/libp2p,
  * fastify in api. sim/ may import src/ but never libp2p, fastify, the API or
- * the watcher; ui/ imports nothing of src/ at run time (wire types only).
+ * the watcher (its real-stack mode, sim/real/, uses the mesh's libp2p adapter); ui/ imports nothing of src/ at run time (wire types only).
  * Folders that do not exist yet are covered as soon as they appear.
  *
  * The rules are built from the tables below; test/lint/boundaries.test.ts
@@ -75,6 +75,20 @@ export const boundaries = [
           { regex: FASTIFY, message: 'sim/ never loads fastify' },
           { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' },
           { regex: srcImport('mesh/libp2p/'), message: 'sim/ never loads libp2p' }
+        ]
+      }]
+    }
+  },
+  // The real-stack mode (sim/real/) runs real nodes: it reaches libp2p only through the mesh module's
+  // own adapter, never a libp2p package itself, and the CLI loads it only for --real.
+  {
+    files: ['sim/real/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': ['error', {
+        patterns: [
+          { regex: LIBP2P, message: 'sim/real/ reaches libp2p only through src/mesh/libp2p' },
+          { regex: FASTIFY, message: 'sim/ never loads fastify' },
+          { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' }
         ]
       }]
     }

@@ -48,6 +48,7 @@ const FORBIDDEN: Array<[file: string, code: string, why: RegExp]> = [
   ['sim/x.ts', "import { tcp } from '@libp2p/tcp'", /sim\/ never loads libp2p/],
   ['sim/x.ts', "import { Libp2pMesh } from '../src/mesh/libp2p/index.js'", /sim\/ never loads libp2p/],
   ['sim/x.ts', "import Fastify from 'fastify'", /sim\/ never loads fastify/],
+  ['sim/real/x.ts', "import { memory } from '@libp2p/memory'", /sim\/real\/ reaches libp2p only through src\/mesh\/libp2p/],
   ['ui/src/x.ts', "import { parseCid } from '../../src/cid/index.js'", /ui\/ talks to the node over HTTP and SSE only/]
 ]
 
@@ -60,6 +61,7 @@ const ALLOWED: Array<[file: string, code: string]> = [
   ['src/mesh/libp2p/x.ts', "import { createLibp2p } from 'libp2p'\nimport { RecordReplica } from '../replica-store.js'"],
   ['src/node/x.ts', "import { buildApp } from '../api/index.js'\nimport { createWatcher } from '../watcher/index.js'\nimport type { FastifyInstance } from 'fastify'"],
   ['sim/x.ts', "import { KvStore } from '../src/kv/index.js'\nimport { MeshCore } from '../src/mesh/index.js'"],
+  ['sim/real/x.ts', "import { Libp2pMesh } from '../../src/mesh/libp2p/index.js'"],
   ['ui/src/x.ts', "import type { RecordDocument } from '../../src/records/index.js'"],
   ['test/x.ts', "import { openKv } from '../src/kv/index.js'\nimport { createLibp2p } from 'libp2p'"]
 ]
