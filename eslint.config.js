@@ -58,6 +58,12 @@ function moduleRules (m, { libp2p = false } = {}) {
   return { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] }
 }
 
+/** What no file of sim/ may load. */
+const SIM_NEVER = [
+  { regex: FASTIFY, message: 'sim/ never loads fastify' },
+  { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' }
+]
+
 /** The boundary rules alone (no type information needed): what the boundary test lints against. */
 export const boundaries = [
   ...Object.keys(LAYERS).map(m => ({
@@ -72,9 +78,8 @@ export const boundaries = [
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [
           { regex: LIBP2P, message: 'sim/ never loads libp2p: it drives the mesh core on a virtual clock' },
-          { regex: FASTIFY, message: 'sim/ never loads fastify' },
-          { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' },
-          { regex: srcImport('mesh/libp2p/'), message: 'sim/ never loads libp2p' }
+          { regex: srcImport('mesh/libp2p/'), message: 'sim/ never loads libp2p' },
+          ...SIM_NEVER
         ]
       }]
     }
@@ -87,8 +92,7 @@ export const boundaries = [
       '@typescript-eslint/no-restricted-imports': ['error', {
         patterns: [
           { regex: LIBP2P, message: 'sim/real/ reaches libp2p only through src/mesh/libp2p' },
-          { regex: FASTIFY, message: 'sim/ never loads fastify' },
-          { regex: srcImport('(watcher|api)/'), message: 'sim/ never loads the watcher or the API' }
+          ...SIM_NEVER
         ]
       }]
     }
