@@ -17,6 +17,7 @@ import {
 import { META_EVENTS, decodeChange, type ChangeLogEntry } from './change-log.js'
 import { FILE, VER, readFields, type Reader } from './layout.js'
 import type { ReplicaDigest } from './surface.js'
+import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
 import { VersionMap, versionHlc, versionOrigin } from './versions.js'
 
@@ -123,6 +124,36 @@ export function readChangeLog (kv: KvStore, after: string | undefined, limit: nu
     if (c !== undefined) out.push(c)
   }
   return out
+}
+
+/**
+ * The roots whose replicated keys changed after change-log id `after`, read
+ * in one snapshot up to the head: how an indexer attached later catches up
+ * on writes it did not see. Undefined when the log no longer reaches back to
+ * `after` (trimmed or cleared since) or more than `limit` roots changed: the
+ * indexer then rebuilds from the rows instead.
+ */
+export function changedRootsSince (kv: KvStore, after: string, limit: number): Set<RecordId> | undefined {
+  return kv.read(() => {
+    const roots = new Set<RecordId>()
+    const head = kv.streamHead(META_EVENTS)
+    const low = kv.streamTrimmedThrough(META_EVENTS)
+    let from = parseEventId(after)
+    if (low !== undefined && compareEventIds(from, parseEventId(low)) < 0) return undefined
+    if (head === undefined || compareEventIds(from, parseEventId(head)) >= 0) return roots
+    for (;;) {
+      const rows = kv.readStream(META_EVENTS, from, ROWS_CHUNK)
+      if (rows.length === 0) return roots
+      for (const row of rows) {
+        const c = decodeChange(row)
+        if (c === undefined) continue
+        const slash = c.key.indexOf('/', FILE.length)
+        roots.add((slash < 0 ? c.key.slice(FILE.length) : c.key.slice(FILE.length, slash)) as RecordId)
+        if (roots.size > limit) return undefined
+      }
+      from = parseEventId(rows[rows.length - 1].id)
+    }
+  })
 }
 
 /**

@@ -9,7 +9,7 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, fieldKey, membersOf, readCids, readDuplicates } from './layout.js'
+import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, fieldKey, membersOf, readCids, readDuplicates } from './layout.js'
 import type { LocalWriter } from './local-writes.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
@@ -17,6 +17,7 @@ import type { FileTuple, RecordDocument, ReleaseResult, RemovePathResult } from 
 
 export class FileOps {
   private fieldStmt: SqlStatement | undefined
+  private holderStmt: SqlStatement | undefined
 
   constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader, private readonly writer: LocalWriter) {}
 
@@ -141,22 +142,22 @@ export class FileOps {
   }
 
   /**
-   * File tuples of the roots that hold `field` (e.g. this node's
-   * `holders/<id>`), without walking every record: the query repeats the
-   * field-index expression of the storage layout, so SQLite answers it from
-   * `kv_field_v` when search has created it, and by a scan of the `file:`
-   * range otherwise (same answer, slower).
+   * File tuples of the roots that hold `field` (this node's `holders/<id>`,
+   * the watcher's boot hydration), without walking every record: a
+   * `holders/` field is found through the partial index `kv_holders`
+   * (layout.ts); another field by a scan of the `file:` range (same answer,
+   * slower).
    */
   fileTuplesWithField (field: string): FileTuple[] {
     const kv = this.ctx.kv
-    this.fieldStmt ??= kv.prepare(
-      "SELECT k FROM kv WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0 AND lower(substr(k,instr(k,'/')+1)) = ?").pluck()
+    const holders = field.startsWith(HOLDERS_PREFIX)
+    const st = holders
+      ? (this.holderStmt ??= kv.prepare(`SELECT k FROM kv WHERE ${HOLDERS_INDEX_WHERE} AND ${FIELD_OF_FILE_KEY} = ?`).pluck())
+      : (this.fieldStmt ??= kv.prepare(`SELECT k FROM kv WHERE k >= 'file:' AND k < 'file;' AND ${FIELD_OF_FILE_KEY} = ?`).pluck())
     return kv.read(() => {
       const out: FileTuple[] = []
-      for (const k of this.fieldStmt!.all(field.toLowerCase()) as string[]) {
-        const slash = k.indexOf('/')
-        if (k.slice(slash + 1) !== field) continue
-        const t = this.tupleOf(k.slice(5, slash) as RecordId)
+      for (const k of st.all(field) as string[]) {
+        const t = this.tupleOf(k.slice(5, k.indexOf('/', 5)) as RecordId)
         if (t !== undefined) out.push(t)
       }
       return out

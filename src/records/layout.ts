@@ -29,6 +29,17 @@ export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
 export const HLC_KEY = 'meta-core:hlc'
 
+/** The field of a `file:<rid>/<field>` key in SQL: roots are 26 characters, so the field starts at character 33. */
+export const FIELD_OF_FILE_KEY = 'substr(k, 33)'
+export const HOLDERS_PREFIX = 'holders/'
+export const HOLDERS_INDEX_WHERE = "k >= 'file:' AND k < 'file;' AND substr(k, 33, 8) = 'holders/'"
+/**
+ * The records' one SQL index beside the kv table: the `holders/<node>`
+ * fields, so a node finds the files it holds at boot without reading every
+ * record. Partial, one entry per holder member, kept by SQLite in every write.
+ */
+export const HOLDERS_INDEX = `CREATE INDEX IF NOT EXISTS kv_holders ON kv(${FIELD_OF_FILE_KEY}) WHERE ${HOLDERS_INDEX_WHERE}`
+
 /** What both a transaction and the store offer for reading. */
 export type Reader = Pick<Tx, 'get' | 'range' | 'keys' | 'suffixes'>
 

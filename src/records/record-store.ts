@@ -9,7 +9,7 @@ import { silentLogger } from '../common/index.js'
 import { prefixEnd, type EventId, type KvStore, type Tx } from '../kv/index.js'
 import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
-  changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
+  changedRootsSince, changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
 import { eventStreams } from './events.js'
 import { localStore } from './local-store.js'
@@ -20,7 +20,7 @@ import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
 import { Hlc } from './hlc.js'
-import { COUNT_READY, COUNT_ROOTS, HLC_KEY, ROOTS, canonOf, type Reader } from './layout.js'
+import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, canonOf, type Reader } from './layout.js'
 import { LocalWriter } from './local-writes.js'
 import { Mutator, type RecordIndexer } from './mutation.js'
 import type { Nested } from './flatten.js'
@@ -93,6 +93,7 @@ export class RecordStore implements Records {
     this.events = eventStreams(kv)
     this.local = localStore(kv, this.reads)
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
+    this.ensureHoldersIndex(log)
   }
 
   /** Adds an indexer (search) before any write runs. */
@@ -182,6 +183,7 @@ export class RecordStore implements Records {
   exportRange (after: string | undefined, opts: PageOptions): ExportPage { return exportRange(this.kv, after, opts) }
 
   changeLogHead (): EventId | undefined { return this.kv.streamHead(META_EVENTS) }
+  changedRootsSince (after: EventId, limit: number): Set<RecordId> | undefined { return changedRootsSince(this.kv, after, limit) }
   clock (): string { return this.hlc.last() }
   digest (): ReplicaDigest { return this.digester.digest() }
 
@@ -197,6 +199,15 @@ export class RecordStore implements Records {
   onChanges (listener: ChangeListener): () => void { return this.changeLog.onChanges(listener) }
 
   // ---------------------------------------------------------------- internals
+
+  /** Creates the `holders/` index (layout.ts) if missing: one pass over the table on a store that predates it. */
+  private ensureHoldersIndex (log: Logger): void {
+    if (this.kv.prepare("SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = 'kv_holders'").get() !== undefined) return
+    const t0 = Date.now()
+    this.kv.exec(HOLDERS_INDEX)
+    const ms = Date.now() - t0
+    if (ms > 1000) log.info('created the holders index', { ms })
+  }
 
   /** Rebuilds the visible-record counter from the rows (a store whose counters were never built). */
   private rebuildCounters (): void {

@@ -14,7 +14,7 @@ import type { Tx } from '../kv/index.js'
 import { persistHlc, type RecordContext } from './context.js'
 import type { FieldChange } from './mutation.js'
 import type { RecordId } from './record-id.js'
-import { checkRemoteEntry, type RemoteEntry } from './remote-entry.js'
+import { checkRemoteEntry, newEntryChecks, type RemoteEntry } from './remote-entry.js'
 import type { ApplyResult } from './types.js'
 import { VER } from './layout.js'
 import { VersionMap, makeVersion, type Version } from './versions.js'
@@ -123,9 +123,13 @@ export class RemoteApplier {
     const byRoot = new Map<RecordId, Slot>()
     let refused = 0
     let maxHlc: string | undefined
+    const seen = newEntryChecks()
+    const ahead = new Map<string, boolean>()
     for (const e of entries) {
-      const parsed = checkRemoteEntry(e)
-      if (ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift) { refused++; continue }
+      const parsed = checkRemoteEntry(e, seen)
+      let tooFar = ahead.get(e.hlc)
+      if (tooFar === undefined) ahead.set(e.hlc, tooFar = ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift)
+      if (tooFar) { refused++; continue }
       const version = makeVersion(e.hlc, e.origin)
       if (maxHlc === undefined || e.hlc > maxHlc) maxHlc = e.hlc
       let slot = byRoot.get(parsed.rid)

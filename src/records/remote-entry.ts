@@ -25,24 +25,45 @@ export const ORIGIN_RE = /^[A-Za-z0-9._-]{1,128}$/
 /** Peers refuse a key longer than this many UTF-8 bytes (replication.md). */
 export const MAX_REMOTE_KEY_BYTES = 1024
 
+const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }
+
+/**
+ * What one call has already checked: the roots, clock values and origins
+ * of a batch repeat across its entries (a record's fields share them), so
+ * each distinct one is parsed once.
+ */
+export interface EntryChecks { rids: Set<string>, hlcs: Set<string>, origins: Set<string> }
+
+export function newEntryChecks (): EntryChecks {
+  return { rids: new Set(), hlcs: new Set(), origins: new Set() }
+}
+
 /** Checks a remote entry; returns its root and field (none for a root tombstone) or throws InvalidRemoteEntryError. */
-export function checkRemoteEntry (e: RemoteEntry): { rid: RecordId, field?: string } {
-  const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }
+export function checkRemoteEntry (e: RemoteEntry, seen?: EntryChecks): { rid: RecordId, field?: string } {
   if (e === null || typeof e !== 'object') bad('not an object')
   if (typeof e.key !== 'string' || !e.key.startsWith('file:')) bad('key outside file:')
-  if (Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
+  // A UTF-8 character is at most 3 bytes per UTF-16 unit: only a long key needs counting.
+  if (e.key.length * 3 > MAX_REMOTE_KEY_BYTES && Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
   if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
-  if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
-  if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
-  const rest = e.key.slice(5)
-  const slash = rest.indexOf('/')
-  const rid = slash < 0 ? rest : rest.slice(0, slash)
-  if (!isRecordId(rid)) bad('root is not a record id')
+  if (seen?.hlcs.has(e.hlc) !== true) {
+    if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
+    seen?.hlcs.add(e.hlc)
+  }
+  if (seen?.origins.has(e.origin) !== true) {
+    if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
+    seen?.origins.add(e.origin)
+  }
+  const slash = e.key.indexOf('/', 5)
+  const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
+  if (seen?.rids.has(rid) !== true) {
+    if (!isRecordId(rid)) bad('root is not a record id')
+    seen?.rids.add(rid)
+  }
   if (slash < 0) {
     if (e.value !== null) bad('a root entry must be a tombstone')
     return { rid: rid as RecordId }
   }
-  const field = rest.slice(slash + 1)
+  const field = e.key.slice(slash + 1)
   try {
     checkWritableField(field)
   } catch (err) {

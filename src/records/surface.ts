@@ -85,6 +85,14 @@ export interface RecordReads {
 export interface IndexedRecords extends RecordReads {
   /** Adds an indexer before any write runs. */
   addIndexer: (ix: RecordIndexer) => void
+  /** The change log's last id, or undefined while it never had an entry (an indexer's catch-up mark). */
+  changeLogHead: () => EventId | undefined
+  /**
+   * The roots changed after change-log id `after` (writes an indexer did not
+   * see because it was not attached); undefined when the log no longer
+   * reaches back that far or more than `limit` roots changed.
+   */
+  changedRootsSince: (after: EventId, limit: number) => Set<RecordId> | undefined
 }
 
 export interface RecordWrites {

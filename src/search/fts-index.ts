@@ -1,135 +1,63 @@
 /**
- * The FTS rows: one per record, written inside the record write that changed
- * them (a RecordIndexer), and the reads the planner makes of them.
+ * The FTS rows: one per record, written by the merger (merger.ts), and the
+ * reads the planner makes of them.
  *
- * Invariant, after every commit of a process running search: every live
- * canonical root has exactly one row, holding buildHaystack of its visible
- * (group-merged) fields in `hay` and the lower-cased ids of the group's roots
- * in `ids`, and `idx:fts/<rid>` names that row; no other root has a row or a
- * mapping; `search_dirty` is empty. A write that touches no haystack field
- * and no group leaves the rows alone: FTS writes are the expensive part of
- * ingest.
+ * Invariant, for every live canonical root that is not staged (and whose
+ * group has no staged member): its row, at the rowid of its document,
+ * holds indexHaystack of its visible (group-merged) fields in `hay` and the
+ * lower-cased ids of the group's roots in `ids`; no other document has a
+ * row. Staged roots are checked on their kv rows instead (pending-roots.ts).
  */
-import type { KvStore, SqlStatement, Tx } from '../kv/index.js'
-import { recordRows, type IndexedRecords, type RecordIndexer, type RecordId, type RowReader } from '../records/index.js'
-import { HAY_FIELD_SET, buildHaystack, type Excluder } from './matchers.js'
-import { FTS_MAP } from './search-schema.js'
+import type { KvStore, SqlStatement } from '../kv/index.js'
+import { recordRows, type RecordReads, type RowReader } from '../records/index.js'
+import { fold } from './fold.js'
+import { HAY_FIELDS, type Excluder } from './matchers.js'
 
 export type FtsRow = [rid: string, hay: string, ids: string]
 /** Separates the ids in the `ids` column; a query with whitespace can never match across two. */
 export const IDS_SEPARATOR = ' '
 
-export class FtsIndex implements RecordIndexer {
-  private readonly st: Record<
-  'get' | 'insert' | 'update' | 'delete' | 'match' | 'scan' | 'scanInstr' | 'dirtyDel' | 'dirtyList' | 'dirtyCount' | 'dirtyClear' | 'rowPage' | 'count',
-  SqlStatement>
+/**
+ * The stored haystack: the folded haystack fields, one per line, leaving out
+ * a field whose folded value is part of another kept one (an original title
+ * equal to the title, a file name inside the path). Free-text tokens hold no
+ * whitespace, so a token is part of buildHaystack's haystack exactly when it
+ * is part of one field, and so exactly when it is part of this one.
+ */
+export function indexHaystack (get: (field: string) => string | undefined): string {
+  const vals: string[] = []
+  for (const f of HAY_FIELDS) {
+    const v = get(f)
+    if (v !== undefined) vals.push(fold(v))
+  }
+  // Of equal values the first is kept; a value inside a different one goes.
+  return vals.filter((v, i) => !vals.some((w, j) => j !== i && w.includes(v) && (w !== v || j < i))).join('\n')
+}
 
-  constructor (
-    private readonly kv: KvStore,
-    private readonly records: IndexedRecords,
-    private readonly excluded: Excluder,
-    /** Told whenever group membership may have changed (the group cache drops itself). */
-    private groupsChanged: () => void = () => {}
-  ) {
-    const p = (sql: string): SqlStatement => kv.prepare(sql)
+export class FtsIndex {
+  private readonly st: Record<'match' | 'scan' | 'scanInstr' | 'count', SqlStatement>
+
+  constructor (kv: KvStore, private readonly records: RecordReads, private readonly excluded: Excluder) {
+    const sel = 'SELECT doc.rid, f.hay, f.ids FROM search_fts f JOIN search_doc doc ON doc.d = f.rowid'
     this.st = {
-      get: p('SELECT hay, ids FROM fts WHERE rowid = ?').raw(),
-      insert: p('INSERT INTO fts (rid, hay, ids) VALUES (?, ?, ?)'),
-      update: p('UPDATE fts SET hay = ?, ids = ? WHERE rowid = ?'),
-      delete: p('DELETE FROM fts WHERE rowid = ?'),
-      match: p('SELECT rid, hay, ids FROM fts WHERE fts MATCH ?').raw(),
-      scan: p('SELECT rid, hay, ids FROM fts').raw(),
-      scanInstr: p('SELECT rid, hay, ids FROM fts WHERE instr(hay, ?) > 0').raw(),
-      dirtyDel: p('DELETE FROM search_dirty WHERE rid = ?'),
-      dirtyList: p('SELECT rid FROM search_dirty LIMIT ?').pluck(),
-      dirtyCount: p('SELECT count(*) FROM search_dirty').pluck(),
-      dirtyClear: p('DELETE FROM search_dirty'),
-      rowPage: p('SELECT rowid, rid FROM fts WHERE rowid > ? ORDER BY rowid LIMIT ?').raw(),
-      count: p('SELECT count(*) FROM fts').pluck()
+      match: kv.prepare(`${sel} WHERE search_fts MATCH ?`).raw(),
+      scan: kv.prepare(sel).raw(),
+      scanInstr: kv.prepare(`${sel} WHERE instr(f.hay, ?) > 0`).raw(),
+      count: kv.prepare('SELECT count(*) FROM search_fts').pluck()
     }
-  }
-
-  /** Whom to tell when group membership may have changed (a restarted service brings a new group cache). */
-  onGroupsChanged (fn: () => void): void {
-    this.groupsChanged = fn
-  }
-
-  // ------------------------------------------------------------ record hooks (inside the write transaction)
-
-  onRecordChanged (tx: Tx, rid: RecordId, fields: ReadonlySet<string>): void {
-    for (const f of fields) {
-      if (HAY_FIELD_SET.has(f) && !this.excluded(f)) {
-        this.refreshRoots(tx, [rid])
-        return
-      }
-    }
-  }
-
-  onRecordDeleted (tx: Tx, rid: RecordId): void {
-    // When rid was in a group, the records layer regroups next and onGroupChanged refreshes the survivors.
-    this.removeRow(tx, rid)
-  }
-
-  onGroupChanged (tx: Tx, roots: readonly RecordId[]): void {
-    this.groupsChanged()
-    this.refreshRoots(tx, roots)
-  }
-
-  /** Brings the rows of these roots (and of their groups' canonical roots) in line with the kv rows. */
-  refreshRoots (tx: Tx, roots: Iterable<string>): void {
-    const canon = new Set<string>()
-    for (const r of roots) {
-      this.st.dirtyDel.run(r)
-      if (!recordRows.isLive(tx, r)) {
-        this.removeRow(tx, r)
-        continue
-      }
-      const c = recordRows.canonOf(tx, r)
-      if (c !== r) this.removeRow(tx, r)
-      canon.add(c)
-    }
-    for (const c of canon) this.writeRow(tx, c)
-  }
-
-  private removeRow (tx: Tx, rid: string): void {
-    this.st.dirtyDel.run(rid)
-    const mk = FTS_MAP + rid
-    const rowid = tx.get(mk)
-    if (rowid === undefined) return
-    this.st.delete.run(Number(rowid))
-    tx.delete(mk)
-  }
-
-  private writeRow (tx: Tx, c: string): void {
-    this.st.dirtyDel.run(c)
-    const [hay, ids] = this.rowOf(tx, c)
-    const mk = FTS_MAP + c
-    const cur = tx.get(mk)
-    if (cur !== undefined) {
-      const old = this.st.get.get(Number(cur)) as [string, string] | undefined
-      if (old !== undefined && old[0] === hay && old[1] === ids) return
-      if (old !== undefined) {
-        this.st.update.run(hay, ids, Number(cur))
-        return
-      }
-    }
-    const r = this.st.insert.run(c, hay, ids)
-    tx.put(mk, String(r.lastInsertRowid))
   }
 
   /** The row of canonical root `c` from the kv rows: its own fields, or the group's merged fields and member ids. */
   rowOf (r: RowReader, c: string): [hay: string, ids: string] {
     const members = recordRows.membersOf(r, c)
     if (members.length === 1) {
-      return [buildHaystack(f => (this.excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
+      return [indexHaystack(f => (this.excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
     }
     // A group: the records layer merges its members (same connection, so inside a write it sees the write).
     const merged = this.records.getFlat(c) ?? {}
-    const hay = buildHaystack(f => (this.excluded(f) || !Object.hasOwn(merged, f) ? undefined : merged[f]))
+    const hay = indexHaystack(f => (this.excluded(f) || !Object.hasOwn(merged, f) ? undefined : merged[f]))
     return [hay, members.map(m => m.toLowerCase()).join(IDS_SEPARATOR)]
   }
-
-  // ------------------------------------------------------------ reads
 
   /** Rows matching an FTS5 query (see ftsQuery). */
   match (query: string): FtsRow[] {
@@ -141,37 +69,8 @@ export class FtsIndex implements RecordIndexer {
     return (needle === undefined ? this.st.scan.all() : this.st.scanInstr.all(needle)) as FtsRow[]
   }
 
-  /** Whether root `rid` has a row its mapping names. */
-  hasRow (rid: string): boolean {
-    const rowid = this.kv.get(FTS_MAP + rid)
-    return rowid !== undefined && this.st.get.get(Number(rowid)) !== undefined
-  }
-
-  /** Roots listed as changed without the search hook (at most `limit`). */
-  dirty (limit: number): string[] {
-    return this.st.dirtyList.all(limit) as string[]
-  }
-
-  dirtyCount (): number {
-    return this.st.dirtyCount.get() as number
-  }
-
-  /** Only for a full rebuild, which refreshes every root itself. */
-  clearDirty (): void {
-    this.st.dirtyClear.run()
-  }
-
   rowCount (): number {
     return this.st.count.get() as number
-  }
-
-  /** Rows by rowid (the rebuild's sweep). */
-  rowPage (afterRowid: number, limit: number): Array<[number, string]> {
-    return this.st.rowPage.all(afterRowid, limit) as Array<[number, string]>
-  }
-
-  deleteRowid (rowid: number): void {
-    this.st.delete.run(rowid)
   }
 }
 

@@ -1,5 +1,5 @@
 /**
- * search: the field index and the FTS table over the record rows, the query
+ * search: the field index and the FTS table over the kv rows, the query
  * planner and the matchers behind POST /api/metadata/search and
  * GET /api/metadata/list.
  *
@@ -7,33 +7,41 @@
  * - Answers equal those of the scan-everything reference (referenceSearch):
  *   SQL only narrows the candidates, the matchers decide, and queries the
  *   indexes cannot serve (tokens under 3 characters) fall back to scans.
- * - Fresh: the FTS row of a record changes in the same transaction as the
- *   record write (a RecordIndexer), and the field index is an SQLite index,
- *   so an acknowledged write is visible to the next query.
+ * - Fresh (read-your-writes): a record write stages its root in the same
+ *   transaction (pending-roots.ts), and until the merger has indexed it a
+ *   query ignores its entries and checks it on the kv rows. So a write
+ *   acknowledged before a search starts is found, and a changed or deleted
+ *   value is no longer matched, whether or not it has been merged yet.
+ * - Off the commit: the index entries and FTS rows are written by the
+ *   merger (merger.ts) in sorted batches, in transactions of its own;
+ *   writers wait only when the staged backlog reaches its bound.
  * - A group (roots sharing a CID) is one result and one count, under its
  *   canonical root, matched and shown with the merged document.
  * - Fields under the excluded prefixes never match and never show.
- * - Rebuildable: every structure is derived from the kv rows; a store opened
- *   without them, with another format, or written by a process that did not
- *   run search is repaired at open (in the background for large stores,
- *   answering correctly meanwhile through scans).
+ * - Rebuildable and crash-safe: every structure is derived from the kv
+ *   rows. A crash leaves staged roots staged (the next open merges them);
+ *   changes made while search was not attached are found in the change log
+ *   since the mark the merger keeps and staged at open; a store with
+ *   another format, without the structures, or whose log no longer reaches
+ *   back to the mark is rebuilt (in the background for large stores,
+ *   answering correctly meanwhile by reading every record).
  *
- * One search service per record store: it registers its record hook once.
- * A `Startable`: creating it does no work; `start()` builds and repairs,
- * `stop()` ends background work; both are idempotent.
+ * One search service per RecordStore: it registers its record hook once.
  */
 import { MetaCoreError, silentLogger, type Startable } from '../common/index.js'
-import { countLiveRoots, type IndexedRecords } from '../records/index.js'
+import type { KvStore } from '../kv/index.js'
+import { countLiveRoots, recordRows, type EventId, type IndexedRecords } from '../records/index.js'
+import { SearchNotStartedError } from './errors.js'
 import { FieldIndex } from './field-index.js'
 import { FtsIndex } from './fts-index.js'
-import { SearchNotStartedError } from './errors.js'
-import { DirtyJob, RebuildJob, runJob, runJobSync, type Job } from './fts-rebuild.js'
 import { IndexedSearch, type QueryPlan } from './indexed-search.js'
-import { DEFAULT_EXCLUDE_PREFIXES, HAY_FIELDS, makeExcluder } from './matchers.js'
+import { DEFAULT_EXCLUDE_PREFIXES, makeExcluder } from './matchers.js'
+import { Merger } from './merger.js'
+import { PendingRoots } from './pending-roots.js'
 import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
+import { STATE_FORMAT, STATE_LOG_MARK, ensureSchema, versionMarker } from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
-import { VERSION_KEY, ensureSchema, versionMarker } from './search-schema.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
 
 export type * from './types.js'
@@ -43,18 +51,32 @@ export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VAL
 export { fold } from './fold.js'
 export { HAY_FIELDS, DEFAULT_EXCLUDE_PREFIXES } from './matchers.js'
 export type { QueryPlan } from './indexed-search.js'
+export type { MergerOptions } from './merger.js'
 
-/** Stores with at most this many roots are brought up to date synchronously at open (well under a second). */
+/** Stores with at most this many roots are brought up to date synchronously at start (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000
+/** More roots than this changed while search was not attached: a rebuild (in the background) rather than a backlog writers would wait on. */
+const MAX_REPLAY_ROOTS = 4000
 
 /** The service plus its lifecycle and what tests and benchmarks look at. */
 export interface Search extends SearchService, Startable {
+  /** Settles once no rebuild runs (rejects if search stops first). */
   whenReady: () => Promise<void>
+  /** Settles once every staged root is indexed and no rebuild runs; merges without waiting for a batch to fill meanwhile. */
+  whenIdle: () => Promise<void>
   stop: () => Promise<void>
   /** search() and the plan it used. */
   explain: (req: SearchRequest) => { response: SearchResponse, plan?: QueryPlan }
-  /** FTS rows now (one per record). */
+  /** FTS rows now (one per indexed record). */
   ftsRowCount: () => number
+  /** Roots changed and not indexed yet. */
+  pendingCount: () => number
+}
+
+interface Running {
+  engine: IndexedSearch
+  merger: Merger
+  pending: PendingRoots
 }
 
 const attached = new WeakSet<IndexedRecords>()
@@ -62,98 +84,70 @@ const attached = new WeakSet<IndexedRecords>()
 /**
  * Creates the search service over a record store. Nothing touches the store
  * until `start()`: it creates the search structures, registers the record
- * hook (records written before it are found by the store's triggers and
- * refreshed), and brings the rows up to date (synchronously for a small
- * store, in the background for a large one). Queries need a started service.
+ * hook (once for the store's life), stages the records changed while it was
+ * not attached (from the change log) or rebuilds, and brings the structures
+ * up to date (synchronously for a small store, in the background for a large
+ * one). Queries need a started service.
  */
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
   const log = components.logger ?? silentLogger
   if (attached.has(records)) throw new MetaCoreError('search_already_attached', 'a search service is already attached to this record store')
   attached.add(records)
-  const excluded = makeExcluder(init.excludePrefixes ?? DEFAULT_EXCLUDE_PREFIXES)
-  const marker = versionMarker(HAY_FIELDS.filter(f => excluded(f)))
-  const syncMax = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
-
+  const excludePrefixes = (init.excludePrefixes ?? DEFAULT_EXCLUDE_PREFIXES).filter(p => p.length > 0)
+  const excluded = makeExcluder(excludePrefixes)
+  const marker = versionMarker(excludePrefixes)
+  let hook: PendingRoots | undefined
   let running: Running | undefined
-  let fts: FtsIndex | undefined
-  let trusted = false
-  let stopped = false
-  let dirtyQueued = false
-  let chain: Promise<void> = Promise.resolve()
-  let tail: Promise<void> = Promise.resolve()
-
-  /** Background jobs run one after another; `tail` is the last one (whenReady), `chain` never rejects. */
-  const enqueue = (what: string, fn: () => Promise<void>): Promise<void> => {
-    tail = chain.then(fn)
-    chain = tail.catch(err => {
-      if (stopped) log.info(`${what} stopped; it resumes at next open`)
-      else log.error(`${what} failed; answers stay correct through scans until the next rebuild`, { err })
-    })
-    return tail
-  }
-  const rebuildJob = (f: FtsIndex): Job => new RebuildJob(kv, f, marker, log)
-  const rebuildInBackground = (f: FtsIndex, reason: string): Promise<void> => enqueue('search rebuild', async () => {
-    trusted = false
-    log.info('rebuilding search rows', { reason })
-    await runJob(kv, rebuildJob(f), () => stopped)
-    trusted = true
-  })
-  const scheduleDirty = (): void => {
-    const f = fts
-    if (dirtyQueued || stopped || f === undefined) return
-    dirtyQueued = true
-    const pending = f.dirtyCount()
-    log.warn('records were written without the search hook; refreshing their search rows', { roots: pending })
-    void enqueue('search refresh', async () => {
-      try {
-        await runJob(kv, new DirtyJob(f, log, pending), () => stopped)
-      } finally {
-        dirtyQueued = false
-      }
-    })
-  }
 
   const start = (): Running => {
     const t0 = Date.now()
-    const created = ensureSchema(kv)
-    if (created.length > 0) log.info('created search structures', { created, ms: Date.now() - t0 })
+    const { created, droppedLegacy } = ensureSchema(kv)
+    if (droppedLegacy.length > 0) log.info('search: dropped the structures of an earlier format', { dropped: droppedLegacy, ms: Date.now() - t0 })
     const groups = new GroupCache(kv)
-    if (fts === undefined) {
+    if (hook === undefined) {
       // Registered once: the record layer keeps its hooks for the store's life (a restart reuses it).
-      fts = new FtsIndex(kv, records, excluded, () => { groups.invalidate() })
-      records.addIndexer(fts)
+      hook = new PendingRoots(kv, excluded)
+      records.addIndexer(hook)
+    }
+    const pending = hook
+    pending.groupsChanged = () => { groups.invalidate() }
+    pending.load()
+    const fts = new FtsIndex(kv, records, excluded)
+    const merger = new Merger({ kv, records, pending, fts, excludePrefixes, marker, logger: log }, init.merger)
+
+    const state = kv.prepare('SELECT v FROM search_state WHERE k = ?').pluck()
+    if (state.get(STATE_FORMAT) !== marker || !created.every(n => n === 'search_state')) {
+      merger.startRebuild(created.includes('search_doc') ? 'no search structures yet' : 'search format or excluded prefixes changed')
     } else {
-      fts.onGroupsChanged(() => { groups.invalidate() })
-    }
-    const f = fts
-    // Rows are trusted when they were built with this format and nothing could have written around the triggers.
-    trusted = kv.get(VERSION_KEY) === marker && !created.some(n => n === 'fts' || n.startsWith('search_dirty'))
-    if (!trusted) {
-      if (countLiveRoots(kv) <= syncMax) {
-        runJobSync(kv, rebuildJob(f))
-        trusted = true
-      } else {
-        void rebuildInBackground(f, kv.get(VERSION_KEY) === undefined ? 'no search rows yet' : 'search format changed')
+      const replay = changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
+      if (typeof replay === 'string') {
+        merger.startRebuild(replay)
+      } else if (replay.size > 0) {
+        kv.writeSync(tx => {
+          pending.stage(tx, replay)
+          merger.recordMark(tx)
+        })
+        log.info('search: staged records changed while search was not attached', { roots: replay.size })
       }
-    } else if (f.dirty(1).length > 0) {
-      if (f.dirty(syncMax + 1).length <= syncMax) runJobSync(kv, new DirtyJob(f, log, 0))
-      else scheduleDirty()
     }
+    if (countLiveRoots(kv) <= (init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS)) merger.drainSync()
+    else merger.schedule()
+
     const engine = new IndexedSearch({
       kv,
       records,
       fields: new FieldIndex(kv),
-      fts: f,
+      fts,
       roots: new RootIndex(kv),
       trigrams: new TrigramStats(kv),
       excluded,
       groups,
-      ftsTrusted: () => trusted,
-      onDirty: scheduleDirty,
+      trusted: () => merger.trusted,
+      pending: () => pending.set,
       logger: log
     })
-    return { engine, fts: f }
+    return { engine, merger, pending }
   }
 
   const live = (): Running => {
@@ -163,25 +157,44 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
 
   return {
     async start () {
-      if (running !== undefined) return
-      stopped = false
-      running = start()
+      running ??= start()
     },
     async stop () {
-      stopped = true
-      await chain
+      running?.merger.stop()
       running = undefined
     },
     search: req => live().engine.search(req),
     explain: req => live().engine.explain(req),
     list: (offset, limit) => live().engine.list(offset, limit),
-    rebuild: async () => { await rebuildInBackground(live().fts, 'requested') },
-    whenReady: async () => { await tail },
-    ftsRowCount: () => live().fts.rowCount()
+    rebuild: async () => {
+      const { merger } = live()
+      merger.startRebuild('requested')
+      await merger.whenIdle()
+    },
+    whenReady: async () => { await live().merger.whenReady() },
+    whenIdle: async () => { await live().merger.whenIdle() },
+    ftsRowCount: () => { live(); return kv.prepare('SELECT count(*) FROM search_fts').pluck().get() as number },
+    pendingCount: () => live().pending.size
   }
 }
 
-interface Running {
-  engine: IndexedSearch
-  fts: FtsIndex
+/**
+ * The roots changed since the mark (written while search was not attached:
+ * by a tool, an older build, the node's own start-up steps), with the
+ * groups they are in now and every root indexed as part of a group (it may
+ * have left it since). A string says why a rebuild is needed instead.
+ */
+function changedSinceMark (kv: KvStore, records: IndexedRecords, mark: string | undefined): Set<string> | string {
+  const head = records.changeLogHead()
+  if (head === undefined || head === mark) return new Set()
+  if (mark === undefined) return 'no change-log mark'
+  const changed = records.changedRootsSince(mark as EventId, MAX_REPLAY_ROOTS)
+  if (changed === undefined) return 'the change log no longer reaches back to the mark, or too many records changed'
+  const rids = new Set<string>(changed)
+  for (const r of changed) {
+    if (!recordRows.inGroup(kv, r)) continue
+    for (const m of recordRows.membersOf(kv, recordRows.canonOf(kv, r))) rids.add(m)
+  }
+  for (const r of kv.prepare('SELECT rid FROM search_doc WHERE g = 1').pluck().all() as string[]) rids.add(r)
+  return rids
 }

@@ -37,10 +37,10 @@ export interface IndexedSearchDeps {
   trigrams: TrigramStats
   excluded: Excluder
   groups: GroupCache
-  /** False while the FTS rows are (re)built: the text is then checked on every record's kv rows. */
-  ftsTrusted: () => boolean
-  /** A query met roots changed without the search hook (see search-schema.ts). */
-  onDirty: () => void
+  /** False while the structures are rebuilt: every part is then checked on every record's kv rows. */
+  trusted: () => boolean
+  /** Roots changed since they were indexed (pending-roots.ts). */
+  pending: () => ReadonlySet<string>
   logger?: Logger
 }
 
@@ -87,9 +87,10 @@ export class IndexedSearch {
     if (field === undefined) return undefined
     if (this.d.excluded(field)) return () => undefined
     const read = (rid: string): string | undefined => (this.d.groups.canonOf(rid) !== undefined ? this.views.group(rid) : this.views.point(rid))?.get(field)
-    if (matches <= SORT_POINT_READS_BELOW) return read
+    if (matches <= SORT_POINT_READS_BELOW || !this.d.trusted()) return read
     const values = this.d.fields.valuesOfField(field)
-    return rid => (this.d.groups.canonOf(rid) !== undefined ? read(rid) : values.get(rid))
+    const pending = this.d.pending()
+    return rid => (this.d.groups.canonOf(rid) !== undefined || pending.has(rid) ? read(rid) : values.get(rid))
   }
 
   /** No criteria: every record, paged straight from the root index; the total is the maintained record count. */
@@ -109,11 +110,6 @@ export class IndexedSearch {
   }
 
   private matchAll (criteria: Criteria): { matches: string[], plan: QueryPlan } {
-    if (this.d.fts.dirty(1).length > 0) {
-      // Roots were written without search: groups may have changed behind the cache.
-      this.d.groups.invalidate()
-      this.d.onDirty()
-    }
     const groups = new GroupResolver(this.d.kv, this.d.groups)
     const deps: PartDeps = {
       fields: this.d.fields,
@@ -123,8 +119,8 @@ export class IndexedSearch {
       views: this.views,
       groups,
       records: this.d.records.countRecords(),
-      ftsTrusted: this.d.ftsTrusted(),
-      onDirty: this.d.onDirty,
+      trusted: this.d.trusted(),
+      pending: this.d.pending(),
       logger: this.d.logger
     }
     const parts: Part[] = criteria.filters.map(f => filterPart(f, deps))

@@ -8,7 +8,7 @@
  * `pending`, and every group, still need the matcher on the record itself.
  */
 import { silentLogger, type Logger } from '../common/index.js'
-import { splitKey, type FieldIndex } from './field-index.js'
+import type { FieldIndex } from './field-index.js'
 import { codePointLength, fold, isWellFormed } from './fold.js'
 import { IDS_SEPARATOR, ftsQuery, type FtsIndex, type FtsRow } from './fts-index.js'
 import { matchesFilter, matchesText, type FilterCriterion, type RecordView, type TextCriterion } from './matchers.js'
@@ -37,8 +37,8 @@ const COUNT_CAP = 5000
 const AND_WITHIN = 8
 /** ...or below this many rows anyway. */
 const AND_ALWAYS_BELOW = 200
-/** More stale roots than this in one query: read every record rather than list them. */
-const MAX_DIRTY = 10_000
+/** More staged roots than this in one query: read every record rather than check them one by one. */
+const MAX_PENDING = 10_000
 /** Letters of a lower-cased root id: a query with any other character cannot be part of one. */
 const RID_FRAGMENT_RE = /^[0-9a-hjkmnp-tv-z]{1,26}$/
 
@@ -51,31 +51,50 @@ export interface PartDeps {
   records: number
   roots: RootIndex
   trigrams: TrigramStats
-  ftsTrusted: boolean
-  onDirty: () => void
+  /** False while the structures are rebuilt: every part then reads every record. */
+  trusted: boolean
+  /** Roots changed since they were indexed: their entries are ignored and they are checked on their kv rows. */
+  pending: ReadonlySet<string>
   logger?: Logger
 }
 
+/**
+ * The staged roots as candidates of a part: each live one's canonical root,
+ * to be checked on the record (a group always is). Their index entries were
+ * skipped, so this adds back exactly what the index may have missed.
+ */
+function addPending (d: PartDeps, set: Set<string>, pending: Set<string>): void {
+  for (const r of d.pending) {
+    if (!d.groups.isLive(r)) continue
+    const c = d.groups.canon(r)
+    set.add(c)
+    pending.add(c)
+  }
+}
+
 export function filterPart (f: FilterCriterion, d: PartDeps): Part {
+  const verify = (view: RecordView): boolean => matchesFilter(f, view)
+  if (!d.trusted || d.pending.size > MAX_PENDING) {
+    return { name: `filter:${f.property}`, detail: 'read-all', cost: d.records * 8, verify, collect: () => everything(d) }
+  }
   const count = f.exact ? d.fields.multiCount(f.property, COUNT_CAP) : d.fields.fieldCount(f.property, COUNT_CAP)
   return {
     name: `filter:${f.property}`,
-    cost: (count >= COUNT_CAP ? Math.max(count, d.records) : count) + f.values.length,
-    verify: view => matchesFilter(f, view),
+    cost: (count >= COUNT_CAP ? Math.max(count, d.records) : count) + f.values.length + d.pending.size,
+    verify,
     collect () {
       const rows = new Map<string, Map<string, string>>()
-      const add = (k: string, v: string, want: (field: string) => boolean): void => {
-        const [rid, field] = splitKey(k)
-        if (!want(field)) return
+      const add = (rid: string, field: string, v: string, want: (field: string) => boolean): void => {
+        if (!want(field) || d.pending.has(rid)) return
         let m = rows.get(rid)
         if (m === undefined) { m = new Map(); rows.set(rid, m) }
         m.set(field, v)
       }
       f.values.forEach((value, i) => {
         const keySet = fold(`${f.property}/${value}`)
-        for (const [k, v] of d.fields.rowsByFoldedName(keySet)) add(k, v, field => fold(field) === keySet)
+        for (const [rid, field, v] of d.fields.rowsByFoldedName(keySet)) add(rid, field, v, field => fold(field) === keySet)
         const flat = f.exact ? d.fields.exactValueRows(f.property, f.folded[i]) : d.fields.substringValueRows(f.property, f.folded[i])
-        for (const [k, v] of flat) add(k, v, field => field === f.property)
+        for (const [rid, field, v] of flat) add(rid, field, v, field => field === f.property)
       })
       const set = new Set<string>()
       for (const [rid, fields] of rows) {
@@ -83,7 +102,9 @@ export function filterPart (f: FilterCriterion, d: PartDeps): Part {
         if (d.groups.grouped.has(c)) set.add(c)
         else if (matchesFilter(f, d.views.rows(rid, fields))) set.add(rid)
       }
-      return { set, pending: new Set() }
+      const pending = new Set<string>()
+      addPending(d, set, pending)
+      return { set, pending }
     }
   }
 }
@@ -95,7 +116,7 @@ export function textPart (t: TextCriterion, d: PartDeps): Part {
   const idFragment = RID_FRAGMENT_RE.test(t.whole) ? t.whole : undefined
   const idByFts = idFragment !== undefined && idFragment.length >= 3
   const verify = (view: RecordView): boolean => matchesText(t, view)
-  if (!d.ftsTrusted) {
+  if (!d.trusted || d.pending.size > MAX_PENDING) {
     return { name: 'text:read-all', cost: d.records * 8, verify, collect: () => everything(d) }
   }
   // The rarest token always goes to the FTS; the others only when their doclists are of the same order.
@@ -108,9 +129,6 @@ export function textPart (t: TextCriterion, d: PartDeps): Part {
     detail: chosen.length > 0 ? ftsQuery(chosen, idByFts ? idFragment : undefined) : undefined,
     verify,
     collect () {
-      const dirty = d.fts.dirty(MAX_DIRTY + 1)
-      if (dirty.length > 0) d.onDirty()
-      if (dirty.length > MAX_DIRTY) return everything(d)
       let rows: FtsRow[]
       try {
         if (chosen.length > 0) {
@@ -126,16 +144,10 @@ export function textPart (t: TextCriterion, d: PartDeps): Part {
       }
       const set = new Set<string>()
       const pending = new Set<string>()
-      const stale = new Set(dirty)
-      // Roots changed without the search hook: their rows may be stale, so they are checked on the kv rows.
-      for (const r of stale) {
-        if (!d.groups.isLive(r)) continue
-        const c = d.groups.canon(r)
-        set.add(c)
-        pending.add(c)
-      }
+      // Staged roots: their rows may be stale, so they are checked on the kv rows.
+      addPending(d, set, pending)
       for (const [rid, hay, ids] of rows) {
-        if (stale.has(rid)) continue
+        if (d.pending.has(rid)) continue
         const c = d.groups.canon(rid)
         if (c !== rid) {
           set.add(c)

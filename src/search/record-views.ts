@@ -5,7 +5,7 @@
  */
 import type { KvStore } from '../kv/index.js'
 import { recordRows, type RecordReads } from '../records/index.js'
-import { splitKey, type FieldIndex, type Row } from './field-index.js'
+import { splitKey, type FieldIndex, type KvRow } from './field-index.js'
 import { fold } from './fold.js'
 import { EMPTY_HAY, buildHaystack, isStorableName, mapView, stripExcluded, type Excluder, type RecordView } from './matchers.js'
 
@@ -105,7 +105,7 @@ export class ViewFactory {
     return { ids: () => ids, hay: () => hay, get: () => undefined, foldedValues: () => [] }
   }
 
-  private visibleFolded (rows: readonly Row[], name: string): string[] {
+  private visibleFolded (rows: readonly KvRow[], name: string): string[] {
     const out: string[] = []
     for (const [k, v] of rows) {
       const f = splitKey(k)[1]

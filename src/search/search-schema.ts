@@ -1,117 +1,166 @@
 /**
- * The SQL objects search keeps beside the kv table, all derived from the kv
- * rows and rebuildable from them:
+ * The SQL objects search keeps beside the kv table, and the SQL that names
+ * them, in one place. Every object is derived from the kv rows and
+ * rebuildable from them; none is replicated.
  *
- * - `kv_field_v`: the field index of metadata-storage-structure.md, verbatim.
- *   Queries repeat its expressions exactly (FIELD_EXPR, `lower(v)`,
- *   FILE_RANGE) so SQLite answers them from the index alone (covering).
- * - `kv_field_multi`: the same columns, partial to values a comma split or a
- *   trim can change (a comma, or whitespace at either end). An exact filter
- *   seeks the value in `kv_field_v` and scans only this small index for
- *   comma-sets, instead of scanning every value of the field.
- * - `fts`: FTS5 trigram table, one row per record (a group has one row, under
- *   its canonical root, holding the merged haystack); `idx:fts/<rid>` in kv
- *   holds the row's rowid. The haystack is stored already folded and the
- *   tokenizer is case-sensitive, so a folded token of 3+ code points that is
- *   a substring of the haystack always matches its row. Beside the spec's
- *   `fts(rid UNINDEXED, hay)` it has an `ids` column (the group's root ids,
- *   lower-cased), so the "query is part of the root id" rule is an index
- *   lookup too rather than a scan of every root.
- * - `search_dirty` and three triggers: every change to a haystack field or to
- *   group membership (`idx:grp/`) records the root here, in the same
- *   statement, whoever writes it. Search's record hook clears the entry when
- *   it refreshes the row, so the table stays empty while writes go through a
- *   process running search; a process that writes without it (a tool, a
- *   test, an older build) leaves entries behind, and search treats those
- *   roots' rows as stale until it has refreshed them.
+ * - `search_doc(d, rid, g)`: one row per live root that has been indexed,
+ *   `d` its document id (AUTOINCREMENT: never reused). Re-indexing a root
+ *   gives it a new `d`, so its old field entries become orphans that no
+ *   query sees (every read joins on `search_doc`) and a sweep removes later.
+ *   `g` is 1 when the root was in a group when indexed.
+ * - `search_field(f, v, d, rf, rv)`: the field index, one entry per indexed
+ *   field of a root: `f` the field name and `v` the value under SQLite's
+ *   ASCII `lower()`; `rf` the raw name when it differs from `f` (else '');
+ *   `rv` the raw value when it differs from `v` (else NULL), and then `v` is
+ *   cut to VALUE_KEY_CHARS characters (a key only narrows; the raw value
+ *   decides). Entries are inserted in key order in large batches.
+ * - `search_fstat(f, multi)`: per lower-cased field name, how many entries
+ *   hold a comma or padding (a value a comma split or a trim changes); an
+ *   exact filter scans a field's values for comma-sets only when it has any.
+ *   Only ever too high (the sweep lowers it), never too low.
+ * - `search_fts(hay, ids)`: FTS5 trigram table, rowid = the `d` of a
+ *   canonical root, one row per record (a group: the merged haystack and
+ *   every member id). The haystack is folded, and a haystack field whose
+ *   folded value is part of another's is left out (a token holds no
+ *   whitespace, so it is inside one field: the answer cannot change).
+ * - `search_pending(rid)`: roots changed since they were last indexed,
+ *   written in the same transaction as the change by search's record hook.
+ *   Until the merger has indexed a root (and removed its row in the same
+ *   transaction), queries ignore its entries and check it on the kv rows.
+ * - `search_state(k, v)`: the format marker, the change-log id through
+ *   which every change is indexed or pending, the orphan count.
  */
 import type { KvStore } from '../kv/index.js'
 import { WHITESPACE_CHARS } from './fold.js'
-import { HAY_FIELDS } from './matchers.js'
+
+/** Bump when the entries, the FTS row format, the fold rule or the haystack change: a store with another marker is rebuilt. */
+export const FORMAT = 'search-3;docs;trigram-cs;fold-1;hay-dedup'
+/** Characters of a lower-cased value kept in the key when the raw value is stored beside it. */
+export const VALUE_KEY_CHARS = 24
 
 /**
  * The record layout as search's SQL reads it, named here once (the record
  * layer keeps its key grammar private; test/search/layout-contract.test.ts
- * checks these against it): record rows `file:<rid>/<field>`, the live-root
+ * checks these against it): record rows `file:<rid>/<field>` (a root id is
+ * 26 characters, so the field starts at character FIELD_AT), the live-root
  * index `idx:roots/<rid>`, the group entries `idx:grp/<rid>` = canonical rid.
  */
+export const FILE_PREFIX = 'file:'
+export const FIELD_AT = 33
 export const ROOTS_LO = 'idx:roots/'
 export const ROOTS_HI = 'idx:roots0'
 export const GRP_PREFIX = 'idx:grp/'
 
-/** The field-name column of both field indexes. */
-export const FIELD_EXPR = "lower(substr(k,instr(k,'/')+1))"
-export const FILE_RANGE = "k>='file:' AND k<'file;' AND instr(k,'/')>0"
-/** A value whose comma-split pieces are not just the value itself. */
-export const MULTI_COND = `(instr(v,',')>0 OR trim(v,'${WHITESPACE_CHARS}')<>v)`
+/** The field of the record row `kv`. */
+const FIELD_OF_K = `substr(kv.k, ${FIELD_AT})`
+/** A raw value a comma split or a trim changes. */
+export const multiCond = (v: string): string => `(instr(${v},',')>0 OR trim(${v},'${WHITESPACE_CHARS}')<>${v})`
 
-export const FTS_MAP = 'idx:fts/'
-export const VERSION_KEY = 'idx:search/version'
-/** Bump when the FTS row format, the fold rule or the haystack fields change: a store with another marker is rebuilt. */
-export const FORMAT = 'search-2;trigram-cs;fold-1'
+/** The raw field name and value of a `search_field` row `s`. */
+export const RAW_FIELD = "CASE WHEN s.rf = '' THEN s.f ELSE s.rf END"
+export const RAW_VALUE = 'coalesce(s.rv, s.v)'
 
-const HAY_LIST = HAY_FIELDS.map(f => `'${f}'`).join(',')
-const dirtyWhen = (r: string): string =>
-  `((${r}.k>='file:' AND ${r}.k<'file;' AND substr(${r}.k,instr(${r}.k,'/')+1) IN (${HAY_LIST})) OR (${r}.k>='idx:grp/' AND ${r}.k<'idx:grp0'))`
-const ridOf = (r: string): string =>
-  `CASE WHEN ${r}.k>='idx:grp/' THEN substr(${r}.k,9) ELSE substr(${r}.k,6,instr(${r}.k,'/')-6) END`
+/** The state keys. */
+export const STATE_FORMAT = 'format'
+export const STATE_LOG_MARK = 'log-mark'
+export const STATE_ORPHANS = 'orphan-docs'
 
-const OBJECTS: Array<{ name: string, type: 'index' | 'table' | 'trigger', sql: string }> = [
+interface SqlObject { name: string, type: 'index' | 'table', sql: string }
+
+const OBJECTS: SqlObject[] = [
+  { name: 'search_state', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID' },
+  { name: 'search_pending', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_pending (rid TEXT PRIMARY KEY) WITHOUT ROWID' },
   {
-    name: 'kv_field_v',
-    type: 'index',
-    sql: `CREATE INDEX IF NOT EXISTS kv_field_v ON kv(${FIELD_EXPR}, lower(v), v) WHERE ${FILE_RANGE}`
-  },
-  {
-    name: 'kv_field_multi',
-    type: 'index',
-    sql: `CREATE INDEX IF NOT EXISTS kv_field_multi ON kv(${FIELD_EXPR}, lower(v), v) WHERE ${FILE_RANGE} AND ${MULTI_COND}`
-  },
-  {
-    name: 'fts',
+    name: 'search_doc',
     type: 'table',
-    sql: "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(rid UNINDEXED, hay, ids, tokenize='trigram case_sensitive 1')"
-  },
-  { name: 'search_dirty', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_dirty (rid TEXT PRIMARY KEY) WITHOUT ROWID' },
-  {
-    name: 'search_dirty_ins',
-    type: 'trigger',
-    sql: `CREATE TRIGGER IF NOT EXISTS search_dirty_ins AFTER INSERT ON kv WHEN ${dirtyWhen('new')} BEGIN INSERT OR IGNORE INTO search_dirty(rid) VALUES (${ridOf('new')}); END`
+    sql: 'CREATE TABLE IF NOT EXISTS search_doc (d INTEGER PRIMARY KEY AUTOINCREMENT, rid TEXT NOT NULL UNIQUE, g INTEGER NOT NULL)'
   },
   {
-    name: 'search_dirty_upd',
-    type: 'trigger',
-    sql: `CREATE TRIGGER IF NOT EXISTS search_dirty_upd AFTER UPDATE ON kv WHEN ${dirtyWhen('new')} BEGIN INSERT OR IGNORE INTO search_dirty(rid) VALUES (${ridOf('new')}); END`
+    name: 'search_field',
+    type: 'table',
+    sql: 'CREATE TABLE IF NOT EXISTS search_field (f TEXT NOT NULL, v TEXT NOT NULL, d INTEGER NOT NULL, rf TEXT NOT NULL, rv TEXT, PRIMARY KEY (f, v, d, rf)) WITHOUT ROWID'
   },
-  {
-    name: 'search_dirty_del',
-    type: 'trigger',
-    sql: `CREATE TRIGGER IF NOT EXISTS search_dirty_del AFTER DELETE ON kv WHEN ${dirtyWhen('old')} BEGIN INSERT OR IGNORE INTO search_dirty(rid) VALUES (${ridOf('old')}); END`
-  }
+  { name: 'search_fstat', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_fstat (f TEXT PRIMARY KEY, multi INTEGER NOT NULL) WITHOUT ROWID' },
+  { name: 'search_fts', type: 'table', sql: "CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(hay, ids, tokenize='trigram case_sensitive 1')" }
 ]
+const FTS_DDL = OBJECTS[OBJECTS.length - 1].sql
+
+/** What earlier formats kept: an expression index over the kv table, an FTS table, a dirty list filled by triggers. */
+const LEGACY: Array<{ name: string, type: 'index' | 'table' | 'trigger' }> = [
+  { name: 'search_dirty_ins', type: 'trigger' },
+  { name: 'search_dirty_upd', type: 'trigger' },
+  { name: 'search_dirty_del', type: 'trigger' },
+  { name: 'search_dirty', type: 'table' },
+  { name: 'kv_field_multi', type: 'index' },
+  { name: 'kv_field_v', type: 'index' },
+  { name: 'fts', type: 'table' }
+]
+/** kv rows of earlier formats: FTS row ids per root, the format marker. */
+const LEGACY_KV_RANGES: Array<[string, string]> = [['idx:fts/', 'idx:fts0'], ['idx:search/', 'idx:search0']]
+
+/** The batch being merged: entries in key order, on this connection only (temp). */
+export const TEMP_BATCH = 'CREATE TEMP TABLE IF NOT EXISTS search_batch (f TEXT NOT NULL, v TEXT NOT NULL, d INTEGER NOT NULL, rf TEXT NOT NULL, rv TEXT, m INTEGER NOT NULL, PRIMARY KEY (f, v, d, rf)) WITHOUT ROWID'
+
+/** An SQL string literal. */
+const literal = (x: string): string => `'${x.replaceAll("'", "''")}'`
 
 /**
- * Creates whatever is missing, and replaces whatever another version defined
- * differently. Returns the names it (re)created: if the FTS table or a trigger
- * is among them, writes may have happened that nothing recorded, so the caller
- * rebuilds. Creating `kv_field_v` on a large existing store takes a while
- * (SQLite builds it in one statement).
+ * Fills temp.search_batch with the entries of the roots in `@docs` (a JSON
+ * array of [rid, d]), leaving out fields under the excluded prefixes (a
+ * case-sensitive prefix test on the field, written into the statement).
  */
-export function ensureSchema (kv: KvStore): string[] {
+export function fillBatchSql (excludePrefixes: readonly string[]): string {
+  const keep = excludePrefixes.map(p => `substr(${FIELD_OF_K}, 1, ${[...p].length}) <> ${literal(p)}`)
+  return `INSERT INTO temp.search_batch (f, v, d, rf, rv, m)
+SELECT lower(${FIELD_OF_K}),
+  CASE WHEN lower(kv.v) = kv.v THEN kv.v ELSE substr(lower(kv.v), 1, ${VALUE_KEY_CHARS}) END,
+  j.value ->> 1,
+  CASE WHEN lower(${FIELD_OF_K}) = ${FIELD_OF_K} THEN '' ELSE ${FIELD_OF_K} END,
+  CASE WHEN lower(kv.v) = kv.v THEN NULL ELSE kv.v END,
+  ${multiCond('kv.v')}
+FROM json_each(@docs) j JOIN kv ON kv.k >= '${FILE_PREFIX}' || (j.value ->> 0) || '/' AND kv.k < '${FILE_PREFIX}' || (j.value ->> 0) || '0'
+${keep.length === 0 ? '' : `WHERE ${keep.join(' AND ')}`}`
+}
+
+/**
+ * Creates what is missing and drops what earlier formats left. Returns the
+ * names it (re)created: anything but `search_state` created means the
+ * structures are incomplete (or new), so the caller rebuilds. A changed
+ * definition is dropped and recreated. Dropping an earlier format's index on
+ * a large store takes a few seconds once (SQLite frees its pages).
+ */
+export function ensureSchema (kv: KvStore): { created: string[], droppedLegacy: string[] } {
   const stored = kv.prepare('SELECT sql FROM sqlite_master WHERE type = ? AND name = ?').pluck()
+  const droppedLegacy: string[] = []
+  for (const o of LEGACY) {
+    if (stored.get(o.type, o.name) === undefined) continue
+    kv.exec(`DROP ${o.type.toUpperCase()} ${o.name}`)
+    droppedLegacy.push(o.name)
+  }
+  if (droppedLegacy.length > 0) {
+    for (const [lo, hi] of LEGACY_KV_RANGES) kv.prepare('DELETE FROM kv WHERE k >= ? AND k < ?').run(lo, hi)
+  }
   const created: string[] = []
   for (const o of OBJECTS) {
     const sql = stored.get(o.type, o.name) as string | undefined
     // sqlite_master keeps the statement without its IF NOT EXISTS.
     if (sql === o.sql.replace(' IF NOT EXISTS', '')) continue
-    if (sql !== undefined) kv.exec(`DROP ${o.type === 'table' ? 'TABLE' : o.type === 'index' ? 'INDEX' : 'TRIGGER'} ${o.name}`)
+    if (sql !== undefined) kv.exec(`DROP TABLE ${o.name}`)
     kv.exec(o.sql)
     created.push(o.name)
   }
-  return created
+  kv.exec(TEMP_BATCH)
+  return { created, droppedLegacy }
 }
 
-/** The marker value for a store whose FTS rows were built with this format and these excluded haystack fields. */
-export function versionMarker (excludedHayFields: readonly string[]): string {
-  return excludedHayFields.length === 0 ? FORMAT : `${FORMAT};excluded=${excludedHayFields.join(',')}`
+/** Empties every structure the merger fills (a full rebuild starts here); pending roots stay pending. */
+export function clearStructures (kv: KvStore): void {
+  // An FTS5 table with content has no cheap 'delete-all': dropping it is the fast way to empty it.
+  kv.exec(`DELETE FROM search_field; DELETE FROM search_doc; DELETE FROM search_fstat; DELETE FROM temp.search_batch; DROP TABLE search_fts; ${FTS_DDL}`)
+}
+
+/** The marker value for structures built with this format and these excluded prefixes. */
+export function versionMarker (excludePrefixes: readonly string[]): string {
+  const ps = excludePrefixes.filter(p => p.length > 0)
+  return ps.length === 0 ? FORMAT : `${FORMAT};excluded=${JSON.stringify(ps)}`
 }

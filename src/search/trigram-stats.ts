@@ -23,7 +23,7 @@ export class TrigramStats {
   private since = Date.now()
 
   constructor (kv: KvStore) {
-    kv.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_fts_vocab USING fts5vocab(main, 'fts', 'row')")
+    kv.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_fts_vocab USING fts5vocab(main, 'search_fts', 'row')")
     this.st = kv.prepare('SELECT doc FROM temp.search_fts_vocab WHERE term = ?').pluck()
   }
 

@@ -5,6 +5,7 @@
 import type { Logger } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
 import type { IndexedRecords } from '../records/index.js'
+import type { MergerOptions } from './merger.js'
 
 export interface SearchComponents {
   /** The store, for search's own SQL structures (the field index and the FTS table over the record rows). */
@@ -22,6 +23,8 @@ export interface SearchInit {
    * well under a second of work).
    */
   syncRepairMaxRoots?: number
+  /** How the merger batches, bounds and reports its work (merger.ts; the defaults suit a node). */
+  merger?: MergerOptions
 }
 
 export interface SearchFilter {

@@ -4,11 +4,13 @@
  * by the indexed path and by the scan-everything reference give identical
  * responses: the same results in the same order, the same counts, totals and
  * cursors. Seeded, so a failure replays; the seed is in the test name.
+ * Every round is asked twice: with the writes still staged (answered from
+ * the staged roots' kv rows) and once they are merged into the index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { referenceSearch, type SearchFilter, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
 import { pick, prng } from '../helpers/prng.js'
-import { openFixture, type Fixture } from './fixture.js'
+import { NEVER_MERGES, openFixture, type Fixture } from './fixture.js'
 
 const SEED = Number(process.env.META_CORE_SEARCH_SEED ?? 20251129)
 const RECORDS = process.env.META_CORE_LARGE === '1' ? 2000 : 240
@@ -144,7 +146,7 @@ function runQueries (round: string): { checked: number, nonEmpty: number } {
 
 beforeAll(async () => {
   rand = prng(SEED)
-  f = await openFixture()
+  f = await openFixture({ merger: NEVER_MERGES })
   const writes: Array<Promise<string>> = []
   for (let i = 0; i < RECORDS; i++) {
     writes.push(f.store.records.mint(`/files/${pick(rand, ['movies', 'tv', 'Ünïcode'])}/${makeValue(rand).replace(/[,\s]+/g, '.')}.${i}.mkv`, i, i, makeFields(rand)))
@@ -154,10 +156,15 @@ beforeAll(async () => {
 afterAll(async () => { await f.close() })
 
 describe(`indexed search equals the reference scan (seed ${SEED})`, () => {
-  it('on freshly written records', () => {
-    const { checked, nonEmpty } = runQueries('fresh')
-    expect(checked).toBeGreaterThanOrEqual(100)
-    expect(nonEmpty).toBeGreaterThan(checked / 4) // the generator finds things, so the comparison is not vacuous
+  it('on freshly written records, staged and then merged', async () => {
+    expect(f.search.pendingCount()).toBe(RECORDS)
+    for (const round of ['fresh, staged', 'fresh, merged']) {
+      if (round.endsWith('merged')) await f.search.whenIdle()
+      const { checked, nonEmpty } = runQueries(round)
+      expect(checked).toBeGreaterThanOrEqual(100)
+      expect(nonEmpty).toBeGreaterThan(checked / 4) // the generator finds things, so the comparison is not vacuous
+    }
+    expect(f.search.pendingCount()).toBe(0)
   })
 
   it('after random updates, deletes and group changes', async () => {
@@ -172,9 +179,13 @@ describe(`indexed search equals the reference scan (seed ${SEED})`, () => {
       else ops.push(f.store.records.deleteRoot(rid))
     }
     await Promise.allSettled(ops)
-    const { checked, nonEmpty } = runQueries('updated')
-    expect(checked).toBeGreaterThanOrEqual(100)
-    expect(nonEmpty).toBeGreaterThan(checked / 4)
+    expect(f.search.pendingCount()).toBeGreaterThan(0)
+    for (const round of ['updated, staged', 'updated, merged']) {
+      if (round.endsWith('merged')) await f.search.whenIdle()
+      const { checked, nonEmpty } = runQueries(round)
+      expect(checked).toBeGreaterThanOrEqual(100)
+      expect(nonEmpty).toBeGreaterThan(checked / 4)
+    }
   })
 
   it('after a rebuild from the kv rows', async () => {

@@ -1,10 +1,14 @@
 /**
  * Results reflect a write as soon as it is acknowledged; a group of roots
  * (same content minted twice) is one result; excluded fields never match or
- * show; short tokens fall back to scans and stay right.
+ * show; short tokens fall back to scans and stay right. Freshness and groups
+ * are checked twice: with every write still staged (answered from the kv
+ * rows of the staged roots), and with every write merged into the index
+ * before the query.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { ids, openFixture, type Fixture } from './fixture.js'
+import type { MergerOptions } from '../../src/search/index.js'
+import { NEVER_MERGES, ids, openFixture, type Fixture } from './fixture.js'
 
 const CID_A = 'bafkreih5kapbjzq6o7bdsjg3m4ezcslmnxgs3kzkzbwgj2khrntmfybyyq'
 const CID_B = 'bafkreidvbhs33ighmljlvr7zbv2ywwzcmp5adtf4kqvlly67cy56bdtmve'
@@ -12,87 +16,106 @@ const CID_B = 'bafkreidvbhs33ighmljlvr7zbv2ywwzcmp5adtf4kqvlly67cy56bdtmve'
 let f: Fixture
 afterEach(async () => { await f.close() })
 
-describe('freshness', () => {
-  it('sees a write, an update and a delete as soon as each is acknowledged', async () => {
-    f = await openFixture()
-    const r = f.store.records
-    const a = await r.mint('/files/a.mkv', 1, 1, { title: 'Blade Runner' })
-    expect(ids(f.query({ query: 'blade' }))).toEqual([a])
-    await r.mergeFlat(a, { title: 'Arrival' })
-    expect(ids(f.query({ query: 'blade' }))).toEqual([])
-    expect(ids(f.query({ query: 'arrival' }))).toEqual([a])
-    await r.setProperty(a, 'tmdbid', '329865')
-    expect(ids(f.query({ filters: [{ property: 'tmdbid', values: ['329865'], exact: true }] }))).toEqual([a])
-    await r.deleteProperty(a, 'title')
-    expect(ids(f.query({ query: 'arrival' }))).toEqual([])
-    await r.deleteRoot(a)
-    expect(f.query({ query: 'files' }).total).toBe(0)
-    expect(f.query({ filters: [{ property: 'tmdbid', values: ['329865'] }] }).total).toBe(0)
-    expect(f.search.ftsRowCount()).toBe(0)
+describe.each([
+  ['every write still staged', NEVER_MERGES, false],
+  ['every write merged before the query', undefined, true]
+] as Array<[string, MergerOptions | undefined, boolean]>)('%s', (_mode, merger, settle) => {
+  /** A write, then (in the merged mode) the merge of everything it staged. */
+  const w = async <T>(p: Promise<T>): Promise<T> => {
+    const v = await p
+    if (settle) await f.search.whenIdle()
+    return v
+  }
+
+  describe('freshness', () => {
+    it('sees a write, an update and a delete as soon as each is acknowledged', async () => {
+      f = await openFixture({ merger })
+      const r = f.store.records
+      const a = await w(r.mint('/files/a.mkv', 1, 1, { title: 'Blade Runner' }))
+      expect(ids(f.query({ query: 'blade' }))).toEqual([a])
+      await w(r.mergeFlat(a, { title: 'Arrival' }))
+      expect(ids(f.query({ query: 'blade' }))).toEqual([])
+      expect(ids(f.query({ query: 'arrival' }))).toEqual([a])
+      await w(r.setProperty(a, 'tmdbid', '329865'))
+      expect(ids(f.query({ filters: [{ property: 'tmdbid', values: ['329865'], exact: true }] }))).toEqual([a])
+      await w(r.deleteProperty(a, 'title'))
+      expect(ids(f.query({ query: 'arrival' }))).toEqual([])
+      await w(r.deleteRoot(a))
+      expect(f.query({ query: 'files' }).total).toBe(0)
+      expect(f.query({ filters: [{ property: 'tmdbid', values: ['329865'] }] }).total).toBe(0)
+      await f.search.whenIdle()
+      expect(f.search.ftsRowCount()).toBe(0)
+    })
+
+    it('keeps up with many writes committed in one group transaction', async () => {
+      f = await openFixture({ merger })
+      const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta']
+      const rids = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
+        await f.store.records.mint(`/files/batch/${i}.mkv`, i, i, { title: `batch title ${words[i % 7]}` })))
+      expect(f.query({ query: 'batch gamma' }).total).toBe(rids.filter((_, i) => i % 7 === 2).length)
+      await Promise.all(rids.slice(0, 50).map(async rid => await f.store.records.deleteRoot(rid)))
+      if (settle) await f.search.whenIdle()
+      expect(f.query({ query: 'batch' }).total).toBe(150)
+    })
   })
 
-  it('keeps up with many writes committed in one group transaction', async () => {
-    f = await openFixture()
-    const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta']
-    const rids = await Promise.all(Array.from({ length: 200 }, async (_, i) =>
-      await f.store.records.mint(`/files/batch/${i}.mkv`, i, i, { title: `batch title ${words[i % 7]}` })))
-    expect(f.query({ query: 'batch gamma' }).total).toBe(rids.filter((_, i) => i % 7 === 2).length)
-    await Promise.all(rids.slice(0, 50).map(async rid => await f.store.records.deleteRoot(rid)))
-    expect(f.query({ query: 'batch' }).total).toBe(150)
-  })
-})
+  describe('groups', () => {
+    it('shows a group once, under its canonical root, with the merged document', async () => {
+      f = await openFixture({ merger })
+      const r = f.store.records
+      const a = await w(r.mint('/files/one/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Shared Movie' }))
+      const b = await w(r.mint('/files/two/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', year: '2004', 'genres/drama': 'true' }))
+      const canon = [a, b].sort()[0]
+      const other = [a, b].sort()[1]
+      const byText = f.query({ query: 'shared' })
+      expect(ids(byText)).toEqual([canon])
+      expect(byText.total).toBe(1)
+      expect(byText.results[0].metadata).toEqual(r.getFlat(canon))
+      expect(byText.results[0].metadata.year).toBe('2004')
+      // fields of either member match, and the group still counts once
+      expect(ids(f.query({ query: 'movie', filters: [{ property: 'year', values: ['2004'] }, { property: 'genres', values: ['Drama'] }] }))).toEqual([canon])
+      expect(f.query({ query: 'mkv' }).total).toBe(1)
+      expect(f.query({}).total).toBe(1)
+      expect(ids(f.query({ query: other.slice(6, 16).toLowerCase() }))).toEqual([canon])
+      expect(f.search.list(0, 10).items.map(i => i.hashId)).toEqual([canon])
+      await f.search.whenIdle()
+      expect(f.search.ftsRowCount()).toBe(1)
+    })
 
-describe('groups', () => {
-  it('shows a group once, under its canonical root, with the merged document', async () => {
-    f = await openFixture()
-    const r = f.store.records
-    const a = await r.mint('/files/one/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Shared Movie' })
-    const b = await r.mint('/files/two/movie.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', year: '2004', 'genres/drama': 'true' })
-    const canon = [a, b].sort()[0]
-    const other = [a, b].sort()[1]
-    const byText = f.query({ query: 'shared' })
-    expect(ids(byText)).toEqual([canon])
-    expect(byText.total).toBe(1)
-    expect(byText.results[0].metadata).toEqual(r.getFlat(canon))
-    expect(byText.results[0].metadata.year).toBe('2004')
-    // fields of either member match, and the group still counts once
-    expect(ids(f.query({ query: 'movie', filters: [{ property: 'year', values: ['2004'] }, { property: 'genres', values: ['Drama'] }] }))).toEqual([canon])
-    expect(f.query({ query: 'mkv' }).total).toBe(1)
-    expect(f.query({}).total).toBe(1)
-    expect(ids(f.query({ query: other.slice(6, 16).toLowerCase() }))).toEqual([canon])
-    expect(f.search.list(0, 10).items.map(i => i.hashId)).toEqual([canon])
-    expect(f.search.ftsRowCount()).toBe(1)
-  })
+    it('matches tokens found in different members of a group joined by an alias alone', async () => {
+      f = await openFixture({ merger })
+      const r = f.store.records
+      const a = await w(r.mint('/files/x/first.mkv', 5, 1, { title: 'Northern Lights' }))
+      const b = await w(r.mint('/files/y/second.mkv', 5, 1, { showtitle: 'Aurora Borealis' }))
+      expect(f.query({ query: 'northern borealis' }).total).toBe(0)
+      await w(r.addAlias(a, CID_A))
+      await w(r.addAlias(b, CID_A))
+      expect(ids(f.query({ query: 'northern borealis' }))).toEqual([[a, b].sort()[0]])
+      await f.search.whenIdle()
+      expect(f.search.ftsRowCount()).toBe(1)
+      // the FTS alone (no per-candidate check) already finds the group: its one row holds the merged haystack
+      await f.search.whenIdle()
+      expect(f.search.explain({ query: 'northern borealis' }).plan?.parts[0].collected).toBe(1)
+    })
 
-  it('matches tokens found in different members of a group joined by an alias alone', async () => {
-    f = await openFixture()
-    const r = f.store.records
-    const a = await r.mint('/files/x/first.mkv', 5, 1, { title: 'Northern Lights' })
-    const b = await r.mint('/files/y/second.mkv', 5, 1, { showtitle: 'Aurora Borealis' })
-    expect(f.query({ query: 'northern borealis' }).total).toBe(0)
-    await r.addAlias(a, CID_A)
-    await r.addAlias(b, CID_A)
-    expect(ids(f.query({ query: 'northern borealis' }))).toEqual([[a, b].sort()[0]])
-    expect(f.search.ftsRowCount()).toBe(1)
-    // the FTS alone (no per-candidate check) already finds the group: its one row holds the merged haystack
-    expect(f.search.explain({ query: 'northern borealis' }).plan?.parts[0].collected).toBe(1)
-  })
-
-  it('splits back into two results when the shared CID goes, and survives deleting the canonical root', async () => {
-    f = await openFixture()
-    const r = f.store.records
-    const a = await r.mint('/files/a.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', [`cids/${CID_B}`]: 'true', title: 'Twin' })
-    const b = await r.mint('/files/b.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Twin copy' })
-    expect(f.query({ query: 'twin' }).total).toBe(1)
-    await r.mergeFlat(a, {}) // no-op write: nothing changes
-    await r.deleteProperty(b, `cids/${CID_A}`)
-    expect(f.query({ query: 'twin' }).total).toBe(2)
-    expect(f.search.ftsRowCount()).toBe(2)
-    await r.addAlias(b, CID_B) // joins them again without touching a haystack field
-    expect(f.query({ query: 'twin' }).total).toBe(1)
-    expect(f.search.ftsRowCount()).toBe(1)
-    await r.deleteRoot([a, b].sort()[0])
-    expect(f.query({ query: 'twin' }).total).toBe(0) // deleteRoot removes the whole group
+    it('splits back into two results when the shared CID goes, and survives deleting the canonical root', async () => {
+      f = await openFixture({ merger })
+      const r = f.store.records
+      const a = await w(r.mint('/files/a.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', [`cids/${CID_B}`]: 'true', title: 'Twin' }))
+      const b = await w(r.mint('/files/b.mkv', 5, 1, { [`cids/${CID_A}`]: 'true', title: 'Twin copy' }))
+      expect(f.query({ query: 'twin' }).total).toBe(1)
+      await w(r.mergeFlat(a, {})) // no-op write: nothing changes
+      await w(r.deleteProperty(b, `cids/${CID_A}`))
+      expect(f.query({ query: 'twin' }).total).toBe(2)
+      await f.search.whenIdle()
+      expect(f.search.ftsRowCount()).toBe(2)
+      await w(r.addAlias(b, CID_B)) // joins them again without touching a haystack field
+      expect(f.query({ query: 'twin' }).total).toBe(1)
+      await f.search.whenIdle()
+      expect(f.search.ftsRowCount()).toBe(1)
+      await w(r.deleteRoot([a, b].sort()[0]))
+      expect(f.query({ query: 'twin' }).total).toBe(0) // deleteRoot removes the whole group
+    })
   })
 })
 

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { prefixEnd } from '../../src/common/index.js'
 import { FILE, GRP, ROOTS, fieldKey } from '../../src/records/layout.js'
 import { openNodeStore, recordRows } from '../../src/records/index.js'
-import { FILE_RANGE, GRP_PREFIX, ROOTS_HI, ROOTS_LO } from '../../src/search/search-schema.js'
+import { FIELD_AT, FILE_PREFIX, GRP_PREFIX, ROOTS_HI, ROOTS_LO } from '../../src/search/search-schema.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []
@@ -20,8 +20,10 @@ describe('search\'s names for the record layout', () => {
     expect(ROOTS_LO).toBe(ROOTS)
     expect(ROOTS_HI).toBe(prefixEnd(ROOTS))
     expect(GRP_PREFIX).toBe(GRP)
-    expect(FILE_RANGE).toContain(`k>='${FILE}' AND k<'${prefixEnd(FILE)}'`)
-    expect(fieldKey('R', 'title')).toBe(`${FILE}R/title`)
+    expect(FILE_PREFIX).toBe(FILE)
+    const rid = '01M8ME6YDNEBQ9WHRFBFD4HMGQ'
+    expect(fieldKey(rid, 'title')).toBe(`${FILE}${rid}/title`)
+    expect(fieldKey(rid, 'title').slice(FIELD_AT - 1)).toBe('title')
   })
 
   it('select the live roots and the fields recordRows reports on a real store', async () => {
@@ -34,7 +36,8 @@ describe('search\'s names for the record layout', () => {
     const roots = s.kv.prepare(`SELECT substr(k, ${ROOTS_LO.length + 1}) FROM kv WHERE k >= ? AND k < ?`).pluck().all(ROOTS_LO, ROOTS_HI)
     expect(roots).toEqual(recordRows.liveRoots(s.kv, undefined, 10))
     expect(roots).toEqual([a])
-    const fields = s.kv.prepare(`SELECT k, v FROM kv WHERE ${FILE_RANGE} AND k LIKE ?`).raw().all(`%${a}%`) as Array<[string, string]>
-    expect(Object.fromEntries(fields.map(([k, v]) => [k.slice(k.indexOf('/') + 1), v]))).toEqual(recordRows.fields(s.kv, a))
+    const fields = s.kv.prepare(`SELECT substr(k, ${FIELD_AT}), v FROM kv WHERE k >= ? AND k < ?`).raw()
+      .all(`${FILE_PREFIX}${a}/`, `${FILE_PREFIX}${a}0`) as Array<[string, string]>
+    expect(Object.fromEntries(fields)).toEqual(recordRows.fields(s.kv, a))
   })
 })

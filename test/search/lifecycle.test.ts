@@ -36,6 +36,7 @@ describe('search lifecycle', () => {
     // A record written before start is found (the start-time repair), and one written after too (the hook).
     await s.records.mint('/files/b', 2, 2, { title: 'after start' })
     expect(search.search({ query: 'start' }).results).toHaveLength(2)
+    await search.whenIdle()
     expect(search.ftsRowCount()).toBe(2)
     await search.stop()
     await search.stop() // idempotent
@@ -43,6 +44,7 @@ describe('search lifecycle', () => {
     // A restart reuses the one hook: rows stay one per record.
     await search.start()
     await s.records.mint('/files/c', 3, 3, { title: 'after restart' })
+    await search.whenIdle()
     expect(search.ftsRowCount()).toBe(3)
     expect(search.search({ query: 'after' }).results).toHaveLength(2)
     await search.stop()

@@ -1,34 +1,24 @@
 /**
  * The derived structures are rebuildable from the kv rows: a rebuild yields
- * exactly the incremental state; a store written without search (or opened
- * without its structures) is repaired at open; answers are right meanwhile.
+ * exactly the incremental state; records changed while search was not
+ * attached are found in the change log and staged at open (or, when the log
+ * no longer reaches back, everything is rebuilt); a store of an earlier
+ * format loses its old structures; entries of re-indexed records are swept;
+ * answers are right throughout.
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
-import type { KvStore } from '../../src/kv/index.js'
 import { openNodeStore } from '../../src/records/index.js'
 import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
 import { tmpDir } from '../helpers/tmp.js'
-import { openFixture, type Fixture } from './fixture.js'
+import { indexState, openFixture, type Fixture } from './fixture.js'
 
 const CID = 'bafkreih5kapbjzq6o7bdsjg3m4ezcslmnxgs3kzkzbwgj2khrntmfybyyq'
 
-/** The FTS rows and their mappings, as comparable data (rowids left out: they differ between builds). */
-function ftsState (kv: KvStore): { rows: string[][], mapped: string[] } {
-  const rows = kv.prepare('SELECT rid, hay FROM fts ORDER BY rid').raw().all() as string[][]
-  const mapped = kv.keys('idx:fts/', 'idx:fts0').map(k => k.slice('idx:fts/'.length))
-  for (const k of kv.keys('idx:fts/', 'idx:fts0')) {
-    expect(kv.prepare('SELECT rid FROM fts WHERE rowid = ?').pluck().get(Number(kv.get(k)))).toBe(k.slice('idx:fts/'.length))
-  }
-  return { rows, mapped }
-}
-
-const dirtyCount = (kv: KvStore): number => kv.prepare('SELECT count(*) FROM search_dirty').pluck().get() as number
-
 async function writeHistory (records: Fixture['store']['records']): Promise<string[]> {
   const a = await records.mint('/files/h/a.mkv', 1, 1, { title: 'Alpha', [`cids/${CID}`]: 'true' })
-  const b = await records.mint('/files/h/b.mkv', 1, 1, { title: 'Beta', showtitle: 'Show' })
+  const b = await records.mint('/files/h/b.mkv', 1, 1, { title: 'Beta', showtitle: 'Show', Genre: 'Drama, Comedy' })
   await records.addAlias(b, CID) // joins a's group without touching a haystack field
   const c = await records.mint('/files/h/c.mkv', 1, 1, { originaltitle: 'Gamma' })
   const d = await records.mint('/files/h/d.mkv', 1, 1, { plot: 'no haystack change' })
@@ -41,17 +31,19 @@ async function writeHistory (records: Fixture['store']['records']): Promise<stri
 
 const REQUESTS: SearchRequest[] = [
   { query: 'alpha' }, { query: 'beta show' }, { query: 'gamma' }, { query: 'h' }, { query: 'epsilon' }, {},
-  { filters: [{ property: 'year', values: ['2001'] }] }, { query: 'files', limit: 2 }
+  { filters: [{ property: 'year', values: ['2001'] }] }, { filters: [{ property: 'genre', values: ['comedy'], exact: true }] },
+  { query: 'files', limit: 2 }, { query: 'outside' }, { query: 'renamed' }
 ]
 
 let f: Fixture | undefined
 afterEach(async () => { await f?.close(); f = undefined })
 
 describe('rebuild', () => {
-  it('reopening a store with current structures recreates and rebuilds nothing', async () => {
+  it('reopening a store with current structures recreates, stages and rebuilds nothing', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
-    const rowids = f.store.kv.prefix('idx:fts/')
+    await f.search.whenIdle()
+    const docs = f.store.kv.prepare('SELECT d, rid FROM search_doc ORDER BY d').raw().all()
     await f.search.stop()
     f.store.close()
     const lines: string[] = []
@@ -59,7 +51,8 @@ describe('rebuild', () => {
     const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'debug', write: l => { lines.push(l) } }) })
     await search.start()
     expect(lines).toEqual([])
-    expect(s.kv.prefix('idx:fts/')).toEqual(rowids)
+    expect(search.pendingCount()).toBe(0)
+    expect(s.kv.prepare('SELECT d, rid FROM search_doc ORDER BY d').raw().all()).toEqual(docs)
     expect(search.search({ query: 'gamma' }).total).toBe(1)
     await search.stop()
     s.close()
@@ -70,13 +63,18 @@ describe('rebuild', () => {
   it('rebuild() from the kv rows yields exactly the incremental state', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
-    const incremental = ftsState(f.store.kv)
-    expect(incremental.rows.length).toBe(3) // the group (a+b), c and d (an empty haystack, but an id); e is gone
-    // damage the rows: a stale haystack, a row for a deleted root, a missing row
-    f.store.kv.exec("UPDATE fts SET hay = 'stale' WHERE rid = (SELECT min(rid) FROM fts)")
-    f.store.kv.exec("INSERT INTO fts (rid, hay) VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAV', 'ghost')")
+    await f.search.whenIdle()
+    const incremental = indexState(f.store.kv)
+    expect(incremental.fts.length).toBe(3) // the group (a+b), c and d (an empty haystack, but an id); e is gone
+    expect(incremental.docs.length).toBe(4)
+    // Damage every structure: a stale haystack, a document and a row for a deleted root, a lost entry.
+    const kv = f.store.kv
+    kv.exec("UPDATE search_fts SET hay = 'stale' WHERE rowid = (SELECT min(rowid) FROM search_fts)")
+    kv.exec("INSERT INTO search_doc (rid, g) VALUES ('01ARZ3NDEKTSV4RRFFQ69G5FAV', 0)")
+    kv.exec("INSERT INTO search_fts (rowid, hay, ids) VALUES ((SELECT max(d) FROM search_doc), 'ghost', '')")
+    kv.exec("DELETE FROM search_field WHERE f = 'year'")
     await f.search.rebuild()
-    expect(ftsState(f.store.kv)).toEqual(incremental)
+    expect(indexState(kv)).toEqual(incremental)
     for (const req of REQUESTS) f.query(req)
   })
 
@@ -89,11 +87,13 @@ describe('rebuild', () => {
       plain.close()
       f = await openFixture()
       await writeHistory(f.store.records)
-      const want = ftsState(f.store.kv).rows.map(([, hay]) => hay)
+      await f.search.whenIdle()
+      const want = indexState(f.store.kv).fts.map(([, hay]) => hay)
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
       const search = createSearch({ kv: s.kv, records: s.records })
       await search.start()
-      expect(ftsState(s.kv).rows.map(([, hay]) => hay)).toEqual(want)
+      expect(search.pendingCount()).toBe(0) // a small store is built before createSearch returns
+      expect(indexState(s.kv).fts.map(([, hay]) => hay)).toEqual(want)
       for (const req of REQUESTS) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
       await search.stop()
       s.close()
@@ -105,26 +105,107 @@ describe('rebuild', () => {
   it.each([
     ['at open', 2000],
     ['in the background, answering right meanwhile', 0]
-  ])('repairs rows of records written by a process that ran no search, %s', async (_how, syncRepairMaxRoots) => {
+  ])('stages the records a process without search changed, from the change log, %s', async (_how, syncRepairMaxRoots) => {
     f = await openFixture()
     const [a, b, c] = await writeHistory(f.store.records)
+    await f.search.whenIdle()
     await f.search.stop()
     f.store.close()
     const plain = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
     await plain.records.mergeFlat(a, { title: 'Renamed Outside' })
     await plain.records.deleteRoot(c)
-    await plain.records.deleteProperty(b, `cids/${CID}`) // splits the group
+    await plain.records.deleteProperty(b, `cids/${CID}`) // splits the group: a's row must lose b's fields
     await plain.records.mint('/files/h/f.mkv', 1, 1, { title: 'Written Outside' })
-    expect(dirtyCount(plain.kv)).toBeGreaterThan(0) // the triggers recorded what changed
     plain.close()
     await f.reopen({ syncRepairMaxRoots })
-    for (const req of [...REQUESTS, { query: 'outside' }, { query: 'renamed' }, { query: 'beta' }]) f.query(req)
-    await f.search.whenReady()
-    expect(dirtyCount(f.store.kv)).toBe(0)
-    const repaired = ftsState(f.store.kv)
-    for (const req of [...REQUESTS, { query: 'outside' }, { query: 'renamed' }, { query: 'beta' }]) f.query(req)
+    if (syncRepairMaxRoots === 0) expect(f.search.pendingCount()).toBeGreaterThanOrEqual(4)
+    else expect(f.search.pendingCount()).toBe(0)
+    // A replay, not a rebuild: the index keeps serving.
+    expect(f.search.explain({ query: 'outside' }).plan?.parts.map(p => p.name)).toEqual(['text:fts'])
+    for (const req of REQUESTS) f.query(req)
+    await f.search.whenIdle()
+    expect(f.search.pendingCount()).toBe(0)
+    const repaired = indexState(f.store.kv)
+    for (const req of REQUESTS) f.query(req)
     await f.search.rebuild()
-    expect(ftsState(f.store.kv)).toEqual(repaired)
+    expect(indexState(f.store.kv)).toEqual(repaired)
+  })
+
+  it('rebuilds when the change log was trimmed past the mark while search was not attached', async () => {
+    f = await openFixture()
+    await writeHistory(f.store.records)
+    await f.search.whenIdle()
+    await f.search.stop()
+    f.store.close()
+    const plain = openNodeStore({ path: f.dbPath, nodeId: 'node-a', streamRetention: 5, trimEvery: 5 })
+    for (let i = 0; i < 10; i++) await plain.records.mint(`/files/t/${i}.mkv`, i, i, { title: `Trimmed Outside ${i}` })
+    plain.close()
+    const lines: string[] = []
+    const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
+    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) })
+    await search.start()
+    try {
+      expect(lines.some(l => l.includes('rebuilding') && l.includes('no longer reaches back'))).toBe(true)
+      for (const req of [...REQUESTS, { query: 'trimmed outside' }]) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
+      expect(search.search({ query: 'trimmed outside' }).total).toBe(10)
+    } finally {
+      await search.stop()
+      s.close()
+    }
+  })
+
+  it('drops the structures of the earlier format (expression index, FTS table, dirty list and triggers) and rebuilds', async () => {
+    const { dir, cleanup } = tmpDir('mc-search-')
+    try {
+      const dbPath = path.join(dir, 'store.db')
+      const plain = openNodeStore({ path: dbPath, nodeId: 'n' })
+      await writeHistory(plain.records)
+      const kv = plain.kv
+      kv.exec("CREATE INDEX kv_field_v ON kv(lower(substr(k,instr(k,'/')+1)), lower(v), v) WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0")
+      kv.exec("CREATE VIRTUAL TABLE fts USING fts5(rid UNINDEXED, hay, ids, tokenize='trigram case_sensitive 1')")
+      kv.exec('CREATE TABLE search_dirty (rid TEXT PRIMARY KEY) WITHOUT ROWID')
+      kv.exec("CREATE TRIGGER search_dirty_ins AFTER INSERT ON kv WHEN new.k >= 'file:' BEGIN INSERT OR IGNORE INTO search_dirty(rid) VALUES ('x'); END")
+      kv.exec("INSERT INTO kv (k, v) VALUES ('idx:fts/01ARZ3NDEKTSV4RRFFQ69G5FAV', '1'), ('idx:search/version', 'search-2')")
+      plain.close()
+      const lines: string[] = []
+      const s = openNodeStore({ path: dbPath, nodeId: 'n' })
+      const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) })
+      await search.start()
+      try {
+        const names = s.kv.prepare("SELECT name FROM sqlite_master WHERE name IN ('kv_field_v', 'fts', 'search_dirty', 'search_dirty_ins')").pluck().all()
+        expect(names).toEqual([])
+        expect(s.kv.prefix('idx:fts/')).toEqual([])
+        expect(s.kv.prefix('idx:search/')).toEqual([])
+        expect(lines.some(l => l.includes('earlier format'))).toBe(true)
+        for (const req of REQUESTS) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
+        expect(search.ftsRowCount()).toBe(3)
+      } finally {
+        await search.stop()
+        s.close()
+      }
+    } finally {
+      cleanup()
+    }
+  })
+
+  it('sweeps the entries of re-indexed records once they are a tenth of the documents', async () => {
+    f = await openFixture({ merger: { sweepMinOrphans: 20 } })
+    const r = f.store.records
+    const rids = await Promise.all(Array.from({ length: 60 }, async (_, i) => await r.mint(`/files/s/${i}.mkv`, i, i, { title: `sweep ${i}`, genre: 'a, b' })))
+    await f.search.whenIdle()
+    const kv = f.store.kv
+    const orphanEntries = (): number => kv.prepare('SELECT count(*) FROM search_field WHERE d NOT IN (SELECT d FROM search_doc)').pluck().get() as number
+    await Promise.all(rids.slice(0, 30).map(async (rid, i) => await r.mergeFlat(rid, { title: `swept ${i}` })))
+    await f.search.whenIdle()
+    expect(orphanEntries()).toBe(0)
+    expect(kv.prepare("SELECT multi FROM search_fstat WHERE f = 'genre'").pluck().get()).toBe(60)
+    f.query({ query: 'swept' })
+    f.query({ filters: [{ property: 'genre', values: ['b'], exact: true }] })
+    // Fewer than the threshold: left alone.
+    await r.mergeFlat(rids[40], { title: 'once more' })
+    await f.search.whenIdle()
+    expect(orphanEntries()).toBeGreaterThan(0)
+    f.query({ query: 'once more' })
   })
 
   it('answers correctly while a large store rebuilds in the background, then serves from the rows', async () => {
@@ -138,11 +219,11 @@ describe('rebuild', () => {
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
       const search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
       await search.start()
-      const during = search.explain({ query: 'tenth' })
-      expect(during.plan?.parts.map(p => p.name)).toEqual(['text:read-all'])
+      const during = search.explain({ query: 'tenth', filters: [{ property: 'title', values: ['bulk'] }] })
+      expect(during.plan?.parts.map(p => [p.name, p.detail])).toEqual([['filter:title', 'read-all'], ['text:read-all', undefined]])
       expect(during.response.total).toBe(60)
       const rid = (await s.records.mint('/files/bulk/late.mkv', 1, 1, { title: 'late tenth' }))
-      await search.whenReady()
+      await search.whenIdle()
       const after = search.explain({ query: 'tenth', limit: 1000 })
       expect(after.plan?.parts.map(p => p.name)).toEqual(['text:fts'])
       expect(after.response.total).toBe(61)
@@ -165,8 +246,9 @@ describe('rebuild', () => {
       let s = openNodeStore({ path: dbPath, nodeId: 'n' })
       let search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
       await search.start()
+      const ready = search.whenReady()
       await search.stop()
-      await expect(search.whenReady()).rejects.toThrow(/stopped/)
+      await expect(ready).rejects.toThrow(/stopped/)
       s.close()
       s = openNodeStore({ path: dbPath, nodeId: 'n' })
       search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })

@@ -1,0 +1,55 @@
+/**
+ * The backlog of staged roots is bounded: writers wait at the bound while
+ * the merger works it down, and a backlog that lasts says so in the log.
+ */
+import { afterEach, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/common/index.js'
+import { openNodeStore, type NodeStore } from '../../src/records/index.js'
+import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
+import { tmpDir } from '../helpers/tmp.js'
+
+let cleanup: (() => Promise<void>) | undefined
+afterEach(async () => { await cleanup?.(); cleanup = undefined })
+
+async function open (merger: MergerOptions, lines?: string[]): Promise<{ s: NodeStore, search: Search }> {
+  const t = tmpDir('mc-backlog-')
+  const s = openNodeStore({ path: `${t.dir}/store.db`, nodeId: 'n' })
+  const logger = lines === undefined ? undefined : createLogger({ level: 'info', write: l => { lines.push(l) } })
+  const search = createSearch({ kv: s.kv, records: s.records, logger }, { merger })
+  await search.start()
+  cleanup = async () => { await search.stop(); s.close(); t.cleanup() }
+  return { s, search }
+}
+
+const same = (s: NodeStore, search: Search, req: SearchRequest): void => { expect(search.search(req)).toEqual(referenceSearch(s.records, req)) }
+
+describe('backlog', () => {
+  it('makes writers wait at the bound instead of letting the backlog grow', async () => {
+    // The merger starts only when writers reach the bound: without the wait, all 200 writes would stay staged.
+    const { s, search } = await open({ backlogLimit: 20, batchRoots: 1000, delayMs: 3_600_000 })
+    let most = 0
+    s.kv.onCommit(() => { most = Math.max(most, search.pendingCount()) })
+    await Promise.all(Array.from({ length: 4 }, async (_, w) => {
+      for (let i = 0; i < 50; i++) await s.records.mint(`/files/${w}/${i}.mkv`, i, i, { title: `writer ${w} record ${i}` })
+    }))
+    expect(most).toBeGreaterThanOrEqual(20)
+    expect(most).toBeLessThanOrEqual(20 + 4) // each of the 4 writers may have passed the gate just before it closed
+    same(s, search, { query: 'writer 3' })
+    same(s, search, { filters: [{ property: 'title', values: ['record 4'] }] })
+    await search.whenIdle()
+    expect(search.pendingCount()).toBe(0)
+    same(s, search, { query: 'writer 3' })
+  })
+
+  it('writes a progress line while a backlog lasts, and one when it is merged', async () => {
+    const lines: string[] = []
+    const { s, search } = await open({ batchRoots: 10, delayMs: 3_600_000, progressEveryMs: 0 }, lines)
+    await Promise.all(Array.from({ length: 100 }, async (_, i) => await s.records.mint(`/files/p/${i}.mkv`, i, i, { title: `progress ${i}` })))
+    await search.whenIdle()
+    const progress = lines.filter(l => l.includes('search: backlog in progress'))
+    expect(progress.length).toBeGreaterThan(1)
+    expect(progress[0]).toMatch(/pending=\d+/)
+    expect(lines.some(l => l.includes('search: backlog merged'))).toBe(true)
+    same(s, search, { query: 'progress 7' })
+  })
+})
