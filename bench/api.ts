@@ -35,7 +35,7 @@ import { waitFor, withTimeout } from '../src/common/index.js'
 import { openNodeStore } from '../src/records/index.js'
 import { createSearch } from '../src/search/index.js'
 import { pick, prng } from '../test/helpers/prng.js'
-import { machineLine, report } from './lib/report.js'
+import { machineLine, report, removeUnlessKept } from './lib/report.js'
 import { wrk, wrkVersion, writeRandomPathScript, type LoadFigures } from './lib/wrk.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -45,7 +45,7 @@ const CONNECTIONS = Number(process.env.BENCH_API_CONNECTIONS ?? 50)
 const WARMUP_S = Math.min(5, DURATION_S)
 const ROUNDS = Number(process.env.BENCH_API_ROUNDS ?? 3)
 /** Bump when the generated records change shape, so an old cached store is rebuilt. */
-const DATA_VERSION = 1
+const DATA_VERSION = 2
 /** Writes in flight while building: enough for group commit to batch well. */
 const IN_FLIGHT = 1000
 
@@ -128,7 +128,7 @@ async function buildStore (dbPath: string): Promise<{ cached: boolean, ms: numbe
     }
   }
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
-  await search.whenReady()
+  await search.whenIdle()
   await search.stop()
   s.close()
   return { cached: false, ms: Date.now() - t0 }
@@ -304,6 +304,7 @@ ${json.targets.requestsPerSecond10k && json.targets.p99AtMost10ms ? 'met' : 'not
 ${json.loadAverage1m.before} before, ${json.loadAverage1m.after} after (2 cores): absolute rates move with it, the ratio much less.${memory === undefined ? '' : ` Server memory after the run: ${memory.rss} MiB resident, ${memory.peak} MiB peak.`}
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s through the record write path, search attached.`}`
   report('api', json, md)
+  removeUnlessKept(dir, path.join(ROOT, '.bench-tmp', 'wrk-paths.lua'))
 }
 
 main().catch((err: unknown) => {

@@ -13,7 +13,8 @@
  *
  * The store is built once per size through the record write path with search
  * attached (so the FTS rows come from the same hooks as in production) and
- * cached under .bench-tmp/, so re-runs skip the build.
+ * kept under .bench-tmp/ with BENCH_KEEP=1, so re-runs skip the build
+ * (removed when the run ends otherwise).
  *
  * Env: BENCH_SEARCH_RECORDS (default 169000; e.g. 5000 for a smoke run),
  * BENCH_SEARCH_QUERIES (per kind, default 200), BENCH_SEARCH_BASELINE (reference
@@ -33,14 +34,14 @@ import { midhashCidFromDigest } from '../src/cid/index.js'
 import { openNodeStore } from '../src/records/index.js'
 import { createSearch, referenceSearch, type SearchRequest } from '../src/search/index.js'
 import { prng, pick } from '../test/helpers/prng.js'
-import { machineLine, percentile, report } from './lib/report.js'
+import { machineLine, percentile, removeUnlessKept, report } from './lib/report.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const N = Number(process.env.BENCH_SEARCH_RECORDS ?? 169_000)
 const QUERIES = Number(process.env.BENCH_SEARCH_QUERIES ?? 200)
 const BASELINE = Number(process.env.BENCH_SEARCH_BASELINE ?? 1)
 /** Bump when the generated data changes, so a cached store of the old shape is not reused. */
-const DATA_VERSION = 2
+const DATA_VERSION = 3
 const IN_FLIGHT = 1000
 
 // ------------------------------------------------------------------ synthetic library
@@ -150,6 +151,7 @@ async function buildStore (dbPath: string): Promise<{ ms: number, cached: boolea
     }
   }
   await Promise.all(Array.from({ length: IN_FLIGHT }, worker))
+  await search.whenIdle()
   await search.stop()
   s.close()
   for (const ext of ['-wal', '-shm']) fs.rmSync(tmp + ext, { force: true })
@@ -408,6 +410,7 @@ ${runs.map(r => `| ${r.server} | ${r.startToHealthMs} | ${r.rssMiB} | ${r.hwmMiB
 The original's Redis era used about 6.6 GB for 169k records.
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s (${rate} records/s through the record write path, search attached).`}`
   report('search', json, md)
+  removeUnlessKept(dbPath, `${dbPath}-wal`, `${dbPath}-shm`)
 }
 
 if (process.argv[2] === '--serve') await serve(process.argv[3], Number(process.argv[4]))

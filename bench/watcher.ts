@@ -29,7 +29,7 @@ import path from 'node:path'
 import { midhash256 } from '../src/cid/index.js'
 import { openNodeStore } from '../src/records/index.js'
 import { createWatcher } from '../src/watcher/index.js'
-import { machineLine, report } from './lib/report.js'
+import { machineLine, report, removeUnlessKept } from './lib/report.js'
 // The same seeded generator as the tests: the same tree every time for a given count.
 import { prng } from '../test/helpers/prng.js'
 
@@ -239,6 +239,7 @@ ceiling run ${bestRatio}; files per CPU-second, real over ceiling, ${cpuRatio}. 
 competes for its two cores, so wall-clock rounds are noisy; the CPU-time ratio is the steadier measure of what the
 store adds per file.`
   report('watcher', json, md)
+  removeUnlessKept(BASE)
 }
 
 main().catch(err => {

@@ -36,3 +36,15 @@ export function percentile (xs: number[], p: number): number {
   const i = Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))
   return s[i]
 }
+
+/**
+ * BENCH_KEEP=1 keeps a benchmark's stores and generated files under
+ * .bench-tmp/ (a later run reuses them); by default they are removed when
+ * the benchmark finishes, so the shared disk does not fill up.
+ */
+export const BENCH_KEEP = process.env.BENCH_KEEP === '1'
+
+export function removeUnlessKept (...paths: string[]): void {
+  if (BENCH_KEEP) return
+  for (const p of paths) fs.rmSync(p, { recursive: true, force: true })
+}
