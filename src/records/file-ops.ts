@@ -13,7 +13,8 @@ import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, fieldKey, 
 import type { LocalWriter } from './local-writes.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
-import type { FileTuple, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
+import type { FieldChange } from './mutation.js'
+import type { FileTuple, LocalCopy, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
 
 export class FileOps {
   private fieldStmt: SqlStatement | undefined
@@ -22,35 +23,60 @@ export class FileOps {
   constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader, private readonly writer: LocalWriter) {}
 
   /**
-   * This node's last local copy of the content at `path` went away
-   * (replication.md, holders): in one transaction, the path leaves the record
-   * and this node's `holders/<holderId>` member goes; when that leaves no
-   * holder at all, the record is deleted. A record that never had holders
-   * (written only through the API) is not deleted. Deciding inside the write
-   * means a holder a peer added a moment ago is always seen.
+   * The copy of the content at `path` on this node went away. Decided in one
+   * transaction from the committed rows, not from what the caller believes:
+   * - the path leaves the record: a duplicate row goes, or, when it was the
+   *   `filePath`, a copy takes its place: one the caller knows (a duplicate
+   *   row first, in path order), else the first duplicate row; with that
+   *   copy's size and mtime when the caller knows them;
+   * - every copy in `copies` (other paths on this node the caller knows to
+   *   hold the content) that the record does not name becomes a duplicate:
+   *   the record's paths are brought back in line with the disk;
+   * - while any local copy remains (a duplicate row, `copies`), the record
+   *   and this node's `holders/<holderId>` member stay. Only when none does,
+   *   this node stops being a holder (replication.md): the record is deleted
+   *   when no other holder remains, else only our member goes. A record that
+   *   never had holders (written only through the API) is never deleted.
+   * A caller that counts one copy fewer than the record lists (a duplicate
+   * whose record write committed without the caller's own bookkeeping) thus
+   * never deletes a record whose content is still here; the `localPaths` it
+   * gets back name every copy the record now lists, for it to confirm. A
+   * holder a peer added a moment ago is always seen.
    */
-  async releaseCopy (addr: string, path: string, holderId: string): Promise<ReleaseResult> {
+  async releaseCopy (addr: string, path: string, holderId: string, opts: { copies?: readonly LocalCopy[] } = {}): Promise<ReleaseResult> {
     checkAddress(addr)
     const holder = `holders/${holderId}`
     validateFieldPath(holder)
-    return await this.ctx.write(tx => {
+    const copies = (opts.copies ?? []).filter(c => c.path !== path)
+    for (const c of copies) checkCopy(c)
+    return await this.ctx.write((tx): ReleaseResult => {
       const rid = this.reads.resolveRoot(addr, tx)
-      if (rid === undefined) return { kind: 'not-found' as const }
+      if (rid === undefined) return { kind: 'not-found' }
+      const removed = this.removePathTx(tx, rid, path, copies)
+      const members = membersOf(tx, rid)
+      for (const c of copies) {
+        if (members.some(m => tx.get(fieldKey(m, 'filePath')) === c.path || tx.get(`${DUP}${m}/${c.path}`) !== undefined)) continue
+        tx.put(`${DUP}${rid}/${c.path}`, '')
+      }
+      const dups = members.flatMap(m => readDuplicates(tx, m)).sort()
+      if (dups.length > 0 || copies.length > 0 || removed.kind === 'promoted') {
+        const promoted = removed.kind === 'promoted' ? removed.promoted : undefined
+        return { kind: 'kept', rid, ...(promoted !== undefined ? { promoted } : {}), localPaths: promoted !== undefined ? [promoted, ...dups] : dups }
+      }
       const fields = this.reads.mergedFields(tx, rid)
       const mine = fields[holder] !== undefined
       const others = Object.keys(fields).some(f => f.startsWith('holders/') && f !== holder)
       if (mine && !others) {
         this.writer.deleteRootTx(tx, rid)
-        return { kind: 'deleted' as const, rid }
+        return { kind: 'deleted', rid }
       }
-      this.removePathTx(tx, rid, path)
       if (mine) {
         const version = issueVersion(this.ctx, tx)
-        for (const m of membersOf(tx, rid)) {
+        for (const m of members) {
           if (tx.get(fieldKey(m, holder)) !== undefined) this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }])
         }
       }
-      return { kind: 'released' as const, rid }
+      return { kind: 'released', rid }
     })
   }
 
@@ -81,7 +107,13 @@ export class FileOps {
     })
   }
 
-  private removePathTx (tx: Tx, rid: RecordId, path: string): RemovePathResult {
+  /**
+   * Takes `path` out of the record: a duplicate row, or the `filePath`, which
+   * a copy replaces when there is one (see releaseCopy for the order); the
+   * promoted copy's size and mtime come from `copies` when it is there.
+   * Without `copies`, the first duplicate row in path order.
+   */
+  private removePathTx (tx: Tx, rid: RecordId, path: string, copies: readonly LocalCopy[] = []): RemovePathResult {
     const members = membersOf(tx, rid)
     for (const m of members) {
       if (tx.get(`${DUP}${m}/${path}`) !== undefined) {
@@ -91,11 +123,25 @@ export class FileOps {
     }
     for (const m of members) {
       if (tx.get(fieldKey(m, 'filePath')) !== path) continue
-      const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : 1))
-      if (dups.length === 0) return { kind: 'last-copy', rid }
-      const [owner, promoted] = dups[0]
-      tx.delete(`${DUP}${owner}/${promoted}`)
-      this.ctx.mutator.mutate(tx, m, [{ field: 'filePath', value: promoted, version: issueVersion(this.ctx, tx) }])
+      const known = new Map(copies.map(c => [c.path, c]))
+      const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
+      const row = dups.find(([, p]) => known.has(p)) ?? (copies.length === 0 ? dups[0] : undefined)
+      let promoted: string
+      if (row !== undefined) {
+        tx.delete(`${DUP}${row[0]}/${row[1]}`)
+        promoted = row[1]
+      } else if (copies.length > 0) {
+        promoted = copies[0].path
+      } else {
+        return { kind: 'last-copy', rid }
+      }
+      const version = issueVersion(this.ctx, tx)
+      const changes: FieldChange[] = [{ field: 'filePath', value: promoted, version }]
+      const c = known.get(promoted)
+      if (c?.sizeByte !== undefined && c.mtimeNano !== undefined) {
+        changes.push({ field: 'sizeByte', value: c.sizeByte, version }, { field: 'mtimeNano', value: c.mtimeNano, version })
+      }
+      this.ctx.mutator.mutate(tx, m, changes)
       return { kind: 'promoted', rid, promoted }
     }
     return { kind: 'not-found' }
@@ -179,4 +225,11 @@ export class FileOps {
       yield [k.slice(DUP.length, slash) as RecordId, k.slice(slash + 1)]
     }
   }
+}
+
+function checkCopy (c: LocalCopy): void {
+  validateValue(c.path)
+  if (c.path.length === 0) throw new InvalidValueError('path is empty')
+  if (c.sizeByte !== undefined && !/^\d{1,20}$/.test(c.sizeByte)) throw new InvalidValueError('sizeByte must be a decimal integer')
+  if (c.mtimeNano !== undefined && !/^\d{1,30}$/.test(c.mtimeNano)) throw new InvalidValueError('mtimeNano must be a decimal integer')
 }

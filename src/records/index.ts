@@ -34,7 +34,7 @@ export { checkRemoteEntry, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BY
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
 export type {
-  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, FileTuple
+  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, LocalCopy, FileTuple
 } from './types.js'
 export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 export type { RemoteEntry } from './remote-entry.js'

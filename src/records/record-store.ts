@@ -29,7 +29,7 @@ import { RecordIdMinter, newRecordId, type RandomSource, type RecordId } from '.
 import { ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
 import { RemoteApplier, type ApplyBatchOptions } from './remote-apply.js'
 import type {
-  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, RemovePathResult, WriteResult
+  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, LocalCopy, RemovePathResult, WriteResult
 } from './types.js'
 import type { Logger } from '../common/index.js'
 
@@ -139,7 +139,7 @@ export class RecordStore implements Records {
 
   // ---------------------------------------------------------------- files on this node (file-ops.ts)
 
-  async releaseCopy (addr: string, path: string, holderId: string): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId) }
+  async releaseCopy (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId, opts) }
   async addDuplicatePath (addr: string, path: string): Promise<RecordId> { return await this.files.addDuplicatePath(addr, path) }
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> { return await this.files.removeFilePath(addr, path) }
   isDuplicatePath (addr: string, path: string): boolean { return this.files.isDuplicatePath(addr, path) }

@@ -23,7 +23,7 @@ import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
 import type { FieldType } from './schema-type.js'
 import type {
-  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, RemovePathResult, WriteResult
+  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, LocalCopy, ReleaseResult, RemovePathResult, WriteResult
 } from './types.js'
 
 /** One value-type counter behind `/api/schema`: how many values of `field` classify as `prim`/`hint`. */
@@ -111,7 +111,8 @@ export interface FileRecords {
   /** Mints a root for a file on this node's disk; `inheritFrom`: a record whose fields the new one starts with (content changed in place). */
   mint: (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>, opts?: { inheritFrom?: string }) => Promise<RecordId>
   mergeFlat: (addr: string, fields: Record<string, string>) => Promise<WriteResult>
-  releaseCopy: (addr: string, path: string, holderId: string) => Promise<ReleaseResult>
+  /** The copy at `path` went; `copies`: the other paths on this node known to hold the content (see file-ops.ts). */
+  releaseCopy: (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }) => Promise<ReleaseResult>
   addDuplicatePath: (addr: string, path: string) => Promise<RecordId>
   removeFilePath: (addr: string, path: string) => Promise<RemovePathResult>
   /** `path` is one of the record's duplicate paths on this node. */

@@ -37,6 +37,32 @@ export type RemovePathResult =
   | { kind: 'last-copy', rid: RecordId }
   | { kind: 'not-found' }
 
-export type ReleaseResult = { kind: 'deleted' | 'released' | 'not-found', rid?: RecordId }
+/**
+ * What `releaseCopy` did with a path that no longer holds the content:
+ * - `kept`: another copy on this node remains (a duplicate row, or one the
+ *   caller knows of); the record stays with this node's holder member, and
+ *   `promoted` is the copy that became `filePath`, if the path was it;
+ * - `released`: no local copy is left and another node holds the content (or
+ *   none ever did: a record written through the API); this node's holder
+ *   member went;
+ * - `deleted`: no local copy is left and this node was the last holder.
+ * `localPaths` (kept only) are the record's duplicate paths after the write,
+ * and the promoted one: every path on this node the record now names.
+ */
+export type ReleaseResult =
+  | { kind: 'kept', rid: RecordId, promoted?: string, localPaths: string[] }
+  | { kind: 'deleted' | 'released', rid: RecordId }
+  | { kind: 'not-found' }
+
+/**
+ * Another path on this node known to hold the same content, with the size
+ * and mtime last seen there when known: what `filePath`, `sizeByte` and
+ * `mtimeNano` become if it is promoted.
+ */
+export interface LocalCopy {
+  path: string
+  sizeByte?: string
+  mtimeNano?: string
+}
 
 export interface FileTuple { rid: RecordId, filePath: string, sizeByte: string, mtimeNano: string }

@@ -252,6 +252,39 @@ describe('releaseCopy (holders)', () => {
     expect(flat['holders/node-b']).toBe('true')
   })
 
+  it('a duplicate row the caller did not count is promoted: the record, its fields and the holder stay', async () => {
+    const s = store()
+    const rid = await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', 'holders/node-a': 'true', title: 'T' })
+    await s.records.addDuplicatePath(MID, '/files/c')
+    await s.records.addDuplicatePath(MID, '/files/b')
+    expect(await s.records.releaseCopy(MID, '/files/a', 'node-a')).toEqual({ kind: 'kept', rid, promoted: '/files/b', localPaths: ['/files/b', '/files/c'] })
+    expect(s.records.getFlat(MID)).toMatchObject({ filePath: '/files/b', title: 'T', 'holders/node-a': 'true' })
+    expect(s.records.duplicatesOf(MID)).toEqual(['/files/c'])
+    // A duplicate goes while the caller knows the filePath holds a copy: nothing else changes.
+    expect(await s.records.releaseCopy(MID, '/files/c', 'node-a', { copies: [{ path: '/files/b' }] })).toEqual({ kind: 'kept', rid, localPaths: [] })
+    expect(s.records.getFlat(MID)).toMatchObject({ filePath: '/files/b', 'holders/node-a': 'true' })
+  })
+
+  it('promotes the copy the caller knows, with its size and mtime, and records the known copies the record lost', async () => {
+    const s = store()
+    const rid = await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', 'holders/node-a': 'true' })
+    await s.records.addDuplicatePath(MID, '/files/0-unconfirmed')
+    const copies = [{ path: '/files/b', sizeByte: '7', mtimeNano: '9' }, { path: '/files/c' }]
+    const r = await s.records.releaseCopy(MID, '/files/a', 'node-a', { copies })
+    expect(r).toEqual({ kind: 'kept', rid, promoted: '/files/b', localPaths: ['/files/b', '/files/0-unconfirmed', '/files/c'] })
+    expect(s.records.getFlat(MID)).toMatchObject({ filePath: '/files/b', sizeByte: '7', mtimeNano: '9', 'holders/node-a': 'true' })
+    expect(s.records.duplicatesOf(MID)).toEqual(['/files/0-unconfirmed', '/files/c'])
+  })
+
+  it('a promoted duplicate takes its size and mtime from the caller when it knows them', async () => {
+    const s = store()
+    await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', 'holders/node-a': 'true' })
+    await s.records.addDuplicatePath(MID, '/files/b')
+    await s.records.releaseCopy(MID, '/files/a', 'node-a', { copies: [{ path: '/files/b', sizeByte: '5', mtimeNano: '6' }] })
+    expect(s.records.getFlat(MID)).toMatchObject({ filePath: '/files/b', sizeByte: '5', mtimeNano: '6' })
+    expect(s.records.duplicatesOf(MID)).toEqual([])
+  })
+
   it('never deletes a record that had no holders (written through the API)', async () => {
     const s = store()
     const r = await s.records.mergeFlat(SHA, { title: 'gateway' })
