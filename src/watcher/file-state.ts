@@ -41,8 +41,8 @@ export interface HydrateResult {
 
 export class FileState {
   private readonly entries = new Map<string, FileEntry>()
-  /** How many known paths hold each content: the last local copy is the one whose cid count drops to 0. */
-  private readonly cidCounts = new Map<string, number>()
+  /** Known paths holding each content: the other local copies a removal hands to the record layer. */
+  private readonly byCid = new Map<string, Set<string>>()
   /** Known files below each folder: tells a vanished folder from a vanished unknown file without a full pass. */
   private readonly dirCounts = new Map<string, number>()
 
@@ -56,17 +56,19 @@ export class FileState {
 
   set (rel: string, e: FileEntry): void {
     const old = this.entries.get(rel)
-    if (old !== undefined) this.count(this.cidCounts, old.cid, -1)
+    if (old !== undefined) this.unlink(old.cid, rel)
     else this.countDirs(rel, 1)
     this.entries.set(rel, e)
-    this.count(this.cidCounts, e.cid, 1)
+    let set = this.byCid.get(e.cid)
+    if (set === undefined) { set = new Set(); this.byCid.set(e.cid, set) }
+    set.add(rel)
   }
 
   delete (rel: string): void {
     const old = this.entries.get(rel)
     if (old === undefined) return
     this.entries.delete(rel)
-    this.count(this.cidCounts, old.cid, -1)
+    this.unlink(old.cid, rel)
     this.countDirs(rel, -1)
   }
 
@@ -79,9 +81,15 @@ export class FileState {
     return out
   }
 
-  /** Known paths holding this content. */
+  /** How many known paths hold this content. */
   copiesOf (cid: string): number {
-    return this.cidCounts.get(cid) ?? 0
+    return this.byCid.get(cid)?.size ?? 0
+  }
+
+  /** The known paths holding this content. */
+  pathsOf (cid: string): string[] {
+    const set = this.byCid.get(cid)
+    return set === undefined ? [] : [...set]
   }
 
   paths (): IterableIterator<string> {
@@ -95,8 +103,15 @@ export class FileState {
 
   clear (): void {
     this.entries.clear()
-    this.cidCounts.clear()
+    this.byCid.clear()
     this.dirCounts.clear()
+  }
+
+  private unlink (cid: string, rel: string): void {
+    const set = this.byCid.get(cid)
+    if (set === undefined) return
+    set.delete(rel)
+    if (set.size === 0) this.byCid.delete(cid)
   }
 
   private count (m: Map<string, number>, k: string, d: number): void {

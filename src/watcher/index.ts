@@ -20,6 +20,10 @@
  *   published only if its record change committed (see lifecycle-writer.ts
  *   for the one narrow case where they may commit apart and how the next
  *   scan repairs it).
+ * - A record is deleted only when no copy of its content is left on this node
+ *   (neither its duplicate rows nor the paths the state knows name one) and
+ *   no other node holds it; a deleted `filePath` is replaced by a copy, with
+ *   that copy's size and mtime.
  * - After a restart, files whose size and mtime match their state row cause
  *   no hashing and no event; files removed while down are announced `delete`,
  *   moved ones `rename`.

@@ -1,5 +1,5 @@
 import { silentLogger, sleep, type Logger } from '../common/index.js'
-import type { LocalTx } from '../records/index.js'
+import type { LocalCopy, LocalTx, ReleaseResult } from '../records/index.js'
 import { FILES_MOUNT, FileState, type FileEntry } from './file-state.js'
 import { FILE_EVENTS, type WatcherRecords } from './types.js'
 
@@ -48,6 +48,8 @@ export interface LifecycleWriterOptions {
   maxBatch?: number
   /** How long the first step of a batch waits for others to join it (default 20 ms). */
   gatherMs?: number
+  /** A path the records name as a copy on this node that the state did not know (now known, unconfirmed): look at it. */
+  recheck?: (rel: string) => void
 }
 
 interface Queued {
@@ -86,13 +88,18 @@ interface Plan {
  * the vanished path, so the next scan removes it again (a no-op on the
  * record) and publishes the `delete`. Nothing is lost, at worst re-sent.
  *
- * Removals are decided from committed state just before they are queued:
- * whether other local copies remain (the state's count per content) and
- * whether another node holds the content (`holders/` members). A holder
- * member a peer's write adds within that same batch can be shadowed by the
- * record delete, the outcome replication.md accepts for two nodes deleting
- * at once; an atomic "remove path, drop holder, delete if no holder left"
- * call in records would close that window.
+ * A removal is one records call (`releaseCopy`) that decides inside its
+ * transaction, from the committed rows, whether a local copy remains: a
+ * duplicate row, or one of the other paths the state knows for the content
+ * (handed over with their size and mtime, so a promoted copy's `sizeByte`
+ * and `mtimeNano` describe it, and so a copy the record lost is written
+ * back). The state and the record can disagree (a copy's record write that
+ * committed without its state row, a duplicate row removed behind our
+ * back), and neither side alone may conclude "last copy": a record is
+ * deleted only when neither names another copy and no other node holds the
+ * content. Duplicate paths the record names that the state does not know
+ * become unconfirmed entries and are looked at (`recheck`), so a copy that
+ * exists is confirmed and announced, and one that does not is removed.
  *
  * Steps in one batch touch different paths and different contents (a step
  * that shares either with an earlier one waits for the next batch), so each
@@ -107,6 +114,7 @@ export class LifecycleWriter {
   private readonly claim: (cid: string) => string | undefined
   private readonly maxBatch: number
   private readonly gatherMs: number
+  private readonly recheck: (rel: string) => void
   private queue: Queued[] = []
   private running: Promise<void> | undefined
 
@@ -118,6 +126,7 @@ export class LifecycleWriter {
     this.claim = opts.claimPendingDelete
     this.maxBatch = opts.maxBatch ?? 256
     this.gatherMs = opts.gatherMs ?? 20
+    this.recheck = opts.recheck ?? (() => {})
   }
 
   get busy (): boolean {
@@ -241,6 +250,7 @@ export class LifecycleWriter {
     let event: FileEventType
     let created = false
     let oldRel: string | undefined
+    let adopt = (): void => {}
     if (prior === undefined) {
       oldRel = s.register === true ? undefined : this.claim(s.cid)
       if (oldRel !== undefined) {
@@ -259,7 +269,7 @@ export class LifecycleWriter {
         // leaves the old record, which goes when this was its last copy (its CIDs, naming the old bytes, stop
         // resolving). Content that already has a record keeps its own fields.
         created = this.arrivalOps(writes, abs, s, prior.cid)
-        this.removalOps(writes, abs, prior)
+        adopt = this.removalOps(writes, s.rel, prior)
       } else {
         created = this.arrivalOps(writes, abs, s)
       }
@@ -287,6 +297,7 @@ export class LifecycleWriter {
       apply: () => {
         this.state.set(s.rel, entry)
         if (from !== undefined) this.state.delete(from)
+        adopt()
       },
       outcome: { ok: true, event, created, ...(from !== undefined ? { oldPath: from } : {}) }
     }
@@ -296,7 +307,7 @@ export class LifecycleWriter {
     const prior = this.state.get(s.rel)
     if (prior === undefined) return { queued: q, writes: [], outcome: { ok: true } }
     const writes: Array<Promise<unknown>> = []
-    this.removalOps(writes, FILES_MOUNT + s.rel, prior)
+    const adopt = this.removalOps(writes, s.rel, prior)
     const fields = { type: 'delete', path: s.rel, timestamp: String(Date.now()) }
     return {
       queued: q,
@@ -306,7 +317,10 @@ export class LifecycleWriter {
         FileState.deleteRow(tx, s.rel)
         return true
       },
-      apply: () => { this.state.delete(s.rel) },
+      apply: () => {
+        this.state.delete(s.rel)
+        adopt()
+      },
       outcome: { ok: true, event: 'delete' }
     }
   }
@@ -361,23 +375,34 @@ export class LifecycleWriter {
   }
 
   /**
-   * `abs` no longer holds `prior.cid`. With another local copy left, the path
-   * just leaves the record (a duplicate removed, or one promoted to
-   * filePath). With none left, this node stops being a holder
-   * (replication.md): the record is deleted when no other holder remains,
-   * else only our holder member goes. A record without any holder member was
-   * written through the API: the watcher never deletes it.
+   * `rel` no longer holds `prior.cid`: one `releaseCopy` with the other
+   * paths the state knows for that content (see the class comment). Returns
+   * what to run once the step's state is applied: the record's local paths
+   * the state does not know become unconfirmed entries, each looked at.
    */
-  private removalOps (writes: Array<Promise<unknown>>, abs: string, prior: FileEntry): void {
+  private removalOps (writes: Array<Promise<unknown>>, rel: string, prior: FileEntry): () => void {
     const cid = prior.cid
-    const doc = this.records.getFlat(cid)
-    if (doc === undefined) return
-    if (this.state.copiesOf(cid) > 1) {
-      writes.push(this.records.removeFilePath(cid, abs))
-      return
+    if (this.records.getFlat(cid) === undefined) return () => {}
+    const copies: LocalCopy[] = []
+    for (const other of this.state.pathsOf(cid)) {
+      if (other === rel) continue
+      const e = this.state.get(other)!
+      // An unconfirmed entry's size and mtime are not known to describe the file now.
+      copies.push(e.fresh || e.size < 0 ? { path: FILES_MOUNT + other } : { path: FILES_MOUNT + other, sizeByte: String(e.size), mtimeNano: e.mtimeNs })
     }
-    // Decided inside one write: a holder member a peer added since our read is seen.
-    writes.push(this.records.releaseCopy(cid, abs, this.holder.slice('holders/'.length)))
+    let result: ReleaseResult | undefined
+    writes.push(this.records.releaseCopy(cid, FILES_MOUNT + rel, this.holder.slice('holders/'.length), { copies }).then(r => { result = r }))
+    return () => {
+      if (result?.kind !== 'kept') return
+      for (const p of result.localPaths) {
+        if (!p.startsWith(FILES_MOUNT)) continue
+        const r = p.slice(FILES_MOUNT.length)
+        if (r === rel || this.state.get(r) !== undefined) continue
+        this.state.set(r, { size: -1, mtimeNs: '', cid, fresh: true })
+        this.log.info('a copy the record names was not known here: checking it', { path: r })
+        this.recheck(r)
+      }
+    }
   }
 
   // ------------------------------------------------------------ reads

@@ -92,7 +92,8 @@ class FilesWatcher implements WatcherHandle {
       state: this.state,
       holderId: this.holderId,
       logger: this.log,
-      claimPendingDelete: cid => tracker?.claimPendingDelete(cid)
+      claimPendingDelete: cid => tracker?.claimPendingDelete(cid),
+      recheck: rel => { this.hint(rel) }
     })
     tracker = new ChangeTracker({
       root: () => this.realRoot,

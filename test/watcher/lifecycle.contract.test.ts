@@ -256,6 +256,9 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     expect(doc.metadata.filePath).toBe('/files/watch/copy/dup.bin')
     expect(doc.duplicates).toEqual([])
     expect(h.store.records.countRecords()).toBe(1)
+    // sizeByte and mtimeNano describe the promoted file, not the deleted one.
+    const st = fs.statSync(h.abs('watch/copy/dup.bin'), { bigint: true })
+    expect(doc.metadata).toMatchObject({ sizeByte: '4097', mtimeNano: String(st.mtimeNs) })
     // The promoted copy is served, and a rescan finds nothing to change.
     expect(await h.watcher.scan()).toEqual({ fileCount: 1, added: 0, changed: 0, deleted: 0, renamed: 0 })
     // After a restart the copy is still known: deleting it too deletes the record.
