@@ -7,14 +7,13 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { sleep } from '../../src/common/index.js'
 import type { ScriptedEventSource } from '../../src/watcher/index.js'
 import { pick, prng } from '../helpers/prng.js'
-import { midhashOf, openHarness, type Harness } from './harness.js'
+import { harnessPerTest, midhashOf } from './harness.js'
 
-const open: Harness[] = []
-afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
+const harness = harnessPerTest({ source: 'scripted', settleMs: 100 })
 
 const PATHS = ['watch/s2/f2.bin', 'watch/copy/dup.bin', 'a/x.bin', 'a/w.bin', 'd/e/v.bin']
 const CONTENTS = [Buffer.alloc(4097, 0x41), Buffer.alloc(4097, 0x42), Buffer.alloc(300, 0x43)]
@@ -34,9 +33,7 @@ describe('watcher convergence under random operations and unreliable hints', () 
   for (let seed = 1; seed <= SEEDS; seed++) {
     it(`seed ${seed}`, async () => {
       const rand = prng(seed)
-      const h = await openHarness({ source: 'scripted', settleMs: 100 })
-      open.push(h)
-      await h.idle()
+      const h = await harness()
       const source = h.source as ScriptedEventSource
       const log: string[] = []
       const later: Array<Promise<unknown>> = []

@@ -9,18 +9,10 @@
  * on disk without the watcher hearing of it.
  */
 import fs from 'node:fs'
-import { afterEach, describe, expect, it } from 'vitest'
-import { midhashOf, openHarness, type Harness } from './harness.js'
+import { describe, expect, it } from 'vitest'
+import { harnessPerTest, midhashOf, type Harness } from './harness.js'
 
-const open: Harness[] = []
-afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
-
-async function harness (): Promise<Harness> {
-  const h = await openHarness({ source: 'scripted' })
-  open.push(h)
-  await h.idle()
-  return h
-}
+const harness = harnessPerTest({ source: 'scripted' })
 
 const ME = 'holders/node-test'
 const DATA = Buffer.alloc(4097, 0x5a)

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
+import { afterEach } from 'vitest'
 import { midhash256 } from '../../src/cid/index.js'
 import { waitFor, type Logger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
@@ -132,4 +133,19 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
 /** The events a test cares about, without timestamps. */
 export function shapes (evs: Array<Record<string, string>>): Array<Record<string, string>> {
   return evs.map(({ timestamp: _t, ...rest }) => rest)
+}
+
+/**
+ * A test file's `harness()`: each one opened is idle when returned and is
+ * closed after the test that opened it (call at the top level of the file).
+ */
+export function harnessPerTest (defaults: HarnessOptions = {}): (opts?: HarnessOptions) => Promise<Harness> {
+  const open: Harness[] = []
+  afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
+  return async (opts = {}) => {
+    const h = await openHarness({ ...defaults, ...opts })
+    open.push(h)
+    await h.idle()
+    return h
+  }
 }

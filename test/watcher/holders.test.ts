@@ -1,20 +1,12 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { openNodeStore } from '../../src/records/index.js'
 import { createWatcher } from '../../src/watcher/index.js'
 import { tmpDir } from '../helpers/tmp.js'
-import { midhashOf, openHarness, type Harness } from './harness.js'
+import { harnessPerTest, midhashOf } from './harness.js'
 
-const open: Harness[] = []
-afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
-
-async function harness (): Promise<Harness> {
-  const h = await openHarness({ source: 'scripted' })
-  open.push(h)
-  await h.idle()
-  return h
-}
+const harness = harnessPerTest({ source: 'scripted' })
 
 const ME = 'holders/node-test'
 
