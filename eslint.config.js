@@ -6,8 +6,9 @@
  * (`cid` is a leaf beside `kv`.) Each module may import the values of the
  * modules listed for it in LAYERS and nothing else of src/; the four middle
  * modules may name each other's types (`import type`). Packages stay where
- * the architecture puts them: better-sqlite3 in kv, libp2p in mesh/libp2p,
- * fastify in api. sim/ may import src/ but never libp2p, fastify, the API or
+ * the architecture puts them: better-sqlite3 in kv, libp2p in mesh/libp2p
+ * (except @libp2p/pnet and its cipher, which no file of src/ loads), fastify
+ * in api. sim/ may import src/ but never libp2p, fastify, the API or
  * the watcher (its real-stack mode, sim/real/, uses the mesh's libp2p adapter); ui/ imports nothing of src/ at run time (wire types only).
  * Folders that do not exist yet are covered as soon as they appear.
  *
@@ -35,6 +36,8 @@ const MIDDLE = ['search', 'api', 'watcher', 'mesh']
 const LIBP2P = '^(libp2p|@libp2p/.*|@chainsafe/.*|@multiformats/multiaddr)$'
 const FASTIFY = '^(fastify|@fastify/.*)$'
 const SQLITE = '^better-sqlite3$'
+/** @libp2p/pnet and its cipher: tests and benchmarks only (the compatibility checks). */
+const STOCK_PNET = '^(@libp2p/pnet|xsalsa20)$'
 
 /** A relative import of module `m` of src/ from anywhere below src/ (`../m/…`, `../../m/…`). */
 const moduleImport = (m) => `^(\\.\\./)+${m}/`
@@ -53,6 +56,7 @@ function moduleRules (m, { libp2p = false } = {}) {
     })
   }
   if (!libp2p && m !== 'node') patterns.push({ regex: LIBP2P, message: 'libp2p is imported only in src/mesh/libp2p/' })
+  patterns.push({ regex: STOCK_PNET, message: 'the private network is private-network.ts: @libp2p/pnet leaks its xsalsa20 ciphers until the process dies (docs/mesh.md, Trust)' })
   if (m !== 'api' && m !== 'node') patterns.push({ regex: FASTIFY, allowTypeImports: m === 'node', message: 'fastify is imported only in src/api/' })
   if (m !== 'kv') patterns.push({ regex: SQLITE, message: 'better-sqlite3 is imported only in src/kv/' })
   return { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] }

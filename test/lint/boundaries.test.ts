@@ -41,6 +41,9 @@ const FORBIDDEN: Array<[file: string, code: string, why: RegExp]> = [
   ['src/search/x.ts', "import { startNode } from '../node/index.js'", /search may not import node/],
   ['src/mesh/protocol/x.ts', "import { createLibp2p } from 'libp2p'", /libp2p is imported only in src\/mesh\/libp2p/],
   ['src/mesh/x.ts', "import { gossipsub } from '@libp2p/gossipsub'", /libp2p is imported only/],
+  ['src/mesh/libp2p/x.ts', "import { preSharedKey } from '@libp2p/pnet'", /the private network is private-network.ts/],
+  ['src/mesh/libp2p/x.ts', "import xsalsa20 from 'xsalsa20'", /the private network is private-network.ts/],
+  ['src/node/x.ts', "import { preSharedKey } from '@libp2p/pnet'", /the private network is private-network.ts/],
   ['src/records/x.ts', "import Fastify from 'fastify'", /fastify is imported only in src\/api/],
   ['src/search/x.ts', "import Database from 'better-sqlite3'", /better-sqlite3 is imported only in src\/kv/],
   ['sim/x.ts', "import { createWatcher } from '../src/watcher/index.js'", /sim\/ never loads the watcher/],
@@ -63,7 +66,8 @@ const ALLOWED: Array<[file: string, code: string]> = [
   ['sim/x.ts', "import { KvStore } from '../src/kv/index.js'\nimport { MeshCore } from '../src/mesh/index.js'"],
   ['sim/real/x.ts', "import { Libp2pMesh } from '../../src/mesh/libp2p/index.js'"],
   ['ui/src/x.ts', "import type { RecordDocument } from '../../src/records/index.js'"],
-  ['test/x.ts', "import { openKv } from '../src/kv/index.js'\nimport { createLibp2p } from 'libp2p'"]
+  ['test/x.ts', "import { openKv } from '../src/kv/index.js'\nimport { createLibp2p } from 'libp2p'"],
+  ['test/helpers/x.ts', "import { preSharedKey } from '@libp2p/pnet'\nimport { privateNetwork } from '../../src/mesh/libp2p/private-network.js'"]
 ]
 
 describe('import boundaries (eslint.config.js)', () => {

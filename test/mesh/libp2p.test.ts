@@ -41,6 +41,7 @@ describe('swarm keys', () => {
     const k = readSwarmKey(file)
     expect(k.meshId).toMatch(/^[0-9a-f]{16}$/)
     expect(new TextDecoder().decode(k.psk)).toBe(fs.readFileSync(file, 'utf8').trimEnd())
+    expect(Buffer.from(k.secret).toString('hex')).toBe(fs.readFileSync(file, 'utf8').trim().split('\n')[2])
     expect(parseSwarmKey('/key/swarm/psk/1.0.0/\r\n/base16/\r\n' + 'AB'.repeat(32))!.meshId).toBe(parseSwarmKey(`/key/swarm/psk/1.0.0/\n/base16/\n${'ab'.repeat(32)}\n`)!.meshId)
     for (const bad of ['', '/key/swarm/psk/1.0.0/\n/base16/\nabc', `/key/swarm/psk/1.0.0/\n/base64/\n${'ab'.repeat(32)}`]) expect(parseSwarmKey(bad)).toBeUndefined()
     fs.writeFileSync(path.join(t.dir, 'bad.key'), 'hello')

@@ -1,9 +1,9 @@
 /**
  * The libp2p runtime of the mesh core: TCP, noise, yamux, a private network
- * (pnet) from the swarm key, identify and ping, gossipsub with signed
- * messages (StrictSign) for push frames on one topic per mesh, and the pull
- * protocol over streams. This file and its siblings are the only place that
- * imports libp2p.
+ * (pnet, private-network.ts) from the swarm key, identify and ping,
+ * gossipsub with signed messages (StrictSign) for push frames on one topic
+ * per mesh, and the pull protocol over streams. This file and its siblings
+ * are the only place that imports libp2p.
  *
  * What it guarantees the core (runtime.ts): `onGossip`'s signer is the
  * verified `from` of a StrictSign message; `handleRequest`'s peer is the
@@ -17,7 +17,6 @@ import { memory } from '@libp2p/memory'
 import { noise } from '@libp2p/noise'
 import { peerIdFromString } from '@libp2p/peer-id'
 import { ping } from '@libp2p/ping'
-import { preSharedKey } from '@libp2p/pnet'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
@@ -30,6 +29,7 @@ import type { MeshService, MeshView } from '../service.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
+import { privateNetwork } from './private-network.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
 import { rpcCounter, type RpcCounts } from './rpc-counters.js'
 import type { SwarmKey } from './swarm-key.js'
@@ -113,8 +113,8 @@ export class Libp2pMesh implements MeshService {
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && t.latencyMs > 0
-        ? delayedLink(preSharedKey({ psk: this.init.swarmKey.psk, timeout: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs)
-        : preSharedKey({ psk: this.init.swarmKey.psk }),
+        ? delayedLink(privateNetwork({ secret: this.init.swarmKey.secret, timeoutMs: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs)
+        : privateNetwork({ secret: this.init.swarmKey.secret }),
       connectionGater: {
         denyDialPeer: (p) => blocked.has(p.toString()),
         denyInboundEncryptedConnection: (p) => blocked.has(p.toString()),

@@ -11,8 +11,10 @@ import { MeshKeyError } from './errors.js'
 const SWARM_KEY_RE = /^\/key\/swarm\/psk\/1\.0\.0\/\r?\n\/base16\/\r?\n([0-9a-fA-F]{64})\s*$/
 
 export interface SwarmKey {
-  /** The file's bytes, as pnet takes them. */
+  /** The file's bytes, as `@libp2p/pnet` takes them. */
   psk: Uint8Array
+  /** The 32 secret bytes (the file's hex digits): the XSalsa20 key of the private network. */
+  secret: Uint8Array
   /** A short id of the key, safe to show: names the mesh's gossip topic. */
   meshId: string
 }
@@ -24,6 +26,7 @@ export function parseSwarmKey (text: string): SwarmKey | undefined {
   const hex = m[1].toLowerCase()
   return {
     psk: new TextEncoder().encode(`/key/swarm/psk/1.0.0/\n/base16/\n${hex}`),
+    secret: Uint8Array.from(Buffer.from(hex, 'hex')),
     meshId: createHash('sha256').update('meta-core mesh ' + hex).digest('hex').slice(0, 16)
   }
 }
