@@ -153,9 +153,10 @@ export class GroupCommit {
           }
           this.frame = undefined
           st.spRelease.run()
-          total.events.push(...frame.events)
+          // A loop, not a spread: one write function may append tens of thousands of entries (a batch apply).
+          for (const e of frame.events) total.events.push(e)
           for (const [k, d] of frame.counters) total.counters.set(k, (total.counters.get(k) ?? 0) + d)
-          total.after.push(...frame.after)
+          for (const fn of frame.after) total.after.push(fn)
           results.push({ ok: true, value })
         } catch (error) {
           this.frame = undefined

@@ -188,14 +188,14 @@ export class Mutator {
 
     if (touched > 0) {
       const s = vm.serialize()
-      if (s !== verRaw) tx.put(verKey, s)
+      tx.putMany([[verKey, s, verRaw]]) // the old value is known: no read before the write
     }
 
     const live = cur.size > 0
     if (live !== wasLive) {
       const group = wasLive ? membersOf(tx, canonOf(tx, rid)) : [rid]
       this.adjustCount(tx, [rid], () => {
-        if (live) tx.put(ROOTS + rid, '')
+        if (live) tx.putMany([[ROOTS + rid, '', undefined]])
         else tx.delete(ROOTS + rid)
       })
       if (!live) {

@@ -98,8 +98,12 @@ export class Merger {
   private rebuildTotal = 0
   private sweepAfter: [string, string, number, string] | undefined
   private orphansAtSweepStart = 0
-  /** Documents, and documents replaced since the last sweep (their entries are orphans): kept in memory, the latter also in search_state. */
-  private docs: number
+  /**
+   * Documents (counted when a sweep is first considered, kept up to date
+   * after), and documents replaced since the last sweep (their entries are
+   * orphans; also in search_state).
+   */
+  private docs: number | undefined
   private orphanDocs: number
   private timer: ReturnType<typeof setTimeout> | undefined
   private immediate: ReturnType<typeof setImmediate> | undefined
@@ -150,7 +154,6 @@ export class Merger {
     }
     d.pending.onStaged = () => { this.schedule() }
     d.pending.gate = () => this.whenWritable()
-    this.docs = this.st.docCount.get() as number
     this.orphanDocs = Number(this.st.stateGet.get(STATE_ORPHANS) ?? '0')
   }
 
@@ -398,7 +401,7 @@ export class Merger {
     if (orphans > 0) this.st.statePut.run(STATE_ORPHANS, String(this.orphanDocs + orphans))
     tx.afterCommit(() => {
       this.orphanDocs += orphans
-      this.docs += docs
+      if (this.docs !== undefined) this.docs += docs
     })
     this.recordMark(tx)
     this.batch = undefined
@@ -429,7 +432,9 @@ export class Merger {
   private sweepDue (): boolean {
     if (this.sweepAfter !== undefined) return true
     if (this.stopped || this.rebuilding || this.d.pending.size > 0 || this.batch !== undefined) return false
-    return this.orphanDocs >= this.o.sweepMinOrphans && this.orphanDocs * 10 >= this.docs
+    if (this.orphanDocs < this.o.sweepMinOrphans) return false
+    this.docs ??= this.st.docCount.get() as number
+    return this.orphanDocs * 10 >= this.docs
   }
 
   /** Removes the entries of documents that no longer exist, a slice of the index at a time, in key order. */
