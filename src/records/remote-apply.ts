@@ -40,6 +40,8 @@ interface Prepared {
 export interface ApplyBatchOptions {
   /** Roots per transaction (default 100). */
   rootsPerTransaction?: number
+  /** Entries per transaction, a root never split (default 10,000). */
+  entriesPerTransaction?: number
 }
 
 export class RemoteApplier {
@@ -104,6 +106,7 @@ export class RemoteApplier {
    */
   async applyBatch (entries: readonly RemoteEntry[], opts: ApplyBatchOptions = {}): Promise<ApplyResult> {
     const maxRoots = Math.max(1, opts.rootsPerTransaction ?? BATCH_ROOTS)
+    const maxEntries = Math.max(1, opts.entriesPerTransaction ?? BATCH_ENTRIES)
     const p = this.prepare(entries)
     const total = entries.length - p.refused
     const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
@@ -111,7 +114,7 @@ export class RemoteApplier {
     for (let i = 0; i < roots.length;) {
       let j = i
       let n = 0
-      while (j < roots.length && j - i < maxRoots && (n === 0 || n + roots[j][1].changes.length <= BATCH_ENTRIES)) {
+      while (j < roots.length && j - i < maxRoots && (n === 0 || n + roots[j][1].changes.length <= maxEntries)) {
         n += roots[j][1].changes.length
         j++
       }

@@ -21,6 +21,7 @@ import type { Nested } from './flatten.js'
 import type { RecordIndexer } from './mutation.js'
 import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
+import type { ApplyBatchOptions } from './remote-apply.js'
 import type { FieldType } from './schema-type.js'
 import type {
   ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, LocalCopy, ReleaseResult, RemovePathResult, WriteResult
@@ -136,6 +137,8 @@ export interface ReplicaDigest {
 export interface Replication {
   readonly nodeId: string
   applyRemote: (entries: readonly RemoteEntry[]) => Promise<ApplyResult>
+  /** Many entries at once (a resync's pages, an import): the same merge, roots in key order, a transaction per hundred roots unless `opts` says otherwise. */
+  applyBatch: (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions) => Promise<ApplyResult>
   /** The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway). */
   newerByRoot: (entries: readonly RemoteEntry[]) => Map<string, RemoteEntry[]>
   changesSince: (cursor: string | undefined, opts: PageOptions) => ChangePage

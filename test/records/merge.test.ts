@@ -182,6 +182,24 @@ describe('applyBatch', () => {
     expect(batched.kv.streamLength(META_EVENTS)).toBe(logged)
   })
 
+  it('caps a transaction by entries without splitting a root', async () => {
+    const entries = await history()
+    const s = store('capped')
+    let commits = 0
+    s.kv.onCommit(() => { commits++ })
+    await s.records.applyBatch(entries, { rootsPerTransaction: Infinity, entriesPerTransaction: 1 })
+    // A root's field entries count; a root with only its tombstone rides along with a neighbour.
+    const withFields = new Set(entries.filter(e => e.key.length > 31).map(e => e.key.slice(5, 31))).size
+    expect(withFields).toBeGreaterThan(10)
+    expect(commits).toBe(withFields)
+    commits = 0
+    const whole = store('whole')
+    whole.kv.onCommit(() => { commits++ })
+    await whole.records.applyBatch(entries, { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity })
+    expect(commits).toBe(1)
+    expect(state(whole)).toEqual(state(s))
+  })
+
   it('refuses the whole call for one malformed entry, before writing anything', async () => {
     const s = store('local')
     const good: RemoteEntry = { key: `file:${RID}/title`, value: 'x', hlc: hlcAt(Date.now()), origin: 'peer' }
