@@ -160,6 +160,24 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     await closePage()
   })
 
+  it('shows a write made before its event stream connected', async () => {
+    // The page's first fetches may finish before the stream is there: a change in between is caught up when it goes live.
+    const target = syntheticRecord(14)
+    ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } })
+    page = await ctx.newPage()
+    errors = watchPageErrors(page)
+    let release!: () => void
+    const held = new Promise<void>(resolve => { release = resolve })
+    await page.route('**/api/events/meta', async route => { await held; await route.continue() })
+    await page.goto(`${node.url}/cid/${target.cid}`)
+    await expect.poll(async () => await page.locator('#rec-title').textContent()).toBe(target.fields.title)
+    const newTitle = `Written while the stream was away ${Date.now()}`
+    expect((await api(`${node.url}/meta/${target.cid}`, 'PATCH', { title: newTitle })).status).toBe(200)
+    release()
+    await page.locator('#rec-title', { hasText: newTitle }).waitFor({ timeout: 5000 })
+    await closePage()
+  })
+
   it('lays the record out for a phone', async () => {
     ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
     page = await ctx.newPage()

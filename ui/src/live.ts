@@ -43,16 +43,16 @@ function push (a: Activity): void {
   for (const l of feedListeners) l()
 }
 
-/** Said to every root listener when the meta stream comes back: changes made while it was away may be unseen. */
+/**
+ * Said to every root listener whenever the meta stream goes live: what is
+ * shown may have been read before the stream was there (the first connect
+ * of a page starts at the head, after its first fetches) or while it was
+ * away (a reconnect without a cursor, a new token).
+ */
 const ANY_ROOT = '*'
-let metaWasLive = false
 
 function setState (kind: 'meta' | 'files', s: StreamState): void {
-  if (kind === 'meta' && s === 'live') {
-    // A reconnect without a cursor (none seen yet, or a new token) starts at the head: refresh what is shown.
-    if (metaWasLive) for (const l of rootListeners) l(ANY_ROOT)
-    metaWasLive = true
-  }
+  if (kind === 'meta' && s === 'live') for (const l of rootListeners) l(ANY_ROOT)
   states = { ...states, [kind]: s }
   for (const l of stateListeners) l()
 }

@@ -42,17 +42,22 @@ export interface Loaded<T> {
 /**
  * Runs `load` when `key` changes and on `reload()`; keeps the last good data
  * while a reload runs (a live update never blanks the view), and ignores
- * answers that arrive after a newer request started.
+ * answers that arrive after a newer request started. A reload is
+ * `quiet`: it happens in the background (a change seen on the event
+ * stream), so a refusal shows as an error instead of asking for a token.
  */
-export function useLoad<T> (key: string, load: (signal: AbortSignal) => Promise<T>): Loaded<T> {
+export function useLoad<T> (key: string, load: (signal: AbortSignal, quiet: boolean) => Promise<T>): Loaded<T> {
   const [state, setState] = useState<{ key: string, data?: T, error?: unknown, loading: boolean }>({ key, loading: true })
   const [tick, setTick] = useState(0)
   const loadRef = useRef(load)
   loadRef.current = load
+  const loadedKey = useRef<string | undefined>(undefined)
   useEffect(() => {
     const ctl = new AbortController()
+    const quiet = loadedKey.current === key
+    loadedKey.current = key
     setState(s => ({ key, data: s.key === key ? s.data : undefined, error: undefined, loading: true }))
-    loadRef.current(ctl.signal).then(
+    loadRef.current(ctl.signal, quiet).then(
       data => { if (!ctl.signal.aborted) setState({ key, data, loading: false }) },
       (error: unknown) => { if (!ctl.signal.aborted) setState(s => ({ key, data: s.key === key ? s.data : undefined, error, loading: false })) }
     )

@@ -41,8 +41,8 @@ function moveFocus (e: KeyboardEvent): void {
 }
 
 export function Library ({ q, offset, sort }: { q: string, offset: number, sort: string }) {
-  const res = useLoad(`${q}\u0000${offset}\u0000${sort}`, async (signal) =>
-    await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset, ...(sort === '' ? {} : { sort }) }, signal }))
+  const res = useLoad(`${q}\u0000${offset}\u0000${sort}`, async (signal, quiet) =>
+    await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset, ...(sort === '' ? {} : { sort }) }, signal, quiet }))
   const reload = useCallback(() => { res.reload() }, [res.reload])
   useRootChanges(res.data?.results.map(r => r.hashId) ?? [], reload, 250)
 

@@ -14,7 +14,7 @@ import { CopyButton, ErrorNote, useLoad } from './common.js'
 import { AddCid, AddField, FieldTree } from './record-edit.js'
 
 export function RecordPage ({ addr }: { addr: string }) {
-  const rec = useLoad(addr, async (signal) => await call<RecordView>('GET', `/api/records/${encodeURIComponent(addr)}`, { signal }))
+  const rec = useLoad(addr, async (signal, quiet) => await call<RecordView>('GET', `/api/records/${encodeURIComponent(addr)}`, { signal, quiet }))
   const reload = useCallback(() => { rec.reload() }, [rec.reload])
   useRootChanges(rec.data?.roots ?? [], reload)
   const [nodeId, setNodeId] = useState<string | undefined>(undefined)
