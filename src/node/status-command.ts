@@ -110,7 +110,7 @@ export function formatStatus (r: StatusReport): string {
       const rows = [['PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
       const now = Date.now()
       for (const p of m.peers) {
-        rows.push([p.peerId, p.connected ? 'connected' : 'disconnected', lag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.peerId, p.connected ? 'connected' : 'disconnected', peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
     }
@@ -118,7 +118,12 @@ export function formatStatus (r: StatusReport): string {
   return lines.join('\n')
 }
 
-function lag (p: MeshPeerView): string {
+/**
+ * A peer's catch-up lag in words. The web page words it the same way
+ * (`formatPeerLag` in ui/src/format.ts, which cannot import this file; a
+ * test holds the two equal): change one, change both.
+ */
+export function peerLag (p: Pick<MeshPeerView, 'connected' | 'cursor' | 'behind' | 'resyncing' | 'lastSyncAt' | 'lagMs'>): string {
   if (p.resyncing) return `full resync, ${duration(p.lagMs)}`
   if (p.cursor === null && p.lastSyncAt === null) return p.connected ? `first sync, ${duration(p.lagMs)}` : 'never synced'
   if (!p.behind) return 'caught up'
@@ -130,7 +135,7 @@ function ago (iso: string | null, now: number): string {
   return `${duration(Math.max(0, now - Date.parse(iso)))} ago`
 }
 
-/** 950 ms, 4.2 s, 3 min 5 s, 2 h 10 min, 3 d 4 h */
+/** 950 ms, 4.2 s, 3 min 5 s, 2 h 10 min, 3 d 4 h (mirrored by `formatMs` in ui/src/format.ts) */
 export function duration (ms: number): string {
   if (!Number.isFinite(ms)) return '?'
   if (ms < 1000) return `${Math.round(ms)} ms`

@@ -39,19 +39,32 @@ export interface TestNode {
   url: string
   dir: string
   filesPath: string
+  /** Stops the node and removes its folder. */
   stop: () => Promise<void>
+  /** Stops the node and starts it again on the same folder (store, identity key, files) with these flags; a new port. */
+  restart: (flags: string[]) => Promise<TestNode>
 }
 
 /** A whole node (store, search, watcher, API and page) on 127.0.0.1 with a free port, in a temp folder. */
 export async function startTestNode (flags: string[] = [], setup?: (filesPath: string) => void): Promise<TestNode> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-ui-'))
+  fs.mkdirSync(path.join(dir, 'files'), { recursive: true })
+  setup?.(path.join(dir, 'files'))
+  return await startIn(dir, flags)
+}
+
+async function startIn (dir: string, flags: string[]): Promise<TestNode> {
   const filesPath = path.join(dir, 'files')
-  fs.mkdirSync(filesPath, { recursive: true })
-  setup?.(filesPath)
-  const r = parseConfig(['--port', '0', '--host', '127.0.0.1', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', filesPath, ...flags], {})
-  if (r.kind !== 'config') throw new Error('bad test node configuration')
-  const config: NodeConfig = r.config
-  const node = await startNode(config, { logger: silentLogger })
+  let node: RunningNode
+  try {
+    const r = parseConfig(['--port', '0', '--host', '127.0.0.1', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', filesPath, ...flags], {})
+    if (r.kind !== 'config') throw new Error('bad test node configuration')
+    const config: NodeConfig = r.config
+    node = await startNode(config, { logger: silentLogger })
+  } catch (err) {
+    fs.rmSync(dir, { recursive: true, force: true })
+    throw err
+  }
   return {
     node,
     url: node.url,
@@ -63,6 +76,10 @@ export async function startTestNode (flags: string[] = [], setup?: (filesPath: s
       } finally {
         fs.rmSync(dir, { recursive: true, force: true })
       }
+    },
+    async restart (next) {
+      await node.stop()
+      return await startIn(dir, next)
     }
   }
 }

@@ -3,7 +3,12 @@
  * 127.0.0.1 (one swarm key, the second bootstrapping from the first): the
  * panel lists the peer as connected and caught up, and, once the page is
  * given the other node's HTTP address, says whether their digests agree,
- * before and after a write replicates.
+ * before and after a write replicates. Each peer's lag is worded as
+ * `meta-core status` words it, shown with a peer that holds the swarm key
+ * but runs no meta-core (its first pull never completes, its bad frame is
+ * counted). When the second node leaves the mesh (restarted on its store
+ * and identity with another swarm key), a write on the first no longer
+ * reaches it and the panel says their digests differ.
  */
 import crypto from 'node:crypto'
 import fs from 'node:fs'
@@ -15,25 +20,36 @@ import { syntheticRecord } from '../../bench/lib/synthetic.js'
 import {
   HAVE_CHROMIUM, api, launchBrowser, screenshot, seriousA11yViolations, startTestNode, waitFor, watchPageErrors, type TestNode
 } from '../helpers/browser.js'
+import { startRogue } from '../helpers/rogue-peer.js'
 
 interface Mesh { enabled?: boolean, meshId?: string, self: { peerId: string, addrs: string[] }, peers: Array<{ peerId: string, connected: boolean, behind: boolean }> }
 interface Digest { digest: string, keys: number }
+
+function writeSwarmKey (file: string): void {
+  fs.writeFileSync(file, `/key/swarm/psk/1.0.0/\n/base16/\n${crypto.randomBytes(32).toString('hex')}\n`, { mode: 0o600 })
+}
+
+/** A node's p2p address on 127.0.0.1, ending in its peer id. */
+async function dialAddr (url: string): Promise<string> {
+  const self = (await api<Mesh>(`${url}/api/mesh`)).json.self
+  const dial = self.addrs.find(x => x.startsWith('/ip4/127.0.0.1/tcp/'))!
+  return dial.includes('/p2p/') ? dial : `${dial}/p2p/${self.peerId}`
+}
 
 describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
   let browser: Browser
   let a: TestNode
   let b: TestNode
   let keyDir: string
+  let key: string
+  const meshFlags = (swarmKey: string): string[] => ['--enable-file-watcher=false', '--swarm-key', swarmKey, '--p2p-listen', '/ip4/127.0.0.1/tcp/0']
 
   beforeAll(async () => {
     keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-ui-key-'))
-    const key = path.join(keyDir, 'swarm.key')
-    fs.writeFileSync(key, `/key/swarm/psk/1.0.0/\n/base16/\n${crypto.randomBytes(32).toString('hex')}\n`, { mode: 0o600 })
-    const mesh = ['--enable-file-watcher=false', '--swarm-key', key, '--p2p-listen', '/ip4/127.0.0.1/tcp/0']
-    ;[browser, a] = await Promise.all([launchBrowser(), startTestNode(mesh)])
-    const self = (await api<Mesh>(`${a.url}/api/mesh`)).json.self
-    const dial = self.addrs.find(x => x.startsWith('/ip4/127.0.0.1/tcp/'))!
-    b = await startTestNode([...mesh, '--bootstrap', dial.includes('/p2p/') ? dial : `${dial}/p2p/${self.peerId}`])
+    key = path.join(keyDir, 'swarm.key')
+    writeSwarmKey(key)
+    ;[browser, a] = await Promise.all([launchBrowser(), startTestNode(meshFlags(key))])
+    b = await startTestNode([...meshFlags(key), '--bootstrap', await dialAddr(a.url)])
     await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.connected), { timeoutMs: 20_000, what: 'the two nodes to connect' })
   }, 60_000)
   afterAll(async () => {
@@ -70,9 +86,74 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     expect(own.keys).toBeGreaterThanOrEqual(Object.keys(rec.fields).length)
     await expect.poll(async () => [await page.getByTestId('own-digest').textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
       .toEqual([`${own.digest.slice(0, 8)}…${own.digest.slice(-8)} over ${own.keys} keys`, 'agrees'])
-    await expect.poll(async () => await row.locator('td').nth(2).textContent(), { timeout: 10_000 }).toMatch(/^caught up/)
+    await expect.poll(async () => await row.getByTestId('peer-lag').textContent(), { timeout: 10_000 }).toMatch(/^caught up, synced /)
+    expect(await row.getByTestId('peer-lag').getAttribute('title')).toMatch(/^last caught up \d/)
     expect(await seriousA11yViolations(page)).toEqual([])
     await screenshot(page, 'node-mesh')
+    await ctx.close()
+    expect(errors).toEqual([])
+  })
+
+  it('words each peer\'s lag as meta-core status does, and counts its rejected frames', async () => {
+    // A peer holding the swarm key but running no meta-core: it connects, but A's first pull from it
+    // (a full resync) can never complete, so its lag grows from when A first saw it.
+    const rogue = await startRogue(key)
+    let rogueUp = true
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
+    try {
+      await rogue.dial(await dialAddr(a.url))
+      await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === rogue.peerId && p.connected), { timeoutMs: 10_000, what: 'A to see the peer' })
+      const page = await ctx.newPage()
+      const errors = watchPageErrors(page)
+      await page.goto(`${a.url}/ui/node`)
+      const row = page.locator(`table.peers tr[data-peer="${rogue.peerId}"]`)
+      const lag = row.getByTestId('peer-lag')
+      await row.waitFor()
+      await expect.poll(async () => await lag.textContent(), { timeout: 10_000 }).toMatch(/^full resync, \d+(\.\d)? (ms|s)$/)
+      expect(await lag.getAttribute('title')).toBe('never caught up with this peer')
+      // A malformed frame from it is refused and counted in its row.
+      await rogue.publish(new Uint8Array([1, 0, 0x7b, 0x7b, 0x7b]))
+      await expect.poll(async () => await row.locator('td').nth(4).textContent(), { timeout: 10_000 }).toBe('1')
+      // Gone before any pull from it applied a page: never synced.
+      await rogue.stop()
+      rogueUp = false
+      await expect.poll(async () => [await row.locator('td').nth(1).textContent(), await lag.textContent()], { timeout: 10_000 })
+        .toEqual(['disconnected', 'never synced'])
+      expect(errors).toEqual([])
+    } finally {
+      await ctx.close()
+      if (rogueUp) await rogue.stop()
+    }
+  })
+
+  it('says the digests differ when a write no longer reaches the peer', async () => {
+    const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
+    // B leaves the mesh: restarted on its own store and identity key, with another swarm key, so it
+    // can no longer connect to A (nor A to it) and nothing written on A reaches it.
+    const otherKey = path.join(keyDir, 'other.key')
+    writeSwarmKey(otherKey)
+    b = await b.restart(meshFlags(otherKey))
+    expect((await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId).toBe(peerB)
+    await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === peerB && !p.connected), { timeoutMs: 10_000, what: 'A to see B gone' })
+    const rec = syntheticRecord(43)
+    expect((await api(`${a.url}/meta/${rec.cid}`, 'PATCH', rec.fields)).status).toBe(200)
+    const [da, db] = (await Promise.all([api<Digest>(`${a.url}/api/mesh/digest`), api<Digest>(`${b.url}/api/mesh/digest`)])).map(r => r.json)
+    expect(da.digest).not.toBe(db.digest)
+    expect(da.keys).toBeGreaterThan(db.keys)
+
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
+    const page = await ctx.newPage()
+    const errors = watchPageErrors(page)
+    await page.goto(`${a.url}/ui/node`)
+    const row = page.locator(`table.peers tr[data-peer="${peerB}"]`)
+    await row.waitFor()
+    await page.getByLabel('Node address').fill(b.url)
+    await page.getByRole('button', { name: 'Compare' }).click()
+    await expect.poll(async () => [await row.locator('td').nth(1).textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
+      .toEqual(['disconnected', `differs (${db.keys.toLocaleString('en')} keys there, ${da.keys.toLocaleString('en')} here)`])
+    // It was caught up when it left: the lag says so, not that it is behind.
+    expect(await row.getByTestId('peer-lag').textContent()).toMatch(/^caught up, synced /)
+    expect(await seriousA11yViolations(page)).toEqual([])
     await ctx.close()
     expect(errors).toEqual([])
   })

@@ -1,4 +1,6 @@
-/** Display helpers: sizes, dates, durations. */
+/** Display helpers: sizes, dates, durations, a peer's catch-up lag. */
+
+import type { MeshPeer } from './wire.js'
 
 export function formatBytes (n: number | string | undefined): string {
   const v = typeof n === 'string' ? Number(n) : n
@@ -39,6 +41,38 @@ export function formatDuration (seconds: number | undefined): string {
   if (s < 60) return `${s} s`
   if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+}
+
+/**
+ * A span in ms as `meta-core status` words it: 950 ms, 4.2 s, 3 min 5 s,
+ * 2 h 10 min, 3 d 4 h. The page loads nothing of src/, so this mirrors
+ * `duration` of src/node/status-command.ts; test/ui/format.test.ts holds
+ * the two to the same output.
+ */
+export function formatMs (ms: number): string {
+  if (!Number.isFinite(ms)) return '?'
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`
+  const s = Math.floor(ms / 1000)
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`
+  return `${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3600)} h`
+}
+
+/** What the lag wording reads of a peer in `GET /api/mesh`. */
+export type PeerLagFields = Pick<MeshPeer, 'connected' | 'cursor' | 'behind' | 'resyncing' | 'lastSyncAt' | 'lagMs'>
+
+/**
+ * A peer's catch-up lag in the words of `meta-core status` (mirrors its
+ * `peerLag`, held equal by test/ui/format.test.ts): `caught up`, `behind 3.0 s`,
+ * `full resync, 12.4 s`, `first sync, 950 ms` for a connected peer never
+ * synced yet, `never synced` for one that is not connected.
+ */
+export function formatPeerLag (p: PeerLagFields): string {
+  if (p.resyncing) return `full resync, ${formatMs(p.lagMs)}`
+  if (p.cursor === null && p.lastSyncAt === null) return p.connected ? `first sync, ${formatMs(p.lagMs)}` : 'never synced'
+  if (!p.behind) return 'caught up'
+  return `behind ${formatMs(p.lagMs)}`
 }
 
 /** A long CID or id shortened in the middle for narrow cells (the full value stays in the title and the copy button). */

@@ -82,12 +82,18 @@ export interface MeshPeer {
   peerId: string
   addrs: string[]
   connected: boolean
-  cursor?: string | null
-  /** True (or a count of changes) until a pull reaches the head the peer reported. */
-  behind?: boolean | number | null
-  resyncing?: boolean
-  /** Milliseconds since the epoch (or an ISO string). */
-  lastSyncAt?: string | number | null
+  /** Our position in its change log (null: never synced). */
+  cursor: string | null
+  /** True until a pull from it reaches the head it reported. */
+  behind: boolean
+  /** A full resync from it is under way. */
+  resyncing: boolean
+  /** When a pull from it last applied a page (ISO 8601). */
+  lastSyncAt: string | null
+  /** When a pull from it last reached the head it reported (ISO 8601). */
+  caughtUpAt: string | null
+  /** Catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since it was first seen). */
+  lagMs: number
   framesIn?: number
   framesRejected?: number
   driftRefusals?: number

@@ -3,8 +3,10 @@
  * no mesh (`/api/mesh` says `enabled: false`; a node without the route
  * answers 404, one without the component 503) and the panel says so. With a
  * mesh: this node's peer id, addresses and digest, and per peer the
- * connection state, lag (changes behind, last sync), frames received and
- * rejected, clock-drift refusals, and whether its digest agrees with ours.
+ * connection state, catch-up lag (from the node's `lagMs`, worded as
+ * `meta-core status` words it, with the last sync and, in its title, when
+ * the node last caught up), frames received and rejected, clock-drift
+ * refusals, and whether its digest agrees with ours.
  *
  * A peer's digest is only known to this page if the page can reach that
  * peer's HTTP API: the person names other nodes' addresses (kept in this
@@ -13,7 +15,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiFailure, call, errorText } from '../api.js'
-import { formatAgo, formatCount, shortId } from '../format.js'
+import { formatAgo, formatCount, formatPeerLag, formatTime, shortId } from '../format.js'
 import type { MeshDigest, MeshPeer, MeshStatus } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 
@@ -142,12 +144,9 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   )
 }
 
-/** The core reports `behind` as a flag (until a pull reaches the peer's head); a count is shown as one. */
-function lag (p: MeshPeer): string {
-  if (p.resyncing === true) return 'full resync'
-  if (p.behind === null || p.behind === undefined) return '—'
-  if (p.behind === false || p.behind === 0) return 'caught up'
-  return p.behind === true ? 'catching up' : `${formatCount(p.behind)} behind`
+/** When the node last caught up with the peer, for the lag cell's title. */
+function caughtUpTitle (p: MeshPeer): string {
+  return p.caughtUpAt === null ? 'never caught up with this peer' : `last caught up ${formatTime(p.caughtUpAt)}`
 }
 
 function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined, remote: Remote | undefined }) {
@@ -163,7 +162,7 @@ function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined
     <tr data-peer={p.peerId}>
       <td><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
       <td><span class={`state ${p.connected ? 'ok' : 'off'}`}>{p.connected ? 'connected' : 'disconnected'}</span></td>
-      <td>{lag(p)}<span class="muted">, synced {formatAgo(p.lastSyncAt)}</span></td>
+      <td data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>
       <td class="num">{formatCount(p.framesIn)}</td>
       <td class="num">{formatCount(p.framesRejected)}</td>
       <td class="num">{formatCount(p.driftRefusals)}</td>

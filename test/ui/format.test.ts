@@ -1,0 +1,39 @@
+/**
+ * The page words a peer's catch-up lag as `meta-core status` does. The page
+ * may load nothing of src/, so ui/src/format.ts mirrors the status
+ * command's rule; this holds the two to the same words, case by case, so
+ * changing one without the other fails here.
+ */
+import { describe, expect, it } from 'vitest'
+import { duration, peerLag } from '../../src/node/status-command.js'
+import { formatMs, formatPeerLag, type PeerLagFields } from '../../ui/src/format.js'
+
+const synced = { connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: '2026-11-30T20:00:00.000Z', lagMs: 0 }
+
+const CASES: Array<[string, PeerLagFields, string]> = [
+  ['a peer whose head the last pull reached', synced, 'caught up'],
+  ['caught up, then disconnected', { ...synced, connected: false }, 'caught up'],
+  ['behind for 3 s', { ...synced, behind: true, lagMs: 3_049 }, 'behind 3.0 s'],
+  ['behind for under a second', { ...synced, behind: true, lagMs: 420 }, 'behind 420 ms'],
+  ['behind for minutes', { ...synced, behind: true, lagMs: 185_000 }, 'behind 3 min 5 s'],
+  ['behind for days', { ...synced, behind: true, lagMs: 3 * 86_400_000 + 4 * 3_600_000 }, 'behind 3 d 4 h'],
+  ['in a full resync', { ...synced, resyncing: true, behind: true, lagMs: 12_400 }, 'full resync, 12.4 s'],
+  ['never synced, in its first resync', { connected: true, cursor: null, behind: true, resyncing: true, lastSyncAt: null, lagMs: 7_000 }, 'full resync, 7.0 s'],
+  ['connected, never synced, not resyncing', { connected: true, cursor: null, behind: true, resyncing: false, lastSyncAt: null, lagMs: 950 }, 'first sync, 950 ms'],
+  ['never synced and gone', { connected: false, cursor: null, behind: true, resyncing: false, lastSyncAt: null, lagMs: 40_000 }, 'never synced'],
+  ['a page applied but no cursor yet, behind', { connected: true, cursor: null, behind: true, resyncing: false, lastSyncAt: synced.lastSyncAt, lagMs: 2 * 3_600_000 + 10 * 60_000 }, 'behind 2 h 10 min']
+]
+
+describe('peer lag wording', () => {
+  it.each(CASES)('%s: the page and meta-core status both say it', (_what, peer, words) => {
+    expect(formatPeerLag(peer)).toBe(words)
+    expect(peerLag(peer)).toBe(words)
+  })
+
+  it('words every span as the status command does', () => {
+    for (const ms of [0, 1, 999.4, 999.6, 1_000, 59_949, 59_951, 60_000, 3_599_999, 3_600_000, 86_399_999, 86_400_000, 10 * 86_400_000 + 1, Number.NaN, Infinity]) {
+      expect(formatMs(ms), String(ms)).toBe(duration(ms))
+    }
+    expect([formatMs(950), formatMs(4_200), formatMs(185_000), formatMs(7_800_000), formatMs(273_600_000)]).toEqual(['950 ms', '4.2 s', '3 min 5 s', '2 h 10 min', '3 d 4 h'])
+  })
+})
