@@ -15,7 +15,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { Browser } from 'playwright-core'
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 import { syntheticRecord } from '../../bench/lib/synthetic.js'
 import {
   HAVE_CHROMIUM, api, launchBrowser, screenshot, seriousA11yViolations, startTestNode, waitFor, watchPageErrors, type TestNode
@@ -59,19 +59,30 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     if (keyDir !== undefined) fs.rmSync(keyDir, { recursive: true, force: true })
   })
 
-  it('shows the peer connected and caught up, and whether the digests agree once a write has replicated', async () => {
-    const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
+  /** A fresh browser context (its own stored addresses) on A's node panel, with the row of `peerId` shown. */
+  async function openPanel (peerId: string): Promise<{ ctx: BrowserContext, page: Page, row: Locator, errors: string[] }> {
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
     const page = await ctx.newPage()
     const errors = watchPageErrors(page)
     await page.goto(`${a.url}/ui/node`)
-    const row = page.locator(`table.peers tr[data-peer="${peerB}"]`)
+    const row = page.locator(`table.peers tr[data-peer="${peerId}"]`)
     await row.waitFor()
+    return { ctx, page, row, errors }
+  }
+
+  /** Gives the page another node's HTTP address to compare digests with. */
+  async function compareWith (page: Page, url: string): Promise<void> {
+    await page.getByLabel('Node address').fill(url)
+    await page.getByRole('button', { name: 'Compare' }).click()
+  }
+
+  it('shows the peer connected and caught up, and whether the digests agree once a write has replicated', async () => {
+    const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
+    const { ctx, page, row, errors } = await openPanel(peerB)
     await expect.poll(async () => await row.locator('td').nth(1).textContent()).toBe('connected')
     // The page cannot reach B's digest until it is told B's address.
     expect(await row.getByTestId('peer-digest').textContent()).toBe('not reachable from this page')
-    await page.getByLabel('Node address').fill(b.url)
-    await page.getByRole('button', { name: 'Compare' }).click()
+    await compareWith(page, b.url)
 
     // A write on A replicates to B: then both digests are equal and the row says so.
     const rec = syntheticRecord(42)
@@ -99,16 +110,14 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     // (a full resync) can never complete, so its lag grows from when A first saw it.
     const rogue = await startRogue(key)
     let rogueUp = true
-    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
+    let ctx: BrowserContext | undefined
     try {
       await rogue.dial(await dialAddr(a.url))
       await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === rogue.peerId && p.connected), { timeoutMs: 10_000, what: 'A to see the peer' })
-      const page = await ctx.newPage()
-      const errors = watchPageErrors(page)
-      await page.goto(`${a.url}/ui/node`)
-      const row = page.locator(`table.peers tr[data-peer="${rogue.peerId}"]`)
+      const panel = await openPanel(rogue.peerId)
+      ctx = panel.ctx
+      const { row, errors } = panel
       const lag = row.getByTestId('peer-lag')
-      await row.waitFor()
       await expect.poll(async () => await lag.textContent(), { timeout: 10_000 }).toMatch(/^full resync, \d+(\.\d)? (ms|s)$/)
       expect(await lag.getAttribute('title')).toBe('never caught up with this peer')
       // A malformed frame from it is refused and counted in its row.
@@ -121,7 +130,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
         .toEqual(['disconnected', 'never synced'])
       expect(errors).toEqual([])
     } finally {
-      await ctx.close()
+      await ctx?.close()
       if (rogueUp) await rogue.stop()
     }
   })
@@ -141,14 +150,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     expect(da.digest).not.toBe(db.digest)
     expect(da.keys).toBeGreaterThan(db.keys)
 
-    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
-    const page = await ctx.newPage()
-    const errors = watchPageErrors(page)
-    await page.goto(`${a.url}/ui/node`)
-    const row = page.locator(`table.peers tr[data-peer="${peerB}"]`)
-    await row.waitFor()
-    await page.getByLabel('Node address').fill(b.url)
-    await page.getByRole('button', { name: 'Compare' }).click()
+    const { ctx, page, row, errors } = await openPanel(peerB)
+    await compareWith(page, b.url)
     await expect.poll(async () => [await row.locator('td').nth(1).textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
       .toEqual(['disconnected', `differs (${db.keys.toLocaleString('en')} keys there, ${da.keys.toLocaleString('en')} here)`])
     // It was caught up when it left: the lag says so, not that it is behind.
