@@ -251,7 +251,10 @@ async function main (): Promise<void> {
     }
     process.stdout.write(JSON.stringify(json, null, 2) + '\n')
   } finally {
-    if (!BENCH_KEEP) for (const side of [sides.a, sides.b]) removeWorktree(side)
+    if (!BENCH_KEEP) {
+      for (const side of [sides.a, sides.b]) removeWorktree(side)
+      if (fs.existsSync(AB_DIR) && fs.readdirSync(AB_DIR).length === 0) fs.rmdirSync(AB_DIR)
+    }
   }
 }
 
