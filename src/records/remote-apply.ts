@@ -6,9 +6,10 @@
  * refused, counted, and never advance the clock.
  *
  * Two entry points with the same rules, entry for entry:
- * - `applyRemote`: one transaction (a gossip frame, a pull page).
- * - `applyBatch`: many roots at once (a full resync, a bulk import), in
- *   transactions of 100 roots each, roots in key order.
+ * - `applyRemote`: one transaction (a gossip frame).
+ * - `applyBatch`: many roots at once (a pulled page, a full resync, a bulk
+ *   import), in transactions of 100 roots each unless told otherwise,
+ *   roots in key order.
  */
 import type { Tx } from '../kv/index.js'
 import { persistHlc, type RecordContext } from './context.js'
