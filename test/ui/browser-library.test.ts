@@ -178,6 +178,47 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     await closePage()
   })
 
+  it('shows a write that crossed the results: read before it, rendered after the stream went live', async () => {
+    // The search answers with the old title, the write lands, the stream goes live (its head after the write,
+    // so the write is not sent), and only then do the stale results reach the page: they must be refreshed.
+    const target = syntheticRecord(16)
+    ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } })
+    page = await ctx.newPage()
+    errors = watchPageErrors(page)
+    let releaseStream!: () => void
+    const streamHeld = new Promise<void>(resolve => { releaseStream = resolve })
+    let releaseSearch!: () => void
+    const searchHeld = new Promise<void>(resolve => { releaseSearch = resolve })
+    let searched!: () => void
+    const searchRead = new Promise<void>(resolve => { searched = resolve })
+    let live!: () => void
+    const streamLive = new Promise<void>(resolve => { live = resolve })
+    await page.route('**/api/events/meta', async route => {
+      await streamHeld
+      await route.continue()
+      live()
+    })
+    let first = true
+    await page.route('**/api/metadata/search', async route => {
+      if (!first) { await route.continue(); return }
+      first = false
+      const stale = await route.fetch() // answered by the node now, before the write
+      searched()
+      await searchHeld
+      await route.fulfill({ response: stale })
+    })
+    await page.goto(`${node.url}/?q=${encodeURIComponent(target.fields.title)}`)
+    await searchRead
+    const newTitle = `${target.fields.title} crossed ${Date.now()}`
+    expect((await api(`${node.url}/meta/${target.cid}`, 'PATCH', { title: newTitle })).status).toBe(200)
+    releaseStream()
+    await streamLive
+    await expect.poll(async () => await page.locator('.feed .dot').textContent()).toBe('live')
+    releaseSearch()
+    await page.locator('#results a.open', { hasText: newTitle }).waitFor({ timeout: 5000 })
+    await closePage()
+  })
+
   it('lays the record out for a phone', async () => {
     ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
     page = await ctx.newPage()

@@ -51,8 +51,44 @@ function push (a: Activity): void {
  */
 const ANY_ROOT = '*'
 
+/**
+ * Every root change heard (and every time the meta stream went live, as
+ * ANY_ROOT) gets the next mark. A view notes the mark when it starts a load
+ * and hands it to useRootChanges, which refreshes at once if something it
+ * shows changed after that mark but before its listener was in place: the
+ * answer and the change can cross (a render happens before its effects run,
+ * and the stream may go live in between).
+ */
+let mark = 0
+/** The latest marks, oldest first; older ones are forgotten, and a view older than all of them refreshes. */
+const recent: Array<{ mark: number, root: string }> = []
+const RECENT_SIZE = 512
+
+/** The mark of the latest change heard; a load started now reflects every change up to it. */
+export function changeMark (): number {
+  return mark
+}
+
+function heard (root: string): void {
+  mark++
+  recent.push({ mark, root })
+  if (recent.length > RECENT_SIZE) recent.splice(0, recent.length - RECENT_SIZE)
+  for (const l of rootListeners) l(root)
+}
+
+/** True if a change after `since` may touch one of `roots`. */
+function changedSince (since: number, roots: ReadonlySet<string>): boolean {
+  if (since >= mark) return false
+  if (recent.length === 0 || recent[0].mark > since + 1) return true // forgotten: assume so
+  for (let i = recent.length - 1; i >= 0 && recent[i].mark > since; i--) {
+    const r = recent[i].root
+    if (r === ANY_ROOT || roots.has(r)) return true
+  }
+  return false
+}
+
 function setState (kind: 'meta' | 'files', s: StreamState): void {
-  if (kind === 'meta' && s === 'live') for (const l of rootListeners) l(ANY_ROOT)
+  if (kind === 'meta' && s === 'live') heard(ANY_ROOT)
   states = { ...states, [kind]: s }
   for (const l of stateListeners) l()
 }
@@ -65,7 +101,7 @@ export function startLive (): void {
     const m = /^file:([^/]+)(?:\/(.*))?$/.exec(e.data.key ?? '')
     if (m === null) return
     const root = m[1]
-    for (const l of rootListeners) l(root)
+    heard(root)
     push({ id: e.id ?? String(Date.now()), kind: 'meta', type: e.event, subject: root, field: m[2], at: Number(e.data.ts ?? Date.now()) })
   }, s => { setState('meta', s) })
   follow('/api/events/files', (e: StreamEvent) => {
@@ -76,9 +112,11 @@ export function startLive (): void {
 
 /**
  * Calls `refresh` (at most every `ms`) when any key of one of `roots` changes.
+ * `since` is the changeMark() taken when the shown data started loading:
+ * a change heard after it, before this subscription was in place, refreshes too.
  * `roots` is compared by content, so a new array of the same roots keeps the subscription.
  */
-export function useRootChanges (roots: readonly string[], refresh: () => void, ms = 150): void {
+export function useRootChanges (roots: readonly string[], since: number, refresh: () => void, ms = 150): void {
   const key = roots.join(',')
   useEffect(() => {
     if (key === '') return
@@ -89,8 +127,9 @@ export function useRootChanges (roots: readonly string[], refresh: () => void, m
       timer = setTimeout(() => { timer = undefined; refresh() }, ms)
     }
     rootListeners.add(l)
+    if (changedSince(since, set)) l(ANY_ROOT)
     return () => { rootListeners.delete(l); if (timer !== undefined) clearTimeout(timer) }
-  }, [key, refresh, ms])
+  }, [key, since, refresh, ms])
 }
 
 /** The current value of a module-level variable, re-rendering when its listeners are told. */

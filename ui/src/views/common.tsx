@@ -1,6 +1,7 @@
 /** Small pieces every view uses. */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import { errorText } from '../api.js'
+import { changeMark } from '../live.js'
 
 /** A copy-to-clipboard button; says "Copied" for a moment. */
 export function CopyButton ({ text, label }: { text: string, label: string }) {
@@ -34,6 +35,8 @@ export function ErrorNote ({ error }: { error: unknown }) {
 
 export interface Loaded<T> {
   data: T | undefined
+  /** changeMark() when the load that gave `data` started (see useRootChanges). */
+  since: number
   error: unknown
   loading: boolean
   reload: () => void
@@ -47,7 +50,7 @@ export interface Loaded<T> {
  * stream), so a refusal shows as an error instead of asking for a token.
  */
 export function useLoad<T> (key: string, load: (signal: AbortSignal, quiet: boolean) => Promise<T>): Loaded<T> {
-  const [state, setState] = useState<{ key: string, data?: T, error?: unknown, loading: boolean }>({ key, loading: true })
+  const [state, setState] = useState<{ key: string, data?: T, since: number, error?: unknown, loading: boolean }>({ key, since: 0, loading: true })
   const [tick, setTick] = useState(0)
   const loadRef = useRef(load)
   loadRef.current = load
@@ -56,15 +59,16 @@ export function useLoad<T> (key: string, load: (signal: AbortSignal, quiet: bool
     const ctl = new AbortController()
     const quiet = loadedKey.current === key
     loadedKey.current = key
-    setState(s => ({ key, data: s.key === key ? s.data : undefined, error: undefined, loading: true }))
+    const since = changeMark()
+    setState(s => ({ ...s, key, data: s.key === key ? s.data : undefined, error: undefined, loading: true }))
     loadRef.current(ctl.signal, quiet).then(
-      data => { if (!ctl.signal.aborted) setState({ key, data, loading: false }) },
-      (error: unknown) => { if (!ctl.signal.aborted) setState(s => ({ key, data: s.key === key ? s.data : undefined, error, loading: false })) }
+      data => { if (!ctl.signal.aborted) setState({ key, data, since, loading: false }) },
+      (error: unknown) => { if (!ctl.signal.aborted) setState(s => ({ ...s, key, data: s.key === key ? s.data : undefined, error, loading: false })) }
     )
     return () => { ctl.abort() }
   }, [key, tick])
   const reload = useCallback(() => { setTick(t => t + 1) }, [])
-  return { data: state.key === key ? state.data : undefined, error: state.error, loading: state.loading, reload }
+  return { data: state.key === key ? state.data : undefined, since: state.since, error: state.error, loading: state.loading, reload }
 }
 
 /** Calls `fn` every `ms` while mounted (and the tab is visible). */

@@ -44,7 +44,7 @@ export function Library ({ q, offset, sort }: { q: string, offset: number, sort:
   const res = useLoad(`${q}\u0000${offset}\u0000${sort}`, async (signal, quiet) =>
     await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset, ...(sort === '' ? {} : { sort }) }, signal, quiet }))
   const reload = useCallback(() => { res.reload() }, [res.reload])
-  useRootChanges(res.data?.results.map(r => r.hashId) ?? [], reload, 250)
+  useRootChanges(res.data?.results.map(r => r.hashId) ?? [], res.since, reload, 250)
 
   const data = res.data
   const from = data === undefined || data.count === 0 ? 0 : offset + 1

@@ -16,7 +16,7 @@ import { AddCid, AddField, FieldTree } from './record-edit.js'
 export function RecordPage ({ addr }: { addr: string }) {
   const rec = useLoad(addr, async (signal, quiet) => await call<RecordView>('GET', `/api/records/${encodeURIComponent(addr)}`, { signal, quiet }))
   const reload = useCallback(() => { rec.reload() }, [rec.reload])
-  useRootChanges(rec.data?.roots ?? [], reload)
+  useRootChanges(rec.data?.roots ?? [], rec.since, reload)
   const [nodeId, setNodeId] = useState<string | undefined>(undefined)
   useEffect(() => {
     call<Status>('GET', '/status', { quiet: true }).then(s => { setNodeId(s.nodeId) }, () => { /* only marks "this node"; the page works without it */ })
