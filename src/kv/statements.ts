@@ -13,7 +13,9 @@ export interface Statements {
   keysLimit: Database.Statement
   lastKey: Database.Statement
   firstKey: Database.Statement
-  keyAtOffset: Database.Statement
+  rowAtOrBefore: Database.Statement
+  entryCounts: Database.Statement
+  entryTotal: Database.Statement
   delRange: Database.Statement
   count: Database.Statement
   begin: Database.Statement
@@ -39,7 +41,10 @@ export function prepareStatements (db: Database.Database): Statements {
     keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
     lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
     firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
-    keyAtOffset: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1 OFFSET ?').pluck(),
+    rowAtOrBefore: p('SELECT k, v FROM kv WHERE k >= ? AND k <= ? ORDER BY k DESC LIMIT 1').raw(),
+    // Stream rows: a packed row (a JSON array) holds several entries, any other row one.
+    entryCounts: p("SELECT k, CASE WHEN substr(v, 1, 1) = '[' THEN json_array_length(v) ELSE 1 END FROM kv WHERE k >= ? AND k < ? ORDER BY k").raw(),
+    entryTotal: p("SELECT coalesce(sum(CASE WHEN substr(v, 1, 1) = '[' THEN json_array_length(v) ELSE 1 END), 0) FROM kv WHERE k >= ? AND k < ?").pluck(),
     delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
     count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
     begin: p('BEGIN IMMEDIATE'),

@@ -1,8 +1,18 @@
 /**
  * Event streams as rows of the kv table: `ev:<stream>/<ms13>-<seq10>` holds
- * the JSON of an entry's fields, `evhwm:<stream>` the last id issued (ids
- * never go back, even after a clear or a clock step), `evlow:<stream>` the
- * newest id a trim or clear removed (absent while nothing was ever lost).
+ * the entry with that id, `evhwm:<stream>` the last id issued (ids never go
+ * back, even after a clear or a clock step), `evlow:<stream>` the newest id a
+ * trim or clear removed (absent while nothing was ever lost).
+ *
+ * A row holds one entry (the JSON object of its fields) or, when one write
+ * appends several entries at once (`appendMany`, as the record layer does
+ * for the keys of one change), all of them packed in one JSON array under
+ * the first one's id. Their ids are issued at one wall time, so they are the
+ * first id's milliseconds with consecutive sequence numbers: the row's key
+ * and its length say every id, and key order is still id order. One row
+ * instead of one per entry is what makes the change log cheap to write.
+ * Readers see entries, never rows: a read after an id inside a packed row
+ * starts within it, and retention counts entries (a trim cuts whole rows).
  *
  * Appends happen inside a write function and become visible with its commit;
  * the in-memory state (last id, length) is snapshotted per write so a
@@ -11,7 +21,7 @@
  */
 import { prefixEnd } from './keys.js'
 import {
-  type EventId, type EventIdParts, formatEventId, nextEventId, padEventId, parseEventId
+  type EventId, type EventIdParts, compareEventIds, formatEventId, nextEventId, padEventId, parseEventId
 } from './event-id.js'
 import type { RowWriter, Statements } from './statements.js'
 import type { StreamEntry } from './types.js'
@@ -56,24 +66,33 @@ export class Streams {
     return id
   }
 
-  /** Appends entries with one multi-row write: one id each, in order. */
+  /** Appends entries, one id each, in order, packed in one row (see the top of this file). */
   appendMany (out: StreamEntry[], stream: string, entries: ReadonlyArray<Record<string, string>>): EventId[] {
+    if (entries.length === 1) return [this.append(out, stream, entries[0])]
+    if (entries.length === 0) return []
     const s = this.state(stream)
-    const rows: Array<[string, string]> = []
     const ids: EventId[] = []
+    const parts: EventIdParts[] = []
     const now = this.o.now()
-    const prefix = `${EV_PREFIX}${stream}/`
+    let last = s.last
     for (const fields of entries) {
-      const parts = nextEventId(s.last, now)
-      s.last = parts
-      const id = formatEventId(parts)
-      rows.push([prefix + padEventId(parts), JSON.stringify(fields)])
+      last = nextEventId(last, now)
+      parts.push(last)
+      const id = formatEventId(last)
       ids.push(id)
       out.push({ stream, id, fields })
     }
+    s.last = last
     s.sinceTrim += entries.length
     if (s.length !== undefined) s.length += entries.length
-    this.rows.write(rows)
+    const prefix = `${EV_PREFIX}${stream}/`
+    const first = parts[0]
+    if (last!.ms === first.ms && last!.seq === first.seq + entries.length - 1) {
+      this.st.put.run(prefix + padEventId(first), JSON.stringify(entries))
+    } else {
+      // The sequence wrapped into the next millisecond (ten billion ids in one ms): one row each.
+      this.rows.write(entries.map((fields, i) => [prefix + padEventId(parts[i]), JSON.stringify(fields)] as const))
+    }
     return ids
   }
 
@@ -109,16 +128,25 @@ export class Streams {
         s.sinceTrim = 0
         const lo = `${EV_PREFIX}${stream}/`
         const hi = prefixEnd(lo)
-        s.length ??= this.st.count.get(lo, hi) as number
+        s.length ??= this.st.entryTotal.get(lo, hi) as number
         const excess = s.length - this.o.retention
         if (excess > 0) {
-          // Walk only the `excess` oldest keys (not the retained ones) to find where to cut.
-          const cut = this.st.keyAtOffset.get(lo, hi, excess - 1) as string | undefined
-          if (cut !== undefined) {
-            this.st.delRange.run(lo, cut + '\u0000')
-            this.st.put.run(LOW_PREFIX + stream, formatEventId(parseEventId(cut.slice(lo.length))))
+          // Walk only the oldest rows (not the retained ones) to find where to cut: whole rows, at most `excess` entries.
+          let dropped = 0
+          let cut: string | undefined
+          let cutLast: EventIdParts | undefined
+          for (const [k, n] of this.st.entryCounts.iterate(lo, hi) as IterableIterator<[string, number]>) {
+            if (dropped + n > excess) break
+            dropped += n
+            cut = k
+            const id = parseEventId(k.slice(lo.length))
+            cutLast = { ms: id.ms, seq: id.seq + n - 1 }
           }
-          s.length = this.o.retention
+          if (cut !== undefined && cutLast !== undefined) {
+            this.st.delRange.run(lo, cut + '\u0000')
+            this.st.put.run(LOW_PREFIX + stream, formatEventId(cutLast))
+          }
+          s.length -= dropped
         }
       }
     }
@@ -140,16 +168,34 @@ export class Streams {
     return v === undefined ? undefined : formatEventId(parseEventId(v))
   }
 
+  /** Up to `limit` entries with ids after `after` (from the oldest retained when undefined), in id order. */
   read (stream: string, after: EventIdParts | undefined, limit: number): StreamEntry[] {
+    const out: StreamEntry[] = []
+    if (limit <= 0) return out
     const lo = `${EV_PREFIX}${stream}/`
-    const from = after === undefined ? lo : `${lo}${padEventId(after)}\u0000`
-    const rows = this.st.rangeLimit.all(from, prefixEnd(lo), limit) as Array<[string, string]>
-    return rows.map(([k, v]) => ({ stream, id: formatEventId(parseEventId(k.slice(lo.length))), fields: JSON.parse(v) as Record<string, string> }))
+    const hi = prefixEnd(lo)
+    let from = lo
+    if (after !== undefined) {
+      // The row at or before the cursor may be a packed row with entries after it.
+      const at = lo + padEventId(after)
+      const row = this.st.rowAtOrBefore.get(lo, at) as [string, string] | undefined
+      if (row !== undefined) unpack(stream, lo, row, after, out, limit)
+      from = at + '\u0000'
+    }
+    while (out.length < limit) {
+      // Every row holds at least one entry: never more rows than entries still wanted, and few at a time, as a row may hold many.
+      const rows = this.st.rangeLimit.all(from, hi, Math.min(limit - out.length, READ_ROWS)) as Array<[string, string]>
+      for (const row of rows) unpack(stream, lo, row, undefined, out, limit)
+      if (rows.length === 0 || out.length >= limit) break
+      from = rows[rows.length - 1][0] + '\u0000'
+    }
+    return out
   }
 
+  /** Retained entries. */
   length (stream: string): number {
     const lo = `${EV_PREFIX}${stream}/`
-    return this.st.count.get(lo, prefixEnd(lo)) as number
+    return this.st.entryTotal.get(lo, prefixEnd(lo)) as number
   }
 
   private state (stream: string): StreamState {
@@ -159,12 +205,34 @@ export class Streams {
       let last: EventIdParts | undefined = hwm === undefined ? undefined : parseEventId(hwm)
       if (last === undefined) {
         const lo = `${EV_PREFIX}${stream}/`
-        const k = this.st.lastKey.get(lo, prefixEnd(lo)) as string | undefined
-        if (k !== undefined) last = parseEventId(k.slice(lo.length))
+        const row = this.st.rowAtOrBefore.get(lo, prefixEnd(lo)) as [string, string] | undefined
+        if (row !== undefined) last = lastIdOf(lo, row)
       }
       s = { last, sinceTrim: 0, length: undefined }
       this.states.set(stream, s)
     }
     return s
   }
+}
+
+/** Rows fetched per query while reading: a packed row can hold hundreds of entries. */
+const READ_ROWS = 64
+
+/** Appends the entries of one row with ids after `after` (all when undefined) to `out`, until it holds `limit`. */
+function unpack (stream: string, lo: string, [k, v]: [string, string], after: EventIdParts | undefined, out: StreamEntry[], limit: number): void {
+  const first = parseEventId(k.slice(lo.length))
+  const parsed = JSON.parse(v) as Record<string, string> | Array<Record<string, string>>
+  const list = Array.isArray(parsed) ? parsed : [parsed]
+  for (let i = 0; i < list.length && out.length < limit; i++) {
+    const id = { ms: first.ms, seq: first.seq + i }
+    if (after !== undefined && compareEventIds(id, after) <= 0) continue
+    out.push({ stream, id: formatEventId(id), fields: list[i] })
+  }
+}
+
+/** The id of a row's last entry. */
+function lastIdOf (lo: string, [k, v]: [string, string]): EventIdParts {
+  const first = parseEventId(k.slice(lo.length))
+  const n = v.startsWith('[') ? (JSON.parse(v) as unknown[]).length : 1
+  return { ms: first.ms, seq: first.seq + n - 1 }
 }

@@ -132,6 +132,56 @@ describe('kv store', () => {
     expect(kv.readStream('s', parseEventId(lost), 1)[0].id).toBe(rows[0].id)
   })
 
+  it('packs a bulk append in one row yet reads, resumes, counts and trims entry by entry', async () => {
+    const t = tmpDir()
+    cleanups.push(t.cleanup)
+    const file = path.join(t.dir, 'packed.db')
+    let kv = openKv({ path: file, streamRetention: 25, trimEvery: 10 })
+    const ids: string[] = []
+    for (let w = 0; w < 3; w++) {
+      ids.push(...await kv.write(tx => tx.appendEvents('s', Array.from({ length: 7 }, (_, i) => ({ n: `${w}.${i}` })))))
+      ids.push(await kv.write(tx => tx.appendEvent('s', { n: `${w}.single` })))
+    }
+    // Four rows for three bulk appends and three single ones: one row per bulk append.
+    expect(kv.keys('ev:s/', prefixEnd('ev:s/')).length).toBe(6)
+    expect(kv.streamLength('s')).toBe(24)
+    const all = kv.readStream('s', undefined, 1000)
+    expect(all.map(e => e.id)).toEqual(ids)
+    expect(all.map(e => e.fields.n).slice(0, 9)).toEqual(['0.0', '0.1', '0.2', '0.3', '0.4', '0.5', '0.6', '0.single', '1.0'])
+    // From every cursor, inside a packed row or not, the read goes on with the next entry, any limit.
+    for (let c = 0; c < ids.length; c++) {
+      for (const limit of [1, 3, 100]) {
+        expect(kv.readStream('s', parseEventId(ids[c]), limit).map(e => e.id)).toEqual(ids.slice(c + 1, c + 1 + limit))
+      }
+    }
+    // A cursor before the first entry (0-0, as a new client sends) reads from the start.
+    expect(kv.readStream('s', { ms: 0, seq: 0 }, 2).map(e => e.id)).toEqual(ids.slice(0, 2))
+
+    // A restart without the high-water mark finds the last id inside the last row.
+    await kv.write(tx => tx.appendEvents('s', [{ n: 'a' }, { n: 'b' }, { n: 'c' }]))
+    const last = kv.streamHead('s')!
+    kv.close()
+    const raw = new Database(file)
+    raw.prepare("DELETE FROM kv WHERE k = 'evhwm:s'").run()
+    raw.close()
+    kv = openKv({ path: file, streamRetention: 25, trimEvery: 10, now: () => parseEventId(last).ms })
+    cleanups.push(() => { kv.close() })
+    expect(kv.streamHead('s')).toBe(last)
+    const next = await kv.write(tx => tx.appendEvent('s', { n: 'after' }))
+    expect(compareEventIds(parseEventId(last), parseEventId(next))).toBe(-1)
+
+    // 28 entries past a retention of 25: the trim cuts whole rows, at most the excess, and says where it cut.
+    await kv.write(tx => tx.appendEvents('s', Array.from({ length: 10 }, (_, i) => ({ n: `t${i}` }))))
+    expect(kv.streamLength('s')).toBeGreaterThanOrEqual(25)
+    expect(kv.streamLength('s')).toBeLessThan(25 + 8)
+    const kept = kv.readStream('s', undefined, 1000)
+    expect(kept.length).toBe(kv.streamLength('s'))
+    expect(kept[kept.length - 1].fields.n).toBe('t9')
+    const lost = kv.streamTrimmedThrough('s')!
+    expect(kv.readStream('s', parseEventId(lost), 1)[0].id).toBe(kept[0].id)
+    expect(kv.streamFirst('s')).toBe(kept[0].id)
+  })
+
   it('reports no trim for a stream that never lost an entry', async () => {
     const { kv } = open({ streamRetention: 50, trimEvery: 20 })
     for (let i = 0; i < 40; i++) await kv.write(tx => { tx.appendEvent('s', { i: String(i) }) })
