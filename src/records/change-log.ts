@@ -1,9 +1,10 @@
 /**
  * The record layer's versioned change log: the kv stream `meta:events`, one
- * row per changed replicated key, written by the mutation path in the same
- * transaction as the change.
+ * entry per changed replicated key, written by the mutation path in the same
+ * transaction as the change. One mutation's entries are one bulk append, so
+ * kv stores them as one packed row (src/kv/streams.ts); readers see entries.
  *
- * Row (kv stream entry fields, stored as JSON): `{"t":"s"|"d","k":<key>,"v":<version>}`
+ * Entry (kv stream entry fields, stored as JSON): `{"t":"s"|"d","k":<key>,"v":<version>}`
  * - `t`: `s` the key was set (or, from a peer, took a newer version of the
  *   same value), `d` deleted (a tombstone).
  * - `k`: `file:<rid>/<field>`, or `file:<rid>` for a root tombstone (DeleteRoot).

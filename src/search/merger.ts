@@ -23,8 +23,11 @@
  * batch is redone at the next open (its half-written entries belong to
  * document ids nothing points at any more: orphans).
  *
- * Writers wait (RecordIndexer.whenWritable) while `backlogLimit` roots are
- * staged, until the backlog is down to three quarters of it. Orphaned
+ * Writers wait (RecordIndexer.whenWritable) for the merger. From half of
+ * `backlogLimit` staged roots on, a write waits for the merger's next step
+ * (writes and merging take turns, so no write waits longer than a step and
+ * the group commit in front of it); at `backlogLimit`, writes wait until the
+ * backlog is down to three quarters of it (the hard bound). Orphaned
  * entries are swept in key order once they pass a tenth of the documents.
  */
 import { AbortedError, silentLogger, type Logger } from '../common/index.js'
@@ -39,11 +42,15 @@ export interface MergerOptions {
   batchRoots?: number
   /** Roots whose documents and entries one transaction prepares (default 250). */
   fillRoots?: number
-  /** Field entries one transaction moves into the index (default 6,000). */
+  /**
+   * Most field entries one transaction moves into the index (default 6,000).
+   * Fewer when a slice takes longer than STEP_TARGET_MS (a large index puts
+   * a slice's entries on more pages): writers wait behind a step.
+   */
   sliceEntries?: number
   /** FTS rows one transaction writes (default 250). */
   sliceRows?: number
-  /** Writers wait while this many roots are staged (default 4,000). */
+  /** Writers wait while this many roots are staged (default 4,000); from half of it on, each write waits for one merger step. */
   backlogLimit?: number
   /** A backlog smaller than a batch waits this long for more before it is merged (default 250 ms): larger batches cost less per root. */
   delayMs?: number
@@ -51,6 +58,8 @@ export interface MergerOptions {
   sweepMinOrphans?: number
   /** Progress lines while a backlog or a rebuild lasts, this often (default 5,000 ms). */
   progressEveryMs?: number
+  /** Times steps (default performance.now; tests pass their own). */
+  clock?: () => number
 }
 
 interface Batch {
@@ -84,6 +93,10 @@ interface Deps {
 const SWEEP_ENTRIES = 5000
 /** After a failed step, the next try waits this long (ms). */
 const RETRY_MS = 1000
+/** A fields step that takes longer than this (commit included) makes the next one smaller. */
+const STEP_TARGET_MS = 15
+/** Fields slices never shrink below this many entries: below it, commits would cost more than they save. */
+const MIN_SLICE = 500
 
 export class Merger {
   private readonly o: Required<MergerOptions>
@@ -109,6 +122,13 @@ export class Merger {
   private immediate: ReturnType<typeof setImmediate> | undefined
   private stopped = false
   private writable: { promise: Promise<void>, resolve: () => void } | undefined
+  /** Writes waiting for the next step (the backlog is past half its bound), and how many wait. */
+  private paced: { promise: Promise<void>, resolve: () => void } | undefined
+  private pacedWaiting = 0
+  /** Entries the next fields step moves (adaptSlice). */
+  private slice: number
+  /** Writes the last step let through: as many as waited for it (writers check again after waiting). */
+  private passes = 0
   private idleWaiters: Array<{ resolve: () => void, reject: (e: unknown) => void }> = []
   private readyWaiters: Array<{ resolve: () => void, reject: (e: unknown) => void }> = []
   private progress: { since: number, last: number, merged: number, what: string } | undefined
@@ -124,9 +144,11 @@ export class Merger {
       backlogLimit: opts.backlogLimit ?? 4000,
       delayMs: opts.delayMs ?? 250,
       sweepMinOrphans: opts.sweepMinOrphans ?? 1000,
-      progressEveryMs: opts.progressEveryMs ?? 5000
+      progressEveryMs: opts.progressEveryMs ?? 5000,
+      clock: opts.clock ?? (() => performance.now())
     }
     this.log = d.logger ?? silentLogger
+    this.slice = this.o.sliceEntries
     const p = (sql: string): SqlStatement => d.kv.prepare(sql)
     const key = 'ORDER BY f, v, d, rf LIMIT ?'
     this.st = {
@@ -211,16 +233,31 @@ export class Merger {
     await new Promise<void>((resolve, reject) => { this.readyWaiters.push({ resolve, reject }) })
   }
 
-  /** A promise while the backlog is at its bound (writers wait on it); undefined otherwise. */
+  /**
+   * A promise while writes must wait (see the top of this file): until the
+   * next step past half the bound, until three quarters of it at the bound;
+   * undefined when a write may go at once.
+   */
   whenWritable (): Promise<void> | undefined {
     if (this.stopped) return undefined
     if (this.writable !== undefined) return this.writable.promise
-    if (this.d.pending.size < this.o.backlogLimit) return undefined
-    let resolve!: () => void
-    const promise = new Promise<void>(r => { resolve = r })
-    this.writable = { promise, resolve }
-    this.schedule()
-    return promise
+    const size = this.d.pending.size
+    if (size >= this.o.backlogLimit) {
+      this.writable = waiter()
+      this.schedule()
+      return this.writable.promise
+    }
+    if (size < this.o.backlogLimit / 2) return undefined
+    if (this.passes > 0) {
+      this.passes--
+      return undefined
+    }
+    if (this.paced === undefined) {
+      this.paced = waiter()
+      this.schedule()
+    }
+    this.pacedWaiting++
+    return this.paced.promise
   }
 
   /** Stops scheduling; staged roots stay staged (the next open merges them). Records the change-log mark. */
@@ -234,6 +271,9 @@ export class Merger {
     this.abandonBatch()
     this.writable?.resolve()
     this.writable = undefined
+    this.paced?.resolve()
+    this.paced = undefined
+    this.pacedWaiting = 0
     const err = new AbortedError('search maintenance stopped')
     for (const w of this.idleWaiters.splice(0)) w.reject(err)
     for (const w of this.readyWaiters.splice(0)) w.reject(err)
@@ -254,7 +294,7 @@ export class Merger {
   schedule (): void {
     if (this.stopped || this.immediate !== undefined || !this.hasWork()) return
     const soon = this.batch !== undefined || this.rebuilding || this.d.pending.size >= this.o.batchRoots ||
-      this.writable !== undefined || this.idleWaiters.length > 0 || this.sweepDue()
+      this.writable !== undefined || this.paced !== undefined || this.idleWaiters.length > 0 || this.sweepDue()
     if (soon) {
       if (this.timer !== undefined) clearTimeout(this.timer)
       this.timer = undefined
@@ -273,7 +313,10 @@ export class Merger {
   private run (): void {
     if (this.stopped) return
     try {
+      const fields = this.batch?.phase === 'fields'
+      const t0 = this.o.clock()
       this.d.kv.writeSync(tx => { this.step(tx) })
+      if (fields) this.adaptSlice(this.o.clock() - t0)
     } catch (err) {
       this.abandonBatch()
       if (err instanceof KvClosedError) { this.stop(); return }
@@ -291,6 +334,10 @@ export class Merger {
       this.writable.resolve()
       this.writable = undefined
     }
+    this.passes = this.pacedWaiting
+    this.pacedWaiting = 0
+    this.paced?.resolve()
+    this.paced = undefined
     if (this.trusted) for (const w of this.readyWaiters.splice(0)) w.resolve()
     if (!this.hasWork()) for (const w of this.idleWaiters.splice(0)) w.resolve()
     this.reportProgress()
@@ -356,8 +403,15 @@ export class Merger {
     if (end === b.rids.length) b.phase = 'fields'
   }
 
+  /** Shrinks the next fields slice after a step that took too long, grows it back after quick ones. */
+  private adaptSlice (ms: number): void {
+    const max = this.o.sliceEntries
+    if (ms > STEP_TARGET_MS) this.slice = Math.max(Math.min(max, MIN_SLICE), Math.floor(this.slice * 0.7))
+    else if (ms < STEP_TARGET_MS / 2) this.slice = Math.min(max, Math.ceil(this.slice * 1.25))
+  }
+
   private fieldsStep (b: Batch): void {
-    const n = this.o.sliceEntries
+    const n = this.slice
     const copied = this.st.copy.run(...b.cursor, n).changes
     const next = copied === n ? this.st.cursorAt.get(...b.cursor, n - 1) as Batch['cursor'] | undefined : undefined
     if (next !== undefined) {
@@ -489,4 +543,10 @@ export class Merger {
     this.progress.last = now
     this.progress.merged = this.merged
   }
+}
+
+function waiter (): { promise: Promise<void>, resolve: () => void } {
+  let resolve!: () => void
+  const promise = new Promise<void>(r => { resolve = r })
+  return { promise, resolve }
 }
