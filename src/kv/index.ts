@@ -11,10 +11,10 @@
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),
- * and generic event streams kept as rows `ev:<stream>/<ms13>-<seq10>` (a bulk
- * append packed in one row) with a
- * high-water mark `evhwm:<stream>` (ids never go back) and a low-water mark
- * `evlow:<stream>` (the newest id a trim or clear removed). It knows nothing
+ * and generic event streams kept as rows `ev:<stream>/<ms13>-<seq10>` (the
+ * entries of one bulk append packed in one row) with a high-water mark
+ * `evhwm:<stream>` (ids never go back) and a low-water mark `evlow:<stream>`
+ * (the newest id a trim or clear removed). It knows nothing
  * of records: which keys mean what, and what a stream's entries say, belong
  * to the layers above (the record layer writes `meta:events` itself).
  */

@@ -65,7 +65,7 @@ export interface Tx {
   keys: (lo: string, hi: string, limit?: number) => string[]
   /** Appends an entry to an event stream; the entry is visible to listeners only after commit. */
   appendEvent: (stream: string, fields: Record<string, string>) => EventId
-  /** Appends entries in order with multi-row writes (the record layer's change log: one row per changed key). */
+  /** Appends entries in order, one id each, packed in one row (the record layer's change log: the keys one write changed). */
   appendEvents: (stream: string, entries: ReadonlyArray<Record<string, string>>) => EventId[]
   /** Deletes every retained entry of a stream; ids keep increasing from the high-water mark. */
   clearStream: (stream: string) => void

@@ -2,7 +2,7 @@
  * The one synchronous write path every record change goes through, inside a
  * kv transaction: field rows, versions, liveness (`idx:roots`), the visible
  * record counter, schema counters, the `cid:` reverse index, groups, the
- * change-log rows (one per key whose version changed, root tombstones
+ * change-log entries (one per key whose version changed, root tombstones
  * included) and the indexer hooks (search). Local writes and remote merges
  * share it, so both maintain exactly the same derived state.
  *
