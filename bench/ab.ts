@@ -32,7 +32,8 @@
  * the noise), --bench NAME (repeatable or comma-separated: ingest, api, or
  * any bench/NAME.ts with --metric), --rounds N (3), --env KEY=VALUE
  * (repeatable, for every run), --metric NAME=PATH[|PATH] (repeatable; dot
- * path into the JSON, replaces the built-in figures), --order ab|abba (ab),
+ * path into the JSON, replaces the built-in figures; a NAME ending in Ms,
+ * Seconds or Bytes is better lower), --order ab|abba (ab),
  * --tolerance FRACTION (0.05), --run-timeout-min M (30, per run).
  */
 import { spawn, spawnSync } from 'node:child_process'

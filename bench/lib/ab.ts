@@ -98,7 +98,8 @@ export const BENCHES: Record<string, BenchSpec> = {
 
 /**
  * `name=path[|path…]` from the command line; the figure counts as a headline
- * (higher is better unless the name ends in Ms, a latency).
+ * (higher is better unless the name ends in Ms, Seconds or Bytes: a time or
+ * a cost, where lower is better).
  */
 export function parseMetricOption (text: string): MetricSpec {
   const eq = text.indexOf('=')
@@ -107,7 +108,7 @@ export function parseMetricOption (text: string): MetricSpec {
   return {
     name,
     paths: text.slice(eq + 1).split('|'),
-    better: /Ms$/.test(name) ? 'lower' : 'higher',
+    better: /(Ms|Seconds|Bytes)$/.test(name) ? 'lower' : 'higher',
     headline: true,
     description: `--metric ${text}`
   }

@@ -42,9 +42,11 @@ describe('figures in a benchmark\'s JSON', () => {
 })
 
 describe('options', () => {
-  it('parses --metric with fallback paths; a name ending in Ms is a latency', () => {
+  it('parses --metric with fallback paths; a name ending in Ms, Seconds or Bytes is lower-is-better', () => {
     expect(parseMetricOption('hits=a.b|c.0')).toMatchObject({ name: 'hits', paths: ['a.b', 'c.0'], better: 'higher', headline: true })
     expect(parseMetricOption('p50Ms=q.p50').better).toBe('lower')
+    expect(parseMetricOption('freshSeconds=catchUp.fresh.seconds').better).toBe('lower')
+    expect(parseMetricOption('wireBytes=catchUp.fresh.bytes').better).toBe('lower')
     expect(() => parseMetricOption('hits')).toThrow(/name=path/)
     expect(() => parseMetricOption('hits=')).toThrow(/name=path/)
   })
