@@ -11,7 +11,6 @@ export interface Statements {
   suffixRange: Database.Statement
   jsonRange: Database.Statement
   keysLimit: Database.Statement
-  lastKey: Database.Statement
   firstKey: Database.Statement
   rowAtOrBefore: Database.Statement
   entryCounts: Database.Statement
@@ -39,7 +38,6 @@ export function prepareStatements (db: Database.Database): Statements {
     suffixRange: p('SELECT substr(k, ?), v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw(),
     jsonRange: p('SELECT json_group_object(substr(k, ?), v) FROM (SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k)').pluck(),
     keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
-    lastKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck(),
     firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
     rowAtOrBefore: p('SELECT k, v FROM kv WHERE k >= ? AND k <= ? ORDER BY k DESC LIMIT 1').raw(),
     // Stream rows: a packed row (a JSON array) holds several entries, any other row one.

@@ -32,10 +32,14 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     await node?.stop()
   })
 
-  async function openPage (path: string): Promise<void> {
-    ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } })
+  /** A new browser context and page (desktop size unless told), its errors watched; nothing loaded yet. */
+  async function newPage (opts: Parameters<Browser['newContext']>[0] = { viewport: { width: 1200, height: 800 } }): Promise<void> {
+    ctx = await browser.newContext(opts)
     page = await ctx.newPage()
     errors = watchPageErrors(page)
+  }
+  async function openPage (path: string): Promise<void> {
+    await newPage()
     await page.goto(node.url + path)
   }
   async function closePage (): Promise<void> {
@@ -163,9 +167,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
   it('shows a write made before its event stream connected', async () => {
     // The page's first fetches may finish before the stream is there: a change in between is caught up when it goes live.
     const target = syntheticRecord(14)
-    ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } })
-    page = await ctx.newPage()
-    errors = watchPageErrors(page)
+    await newPage()
     let release!: () => void
     const held = new Promise<void>(resolve => { release = resolve })
     await page.route('**/api/events/meta', async route => { await held; await route.continue() })
@@ -182,9 +184,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     // The search answers with the old title, the write lands, the stream goes live (its head after the write,
     // so the write is not sent), and only then do the stale results reach the page: they must be refreshed.
     const target = syntheticRecord(16)
-    ctx = await browser.newContext({ viewport: { width: 1200, height: 800 } })
-    page = await ctx.newPage()
-    errors = watchPageErrors(page)
+    await newPage()
     let releaseStream!: () => void
     const streamHeld = new Promise<void>(resolve => { releaseStream = resolve })
     let releaseSearch!: () => void
@@ -220,9 +220,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
   })
 
   it('lays the record out for a phone', async () => {
-    ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
-    page = await ctx.newPage()
-    errors = watchPageErrors(page)
+    await newPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true })
     await page.goto(`${node.url}/?q=night`)
     await page.locator('#results a.open').first().waitFor()
     // Nothing wider than the screen: the results reflow rather than scroll sideways.
