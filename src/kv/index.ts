@@ -4,10 +4,11 @@
  * better-sqlite3.
  *
  * Files: `kv-store.ts` the connection and reads; `group-commit.ts` the writer
- * and the transaction handle; `streams.ts` the event streams; `schema-gate.ts`
- * the boot gate; `store-guard.ts` the refusal of foreign files and the
- * one-process-per-store lock; `statements.ts` the shared prepared
- * statements; `checkpointer.ts` WAL checkpoints on a worker thread.
+ * and the transaction handle; `streams.ts` the event streams, `stream-rows.ts`
+ * the text of their rows; `schema-gate.ts` the boot gate; `store-guard.ts`
+ * the refusal of foreign files and the one-process-per-store lock;
+ * `statements.ts` the shared prepared statements; `checkpointer.ts` WAL
+ * checkpoints on a worker thread.
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),

@@ -26,6 +26,9 @@ export interface Statements {
   spRollback: Database.Statement
 }
 
+/** The entries a stream row holds, in SQL: the count leading a compact row, the length of a JSON array, else 1. */
+const ENTRY_COUNT = "CASE substr(v, 1, 1) WHEN '~' THEN CAST(substr(v, 2) AS INTEGER) WHEN '[' THEN json_array_length(v) ELSE 1 END"
+
 export function prepareStatements (db: Database.Database): Statements {
   const p = (sql: string): Database.Statement => db.prepare(sql)
   return {
@@ -40,9 +43,9 @@ export function prepareStatements (db: Database.Database): Statements {
     keysLimit: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck(),
     firstKey: p('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT 1').pluck(),
     rowAtOrBefore: p('SELECT k, v FROM kv WHERE k >= ? AND k <= ? ORDER BY k DESC LIMIT 1').raw(),
-    // Stream rows: a packed row (a JSON array) holds several entries, any other row one.
-    entryCounts: p("SELECT k, CASE WHEN substr(v, 1, 1) = '[' THEN json_array_length(v) ELSE 1 END FROM kv WHERE k >= ? AND k < ? ORDER BY k").raw(),
-    entryTotal: p("SELECT coalesce(sum(CASE WHEN substr(v, 1, 1) = '[' THEN json_array_length(v) ELSE 1 END), 0) FROM kv WHERE k >= ? AND k < ?").pluck(),
+    // Stream rows and their entry counts (ENTRY_COUNT).
+    entryCounts: p(`SELECT k, ${ENTRY_COUNT} FROM kv WHERE k >= ? AND k < ? ORDER BY k`).raw(),
+    entryTotal: p(`SELECT coalesce(sum(${ENTRY_COUNT}), 0) FROM kv WHERE k >= ? AND k < ?`).pluck(),
     delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
     count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
     begin: p('BEGIN IMMEDIATE'),
