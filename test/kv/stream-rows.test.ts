@@ -73,9 +73,9 @@ describe('stream rows: the compact form of packed rows', () => {
 
   it('keeps the JSON array for entries whose keys differ, in set or in order', async () => {
     const kv = open(storeFile())
-    const differentSets = [{ a: '1', b: '2' }, { a: '1' }]
-    const differentOrder = [{ a: '1', b: '2' }, { b: '2', a: '1' }]
-    const extraKey = [{ a: '1' }, { a: '1', b: '2' }]
+    const differentSets: Array<Record<string, string>> = [{ a: '1', b: '2' }, { a: '1' }]
+    const differentOrder: Array<Record<string, string>> = [{ a: '1', b: '2' }, { b: '2', a: '1' }]
+    const extraKey: Array<Record<string, string>> = [{ a: '1' }, { a: '1', b: '2' }]
     const protoKey = [JSON.parse('{"__proto__":"x","a":"1"}') as Record<string, string>, JSON.parse('{"__proto__":"y","a":"2"}') as Record<string, string>]
     await kv.write(tx => { for (const list of [differentSets, differentOrder, extraKey, protoKey]) tx.appendEvents('s', list) })
     const stored = rows(kv)
