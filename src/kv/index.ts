@@ -8,7 +8,8 @@
  * the text of their rows; `schema-gate.ts` the boot gate; `store-guard.ts`
  * the refusal of foreign files and the one-process-per-store lock;
  * `statements.ts` the shared prepared statements; `checkpointer.ts` WAL
- * checkpoints on a worker thread.
+ * checkpoints on a worker thread; `side-file.ts` a database file a layer
+ * above keeps beside the store.
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
  * group-commit writer (one transaction per batch, one savepoint per write),
@@ -20,6 +21,8 @@
  * to the layers above (the record layer writes `meta:events` itself).
  */
 export { KvStore, openKv } from './kv-store.js'
+export { openSideFile } from './side-file.js'
+export type { SideFile, SideFileOptions } from './side-file.js'
 export type { KvOptions, KvReader, Tx, StreamEntry, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
 export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError, ForeignStoreError, StoreInUseError } from './errors.js'
 export type { StoreOwner } from './errors.js'

@@ -48,7 +48,10 @@ export function prepareStatements (db: Database.Database): Statements {
     entryTotal: p(`SELECT coalesce(sum(${ENTRY_COUNT}), 0) FROM kv WHERE k >= ? AND k < ?`).pluck(),
     delRange: p('DELETE FROM kv WHERE k >= ? AND k < ?'),
     count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
-    begin: p('BEGIN IMMEDIATE'),
+    // Deferred: the write lock is taken by the first write, on the files written only. BEGIN IMMEDIATE would also
+    // lock every attached file (search's index file, attached for queries, which its own writer fills meanwhile).
+    // The store file has one writer, this connection, so a deferred transaction never finds it locked.
+    begin: p('BEGIN DEFERRED'),
     beginRead: p('BEGIN DEFERRED'),
     commit: p('COMMIT'),
     rollback: p('ROLLBACK'),

@@ -259,20 +259,26 @@ export class RecordReader {
 
   /** Per-key last-writer-wins over the group's roots, by their original versions. */
   mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
-    if (members.length === 1) return readFieldsObject(r, members[0])
-    const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
-    for (const m of members) {
-      const vm = VersionMap.parse(r.get(VER + m))
-      const fields = readFields(r, m)
-      const names = new Set([...vm.fields.keys(), ...fields.keys()])
-      for (const f of names) {
-        const v = vm.effective(f)
-        const cur = best.get(f)
-        if (cur === undefined || (v !== undefined && (cur.v === undefined || v > cur.v))) best.set(f, { v, value: fields.get(f) })
-      }
-    }
-    const out: Record<string, string> = {}
-    for (const [f, { value }] of [...best].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (value !== undefined) out[f] = value
-    return out
+    return mergedFields(r, rid, members)
   }
+
+}
+
+/** A group's document: per-key last-writer-wins over its roots, by their original versions (a root alone: its own fields). */
+export function mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
+  if (members.length === 1) return readFieldsObject(r, members[0])
+  const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
+  for (const m of members) {
+    const vm = VersionMap.parse(r.get(VER + m))
+    const fields = readFields(r, m)
+    const names = new Set([...vm.fields.keys(), ...fields.keys()])
+    for (const f of names) {
+      const v = vm.effective(f)
+      const cur = best.get(f)
+      if (cur === undefined || (v !== undefined && (cur.v === undefined || v > cur.v))) best.set(f, { v, value: fields.get(f) })
+    }
+  }
+  const out: Record<string, string> = {}
+  for (const [f, { value }] of [...best].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (value !== undefined) out[f] = value
+  return out
 }

@@ -8,6 +8,7 @@
 import { prefixEnd } from '../kv/index.js'
 import { COUNT_ROOTS, GRP, ROOTS, canonOf, fieldKey, isLive, membersOf, readFieldsObject, type Reader } from './layout.js'
 import type { RecordId } from './record-id.js'
+import { mergedFields } from './reads.js'
 
 export type RowReader = Reader
 
@@ -22,6 +23,8 @@ export const recordRows = {
   inGroup: (r: RowReader, rid: string): boolean => r.get(GRP + rid) !== undefined,
   /** One field of one root (not the group's merge). */
   field: (r: RowReader, rid: string, field: string): string | undefined => r.get(fieldKey(rid, field)),
+  /** The document of the group whose canonical root is `canon`: its members' fields merged (its own fields when alone). */
+  merged: (r: RowReader, canon: string): Record<string, string> => mergedFields(r, canon as RecordId),
   /** Every live field of one root (not the group's merge). */
   fields: (r: RowReader, rid: string): Record<string, string> => readFieldsObject(r, rid),
   /** Every root in a group of two or more, with its canonical root. */

@@ -9,7 +9,7 @@
  * row. Staged roots are checked on their kv rows instead (pending-roots.ts).
  */
 import type { KvStore, SqlStatement } from '../kv/index.js'
-import { recordRows, type RecordReads, type RowReader } from '../records/index.js'
+import { recordRows, type RowReader } from '../records/index.js'
 import { fold } from './fold.js'
 import { HAY_FIELDS, type Excluder } from './matchers.js'
 
@@ -34,10 +34,21 @@ export function indexHaystack (get: (field: string) => string | undefined): stri
   return vals.filter((v, i) => !vals.some((w, j) => j !== i && w.includes(v) && (w !== v || j < i))).join('\n')
 }
 
+/** The row of canonical root `c` from the kv rows: its own fields, or the group's merged fields and member ids. */
+export function ftsRowOf (r: RowReader, c: string, excluded: Excluder): [hay: string, ids: string] {
+  const members = recordRows.membersOf(r, c)
+  if (members.length === 1) {
+    return [indexHaystack(f => (excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
+  }
+  const merged = recordRows.merged(r, c)
+  const hay = indexHaystack(f => (excluded(f) || !Object.hasOwn(merged, f) ? undefined : merged[f]))
+  return [hay, members.map(m => m.toLowerCase()).join(IDS_SEPARATOR)]
+}
+
 export class FtsIndex {
   private readonly st: Record<'match' | 'scan' | 'scanInstr' | 'count', SqlStatement>
 
-  constructor (kv: KvStore, private readonly records: RecordReads, private readonly excluded: Excluder) {
+  constructor (kv: KvStore) {
     const sel = 'SELECT doc.rid, f.hay, f.ids FROM search_fts f JOIN search_doc doc ON doc.d = f.rowid'
     this.st = {
       match: kv.prepare(`${sel} WHERE search_fts MATCH ?`).raw(),
@@ -45,18 +56,6 @@ export class FtsIndex {
       scanInstr: kv.prepare(`${sel} WHERE instr(f.hay, ?) > 0`).raw(),
       count: kv.prepare('SELECT count(*) FROM search_fts').pluck()
     }
-  }
-
-  /** The row of canonical root `c` from the kv rows: its own fields, or the group's merged fields and member ids. */
-  rowOf (r: RowReader, c: string): [hay: string, ids: string] {
-    const members = recordRows.membersOf(r, c)
-    if (members.length === 1) {
-      return [indexHaystack(f => (this.excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
-    }
-    // A group: the records layer merges its members (same connection, so inside a write it sees the write).
-    const merged = this.records.getFlat(c) ?? {}
-    const hay = indexHaystack(f => (this.excluded(f) || !Object.hasOwn(merged, f) ? undefined : merged[f]))
-    return [hay, members.map(m => m.toLowerCase()).join(IDS_SEPARATOR)]
   }
 
   /** Rows matching an FTS5 query (see ftsQuery). */

@@ -28,6 +28,8 @@
  *
  * One search service per RecordStore: it registers its record hook once.
  */
+import { randomUUID } from 'node:crypto'
+import path from 'node:path'
 import { MetaCoreError, silentLogger, type Startable } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
 import { countLiveRoots, recordRows, type EventId, type IndexedRecords } from '../records/index.js'
@@ -40,7 +42,8 @@ import { Merger } from './merger.js'
 import { PendingRoots } from './pending-roots.js'
 import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
-import { STATE_FORMAT, STATE_LOG_MARK, ensureSchema, versionMarker } from './search-schema.js'
+import { IndexWorker } from './index-worker-client.js'
+import { INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, versionMarker } from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
 
@@ -55,6 +58,8 @@ export type { MergerOptions } from './merger.js'
 
 /** Stores with at most this many roots are brought up to date synchronously at start (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000
+/** The index writer's page cache (KiB). */
+const INDEX_CACHE_KIB = 32_768
 /** More roots than this changed while search was not attached: a rebuild (in the background) rather than a backlog writers would wait on. */
 const MAX_REPLAY_ROOTS = 4000
 
@@ -99,11 +104,27 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
   const marker = versionMarker(excludePrefixes)
   let hook: PendingRoots | undefined
   let running: Running | undefined
+  let starting: Promise<Running> | undefined
 
-  const start = (): Running => {
+  const start = async (): Promise<Running> => {
     const t0 = Date.now()
-    const { created, droppedLegacy } = ensureSchema(kv)
-    if (droppedLegacy.length > 0) log.info('search: dropped the structures of an earlier format', { dropped: droppedLegacy, ms: Date.now() - t0 })
+    if (kv.path === ':memory:') throw new MetaCoreError('search_needs_file', 'search keeps its index in a file beside the store: it needs a store file, not :memory:')
+    const dropped = ensureStoreSchema(kv)
+    if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
+    const storePath = path.resolve(kv.path)
+    const init = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }
+    const worker = await IndexWorker.start(init)
+    try {
+      return prepare(worker, init.indexPath)
+    } catch (err) {
+      await worker.close()
+      throw err
+    }
+  }
+
+  const prepare = (worker: IndexWorker, indexPath: string): Running => {
+    const attachedNow = kv.prepare('SELECT name FROM pragma_database_list').pluck().all() as string[]
+    if (!attachedNow.includes(INDEX_SCHEMA)) kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(indexPath)
     const groups = new GroupCache(kv)
     if (hook === undefined) {
       // Registered once: the record layer keeps its hooks for the store's life (a restart reuses it).
@@ -113,32 +134,51 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const pending = hook
     pending.groupsChanged = () => { groups.invalidate() }
     pending.load()
-    const fts = new FtsIndex(kv, records, excluded)
-    const merger = new Merger({ kv, records, pending, fts, excludePrefixes, marker, logger: log }, init.merger)
 
-    const state = kv.prepare('SELECT v FROM search_state WHERE k = ?').pluck()
-    if (state.get(STATE_FORMAT) !== marker || !created.every(n => n === 'search_state')) {
-      merger.startRebuild(created.includes('search_doc') ? 'no search structures yet' : 'search format or excluded prefixes changed')
-    } else {
-      const replay = changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
-      if (typeof replay === 'string') {
-        merger.startRebuild(replay)
-      } else if (replay.size > 0) {
-        kv.writeSync(tx => {
-          pending.stage(tx, replay)
-          merger.recordMark(tx)
-        })
-        log.info('search: staged records changed while search was not attached', { roots: replay.size })
-      }
+    const state = kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck()
+    const putState = kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
+    let indexId = state.get(STATE_ID) as string | undefined
+    if (indexId === undefined) {
+      const id = randomUUID()
+      kv.writeSync(() => { putState.run(STATE_ID, id) })
+      indexId = id
     }
-    if (countLiveRoots(kv) <= (init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS)) merger.drainSync()
-    else merger.schedule()
+    const gen = Number(state.get(STATE_GEN) ?? '0')
+    const info = worker.info
+    const merger = new Merger({
+      kv,
+      records,
+      pending,
+      worker,
+      gen: Math.max(gen, info.gen),
+      indexId,
+      respawn: async () => await IndexWorker.start({ indexPath, storePath: path.resolve(kv.path), excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }),
+      logger: log
+    }, init.merger)
+
+    const rebuild = info.format !== marker || !info.created.every(n => n === 'search_info')
+      ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format or excluded prefixes changed')
+      : info.id !== indexId
+        ? 'the index file belongs to another store'
+        : info.gen !== gen && info.gen !== gen + 1
+          ? 'the index file is not level with the store'
+          : changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
+    if (typeof rebuild === 'string') {
+      merger.startRebuild(rebuild)
+    } else if (rebuild.size > 0) {
+      kv.writeSync(tx => {
+        pending.stage(tx, rebuild)
+        merger.recordMark(tx)
+      })
+      log.info('search: staged records changed while search was not attached', { roots: rebuild.size })
+    }
+    merger.schedule()
 
     const engine = new IndexedSearch({
       kv,
       records,
       fields: new FieldIndex(kv),
-      fts,
+      fts: new FtsIndex(kv),
       roots: new RootIndex(kv),
       trigrams: new TrigramStats(kv),
       excluded,
@@ -157,11 +197,17 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
 
   return {
     async start () {
-      running ??= start()
+      if (running !== undefined) return
+      starting ??= start().finally(() => { starting = undefined })
+      const r = await starting
+      running = r
+      // A small store is brought up to date before start settles (well under a second); a large one in the background.
+      if (countLiveRoots(kv) <= (init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS)) await r.merger.whenIdle()
     },
     async stop () {
-      running?.merger.stop()
+      const r = running
       running = undefined
+      await r?.merger.stop()
     },
     search: req => live().engine.search(req),
     explain: req => live().engine.explain(req),

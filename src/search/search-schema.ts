@@ -1,7 +1,23 @@
 /**
- * The SQL objects search keeps beside the kv table, and the SQL that names
- * them, in one place. Every object is derived from the kv rows and
- * rebuildable from them; none is replicated.
+ * The SQL objects search keeps, and the SQL that names them, in one place.
+ * Every object is derived from the kv rows and rebuildable from them; none
+ * is replicated.
+ *
+ * In the store file, written in the writers' own transactions:
+ * - `search_pending(rid)`: roots changed since they were last indexed,
+ *   written in the same transaction as the change by search's record hook.
+ *   Until a batch that indexed a root has committed in the index file and
+ *   its row is removed, queries ignore its entries and check it on the kv
+ *   rows.
+ * - `search_state(k, v)`: the change-log id through which every change is
+ *   indexed or pending, the index file's id and the number of the last
+ *   batch whose roots were unstaged.
+ *
+ * In the index file (`<store>-search`, its own WAL), written only by the
+ * index writer (index-writer.ts, on a worker thread) and attached to the
+ * store's connection as `search` for queries:
+ * - `search_info(k, v)`: the format marker, the orphan count, the index
+ *   file's id and the number of the last batch it committed.
  *
  * - `search_doc(d, rid, g)`: one row per live root that has been indexed,
  *   `d` its document id (AUTOINCREMENT: never reused). Re-indexing a root
@@ -23,14 +39,8 @@
  *   every member id). The haystack is folded, and a haystack field whose
  *   folded value is part of another's is left out (a token holds no
  *   whitespace, so it is inside one field: the answer cannot change).
- * - `search_pending(rid)`: roots changed since they were last indexed,
- *   written in the same transaction as the change by search's record hook.
- *   Until the merger has indexed a root (and removed its row in the same
- *   transaction), queries ignore its entries and check it on the kv rows.
- * - `search_state(k, v)`: the format marker, the change-log id through
- *   which every change is indexed or pending, the orphan count.
  */
-import type { KvStore } from '../kv/index.js'
+import type { KvStore, SideFile } from '../kv/index.js'
 import { WHITESPACE_CHARS } from './fold.js'
 
 /** Bump when the entries, the FTS row format, the fold rule or the haystack change: a store with another marker is rebuilt. */
@@ -60,16 +70,29 @@ export const multiCond = (v: string): string => `(instr(${v},',')>0 OR trim(${v}
 export const RAW_FIELD = "CASE WHEN s.rf = '' THEN s.f ELSE s.rf END"
 export const RAW_VALUE = 'coalesce(s.rv, s.v)'
 
-/** The state keys. */
+/** Keys of `search_state` (store file) and `search_info` (index file). */
 export const STATE_FORMAT = 'format'
 export const STATE_LOG_MARK = 'log-mark'
 export const STATE_ORPHANS = 'orphan-docs'
+export const STATE_ID = 'index-id'
+export const STATE_GEN = 'batch'
+
+/** The index file's schema name on the store's connection. */
+export const INDEX_SCHEMA = 'search'
+/** The index file beside a store file (SQLite's own files beside it are `-wal` and `-shm`). */
+export const indexFileOf = (storePath: string): string => `${storePath}-search`
 
 interface SqlObject { name: string, type: 'index' | 'table', sql: string }
 
-const OBJECTS: SqlObject[] = [
+/** In the store file. */
+const STORE_OBJECTS: SqlObject[] = [
   { name: 'search_state', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_state (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID' },
-  { name: 'search_pending', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_pending (rid TEXT PRIMARY KEY) WITHOUT ROWID' },
+  { name: 'search_pending', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_pending (rid TEXT PRIMARY KEY) WITHOUT ROWID' }
+]
+
+/** In the index file. */
+const OBJECTS: SqlObject[] = [
+  { name: 'search_info', type: 'table', sql: 'CREATE TABLE IF NOT EXISTS search_info (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID' },
   {
     name: 'search_doc',
     type: 'table',
@@ -85,8 +108,16 @@ const OBJECTS: SqlObject[] = [
 ]
 const FTS_DDL = OBJECTS[OBJECTS.length - 1].sql
 
-/** What earlier formats kept: an expression index over the kv table, an FTS table, a dirty list filled by triggers. */
+/**
+ * What earlier formats kept in the store file: an expression index over the
+ * kv table, an FTS table, a dirty list filled by triggers, and the index
+ * structures themselves (now in the index file).
+ */
 const LEGACY: Array<{ name: string, type: 'index' | 'table' | 'trigger' }> = [
+  { name: 'search_fts', type: 'table' },
+  { name: 'search_field', type: 'table' },
+  { name: 'search_fstat', type: 'table' },
+  { name: 'search_doc', type: 'table' },
   { name: 'search_dirty_ins', type: 'trigger' },
   { name: 'search_dirty_upd', type: 'trigger' },
   { name: 'search_dirty_del', type: 'trigger' },
@@ -97,6 +128,8 @@ const LEGACY: Array<{ name: string, type: 'index' | 'table' | 'trigger' }> = [
 ]
 /** kv rows of earlier formats: FTS row ids per root, the format marker. */
 const LEGACY_KV_RANGES: Array<[string, string]> = [['idx:fts/', 'idx:fts0'], ['idx:search/', 'idx:search0']]
+/** `search_state` keys of earlier formats (now in the index file's `search_info`). */
+const LEGACY_STATE_KEYS = [STATE_FORMAT, STATE_ORPHANS]
 
 /** The batch being merged: entries in key order, on this connection only (temp). */
 export const TEMP_BATCH = 'CREATE TEMP TABLE IF NOT EXISTS search_batch (f TEXT NOT NULL, v TEXT NOT NULL, d INTEGER NOT NULL, rf TEXT NOT NULL, rv TEXT, m INTEGER NOT NULL, PRIMARY KEY (f, v, d, rf)) WITHOUT ROWID'
@@ -123,40 +156,58 @@ ${keep.length === 0 ? '' : `WHERE ${keep.join(' AND ')}`}`
 }
 
 /**
- * Creates what is missing and drops what earlier formats left. Returns the
- * names it (re)created: anything but `search_state` created means the
- * structures are incomplete (or new), so the caller rebuilds. A changed
- * definition is dropped and recreated. Dropping an earlier format's index on
- * a large store takes a few seconds once (SQLite frees its pages).
+ * The store file's part, on the store's connection before the index file is
+ * attached: drops what earlier formats left (dropping a large index takes a
+ * few seconds once, while SQLite frees its pages) and creates what is
+ * missing. Returns the names of what it dropped.
  */
-export function ensureSchema (kv: KvStore): { created: string[], droppedLegacy: string[] } {
-  const stored = kv.prepare('SELECT sql FROM sqlite_master WHERE type = ? AND name = ?').pluck()
-  const droppedLegacy: string[] = []
+export function ensureStoreSchema (kv: KvStore): string[] {
+  const stored = kv.prepare('SELECT sql FROM main.sqlite_master WHERE type = ? AND name = ?').pluck()
+  const dropped: string[] = []
   for (const o of LEGACY) {
     if (stored.get(o.type, o.name) === undefined) continue
-    kv.exec(`DROP ${o.type.toUpperCase()} ${o.name}`)
-    droppedLegacy.push(o.name)
+    kv.exec(`DROP ${o.type.toUpperCase()} main.${o.name}`)
+    dropped.push(o.name)
   }
-  if (droppedLegacy.length > 0) {
-    for (const [lo, hi] of LEGACY_KV_RANGES) kv.prepare('DELETE FROM kv WHERE k >= ? AND k < ?').run(lo, hi)
+  if (dropped.length > 0) {
+    for (const [lo, hi] of LEGACY_KV_RANGES) kv.prepare('DELETE FROM main.kv WHERE k >= ? AND k < ?').run(lo, hi)
   }
+  for (const o of STORE_OBJECTS) {
+    const sql = stored.get(o.type, o.name) as string | undefined
+    if (sql === o.sql.replace(' IF NOT EXISTS', '')) continue
+    if (sql !== undefined) kv.exec(`DROP TABLE main.${o.name}`)
+    kv.exec(o.sql)
+  }
+  const del = kv.prepare('DELETE FROM main.search_state WHERE k = ?')
+  for (const k of LEGACY_STATE_KEYS) del.run(k)
+  return dropped
+}
+
+/**
+ * The index file's part, on the index writer's connection (where the index
+ * file is `main`): creates what is missing, recreates what differs. Returns
+ * the names it (re)created: anything but `search_info` created means the
+ * structures are incomplete (or new), so the caller rebuilds.
+ */
+export function ensureIndexSchema (db: Pick<SideFile, 'prepare' | 'exec'>): string[] {
+  const stored = db.prepare('SELECT sql FROM main.sqlite_master WHERE type = ? AND name = ?').pluck()
   const created: string[] = []
   for (const o of OBJECTS) {
     const sql = stored.get(o.type, o.name) as string | undefined
     // sqlite_master keeps the statement without its IF NOT EXISTS.
     if (sql === o.sql.replace(' IF NOT EXISTS', '')) continue
-    if (sql !== undefined) kv.exec(`DROP TABLE ${o.name}`)
-    kv.exec(o.sql)
+    if (sql !== undefined) db.exec(`DROP TABLE main.${o.name}`)
+    db.exec(o.sql)
     created.push(o.name)
   }
-  kv.exec(TEMP_BATCH)
-  return { created, droppedLegacy }
+  db.exec(TEMP_BATCH)
+  return created
 }
 
 /** Empties every structure the merger fills (a full rebuild starts here); pending roots stay pending. */
-export function clearStructures (kv: KvStore): void {
+export function clearStructures (db: Pick<SideFile, 'exec'>): void {
   // An FTS5 table with content has no cheap 'delete-all': dropping it is the fast way to empty it.
-  kv.exec(`DELETE FROM search_field; DELETE FROM search_doc; DELETE FROM search_fstat; DELETE FROM temp.search_batch; DROP TABLE search_fts; ${FTS_DDL}`)
+  db.exec(`DELETE FROM search_field; DELETE FROM search_doc; DELETE FROM search_fstat; DELETE FROM temp.search_batch; DROP TABLE search_fts; ${FTS_DDL}`)
 }
 
 /** The marker value for structures built with this format and these excluded prefixes. */

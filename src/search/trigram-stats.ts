@@ -10,6 +10,7 @@
  * never an answer wrong, so the cache is simply dropped now and then.
  */
 import type { KvStore, SqlStatement } from '../kv/index.js'
+import { INDEX_SCHEMA } from './search-schema.js'
 
 /** Cached counts are forgotten after this long (ms), so plans follow a library as it grows. */
 const MAX_AGE_MS = 10 * 60_000
@@ -23,7 +24,7 @@ export class TrigramStats {
   private since = Date.now()
 
   constructor (kv: KvStore) {
-    kv.exec("CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_fts_vocab USING fts5vocab(main, 'search_fts', 'row')")
+    kv.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS temp.search_fts_vocab USING fts5vocab(${INDEX_SCHEMA}, 'search_fts', 'row')`)
     this.st = kv.prepare('SELECT doc FROM temp.search_fts_vocab WHERE term = ?').pluck()
   }
 

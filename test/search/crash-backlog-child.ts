@@ -15,7 +15,7 @@ const seed = Number(process.argv[3])
 const s = openNodeStore({ path, nodeId: 'crash-writer' })
 await createSearch({ kv: s.kv, records: s.records }, {
   syncRepairMaxRoots: 0,
-  merger: { batchRoots: 40, fillRoots: 7, sliceEntries: 60, sliceRows: 6, delayMs: 2, backlogLimit: 150 }
+  merger: { batchRoots: 40, delayMs: 2, backlogLimit: 150 }
 }).start()
 const rand = prng(seed)
 const WORDS = ['north', 'south', 'River', 'stone', 'Ünïcode', 'glass', 'ember', 'tide']

@@ -246,9 +246,9 @@ describe('rebuild', () => {
       let s = openNodeStore({ path: dbPath, nodeId: 'n' })
       let search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
       await search.start()
-      const ready = search.whenReady()
+      const ready = expect(search.whenReady()).rejects.toThrow(/stopped/)
       await search.stop()
-      await expect(ready).rejects.toThrow(/stopped/)
+      await ready
       s.close()
       s = openNodeStore({ path: dbPath, nodeId: 'n' })
       search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })

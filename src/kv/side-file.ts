@@ -1,0 +1,50 @@
+/**
+ * A database file beside a store that a layer above keeps for itself
+ * (search's index file): its own connection, in WAL mode, with the store
+ * file attached so its SQL can read the kv table. Only its owner writes
+ * it; the store is attached for reading (nothing here writes it), so the
+ * side file's transactions never take the store's write lock.
+ *
+ * The kv layer opens it because it is the one module that talks to SQLite;
+ * what the file holds belongs to its owner.
+ */
+import Database from 'better-sqlite3'
+import type { SqlStatement } from './types.js'
+
+export interface SideFileOptions {
+  path: string
+  /** The store file, attached under `as` (its `kv` table is then readable unqualified, the side file having none). */
+  store: { path: string, as: string }
+  /** FULL: each commit is on disk when it returns (one fsync per commit); NORMAL: at the next checkpoint. */
+  synchronous: 'FULL' | 'NORMAL'
+  cacheKiB: number
+}
+
+export interface SideFile {
+  prepare: (sql: string) => SqlStatement
+  exec: (sql: string) => void
+  /** Runs `fn` in one transaction (BEGIN DEFERRED: the write lock of the side file only). */
+  transaction: <T>(fn: () => T) => T
+  close: () => void
+}
+
+export function openSideFile (o: SideFileOptions): SideFile {
+  const db = new Database(o.path)
+  try {
+    db.pragma('journal_mode = WAL')
+    db.pragma(`synchronous = ${o.synchronous}`)
+    db.pragma('busy_timeout = 5000')
+    db.pragma('temp_store = MEMORY')
+    db.pragma(`cache_size = -${o.cacheKiB}`)
+    db.prepare(`ATTACH DATABASE ? AS ${o.store.as}`).run(o.store.path)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  return {
+    prepare: sql => db.prepare(sql),
+    exec: sql => { db.exec(sql) },
+    transaction: fn => db.transaction(fn).deferred(),
+    close: () => { db.close() }
+  }
+}

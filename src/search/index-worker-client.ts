@@ -1,0 +1,127 @@
+/**
+ * The scheduler's side of the index writer's thread: starts it, sends it
+ * one job at a time and settles each job's promise with its answer.
+ *
+ * The thread runs the TypeScript sources through tsx's loader, as the node
+ * itself does (bin/meta-core.js), so a clone runs with no build step.
+ */
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { StorageError } from '../kv/index.js'
+import type { IndexInfo, JobResult } from './index-writer.js'
+
+export type IndexJob =
+  | { type: 'batch', rids: string[], gen: number }
+  | { type: 'clear', id: string, gen: number }
+  | { type: 'rebuild', after: string, n: number }
+  | { type: 'sweep' }
+
+export interface WorkerInit {
+  indexPath: string
+  storePath: string
+  excludePrefixes: readonly string[]
+  marker: string
+  cacheKiB: number
+}
+
+export type WorkerReply =
+  | { type: 'ready', info: IndexInfo }
+  | { type: 'done', seq: number, result: JobResult }
+  | { type: 'failed', seq: number, message: string }
+
+/** A job the index writer refused or could not finish; nothing of it was committed. */
+export class IndexJobError extends StorageError {}
+
+const ENTRY = new URL(`./index-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
+const BOOT = `
+const { workerData } = require('node:worker_threads')
+const load = workerData.tsx === undefined
+  ? Promise.resolve()
+  : import(workerData.tsx).then(m => (m.register ?? m.default.register)())
+load.then(() => import(workerData.entry)).catch(err => { setImmediate(() => { throw err }) })
+`
+
+/** tsx's ESM register API, found through its package.json (a require() resolve would give its CommonJS build). */
+function tsxApi (): string {
+  const require = createRequire(import.meta.url)
+  const pkg = require.resolve('tsx/package.json')
+  const exp = (require(pkg) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api'].import.default
+  return pathToFileURL(path.join(path.dirname(pkg), exp)).href
+}
+
+export class IndexWorker {
+  private seq = 0
+  private readonly waiting = new Map<number, { resolve: (r: JobResult) => void, reject: (e: unknown) => void }>()
+  private exited: Error | undefined
+  private readonly exit: Promise<void>
+
+  private constructor (private readonly worker: Worker, readonly info: IndexInfo) {
+    this.exit = new Promise(resolve => { worker.once('exit', () => { resolve() }) })
+    worker.on('message', (m: WorkerReply) => {
+      if (m.type === 'ready') return
+      const w = this.waiting.get(m.seq)
+      if (w === undefined) return
+      this.waiting.delete(m.seq)
+      if (m.type === 'done') w.resolve(m.result)
+      else w.reject(new IndexJobError(`search index writer: ${m.message}`))
+    })
+    const fail = (err: Error): void => {
+      this.exited ??= err
+      for (const w of this.waiting.values()) w.reject(err)
+      this.waiting.clear()
+    }
+    worker.on('error', err => { fail(new IndexJobError(`search index writer failed: ${err.message}`, { cause: err })) })
+    worker.on('exit', () => { fail(new IndexJobError('search index writer stopped')) })
+  }
+
+  /** Starts the thread; settles once it has opened the index file (with what it holds), or rejects with why it could not. */
+  static async start (init: WorkerInit): Promise<IndexWorker> {
+    const tsx = ENTRY.pathname.endsWith('.ts') ? tsxApi() : undefined
+    const worker = new Worker(BOOT, { eval: true, workerData: { ...init, entry: ENTRY.href, tsx } })
+    // Like the checkpointer's thread, it must not keep the process alive on its own.
+    worker.unref()
+    return await new Promise<IndexWorker>((resolve, reject) => {
+      const onError = (err: Error): void => { reject(new IndexJobError(`cannot start the search index writer: ${err.message}`, { cause: err })) }
+      const onExit = (): void => { reject(new IndexJobError('the search index writer stopped while starting')) }
+      worker.once('error', onError)
+      worker.once('exit', onExit)
+      worker.once('message', (m: WorkerReply) => {
+        worker.off('error', onError)
+        worker.off('exit', onExit)
+        if (m.type === 'ready') resolve(new IndexWorker(worker, m.info))
+        else reject(new IndexJobError('the search index writer answered before it was ready'))
+      })
+    })
+  }
+
+  /** True once the thread has died or been closed: jobs fail. */
+  get dead (): boolean {
+    return this.exited !== undefined
+  }
+
+  async run (job: IndexJob): Promise<JobResult> {
+    if (this.exited !== undefined) throw this.exited
+    const seq = ++this.seq
+    return await new Promise<JobResult>((resolve, reject) => {
+      this.waiting.set(seq, { resolve, reject })
+      this.worker.postMessage({ seq, job })
+    })
+  }
+
+  /**
+   * Closes the connection after the job in progress (its transaction
+   * commits or is not started), then the thread ends. After `deadlineMs`
+   * the thread is terminated: an unfinished transaction is rolled back
+   * when the index file is next opened.
+   */
+  async close (deadlineMs = 10_000): Promise<void> {
+    if (this.exited === undefined) this.worker.postMessage({ type: 'close' })
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const late = new Promise<'late'>(resolve => { timer = setTimeout(() => { resolve('late') }, deadlineMs) })
+    const r = await Promise.race([this.exit, late])
+    clearTimeout(timer)
+    if (r === 'late') await this.worker.terminate()
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * The index writer: the only code that writes the index file. It runs on
+ * a worker thread (index-worker.ts) with a connection of its own, where the
+ * index file is `main` and the store file is attached (read only by this
+ * code), so its transactions never take the store's write lock: writers
+ * commit while a batch is indexed, on the other core.
+ *
+ * Each job is one transaction of the index file and leaves it consistent:
+ * - batch: per root, the old document (if any) is dropped with its FTS row,
+ *   a live root gets a new document id (AUTOINCREMENT, never reused), and
+ *   its field entries are computed in SQL from its kv rows into the temp
+ *   table `search_batch`, then moved into `search_field` in key order (one
+ *   sorted insert: consecutive entries land on the same pages); then the
+ *   FTS rows of the canonical roots the batch touched, and the batch's
+ *   number in `search_info`;
+ * - rebuild step: the same for the next live roots in key order; the last
+ *   step writes the format marker;
+ * - sweep step: removes the entries of documents that no longer exist (a
+ *   re-indexed root's old ones) in a slice of the index, in key order.
+ *
+ * The writer reads the store at the snapshot its transaction starts with. A
+ * root written after that snapshot is staged again by its write, and the
+ * scheduler (merger.ts) keeps it staged when the batch finishes, so it is
+ * indexed again by a later batch.
+ */
+import { prefixEnd, type SideFile, type SqlStatement } from '../kv/index.js'
+import { recordRows, type RowReader } from '../records/index.js'
+import { ftsRowOf } from './fts-index.js'
+import { makeExcluder, type Excluder } from './matchers.js'
+import {
+  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillBatchSql, multiCond
+} from './search-schema.js'
+
+/** Roots whose entries one fill statement computes. */
+const FILL_ROOTS = 250
+/** Entries one sweep step looks at. */
+const SWEEP_ENTRIES = 20_000
+
+export interface IndexInfo {
+  /** Names (re)created at open: anything but `search_info` means the structures are new or incomplete. */
+  created: string[]
+  format?: string
+  id?: string
+  gen: number
+  orphans: number
+  docs: number
+}
+
+/** What a job changed that the scheduler keeps count of. */
+export interface JobResult {
+  orphans: number
+  docs: number
+  /** Rebuild step: roots indexed, the last one, and whether the rebuild is complete. */
+  roots?: number
+  last?: string
+  done?: boolean
+  /** Sweep step: whether more of the index remains to be swept. */
+  more?: boolean
+}
+
+type Key = [string, string, number, string]
+
+export class IndexWriter {
+  private readonly r: RowReader
+  private readonly excluded: Excluder
+  private readonly st: Record<
+  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' | 'copy' |
+  'batchClear' | 'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
+
+  private orphans: number
+  private docs: number
+  private sweepAfter: Key | undefined
+  private orphansAtSweepStart = 0
+  readonly info: IndexInfo
+
+  /** `db`: the index file's connection with the store attached (its `kv` table is the store's). */
+  constructor (private readonly db: SideFile, excludePrefixes: readonly string[], private readonly marker: string) {
+    const created = ensureIndexSchema(db)
+    this.excluded = makeExcluder(excludePrefixes)
+    this.r = storeReader(db)
+    const p = (sql: string): SqlStatement => db.prepare(sql)
+    const key = 'ORDER BY f, v, d, rf'
+    this.st = {
+      docOf: p('SELECT d FROM search_doc WHERE rid = ?').pluck(),
+      docIns: p('INSERT INTO search_doc (rid, g) VALUES (?, ?)'),
+      docDel: p('DELETE FROM search_doc WHERE d = ?'),
+      docCount: p('SELECT count(*) FROM search_doc').pluck(),
+      ftsDel: p('DELETE FROM search_fts WHERE rowid = ?'),
+      ftsGet: p('SELECT hay, ids FROM search_fts WHERE rowid = ?').raw(),
+      ftsPut: p('INSERT OR REPLACE INTO search_fts (rowid, hay, ids) VALUES (?, ?, ?)'),
+      fill: p(fillBatchSql(excludePrefixes)),
+      fstatAdd: p(`INSERT INTO search_fstat (f, multi) SELECT f, count(*) FROM temp.search_batch WHERE m GROUP BY f
+        ON CONFLICT (f) DO UPDATE SET multi = multi + excluded.multi`),
+      copy: p(`INSERT INTO search_field (f, v, d, rf, rv) SELECT f, v, d, rf, rv FROM temp.search_batch ${key}`),
+      batchClear: p('DELETE FROM temp.search_batch'),
+      infoGet: p('SELECT v FROM search_info WHERE k = ?').pluck(),
+      infoPut: p('INSERT INTO search_info (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
+      infoDel: p('DELETE FROM search_info WHERE k = ?'),
+      sweepPage: p(`SELECT f, v, d, rf, EXISTS (SELECT 1 FROM search_doc doc WHERE doc.d = s.d) AS live, ${multiCond('coalesce(s.rv, s.v)')} AS m
+        FROM search_field s WHERE (f, v, d, rf) > (?, ?, ?, ?) ${key} LIMIT ?`).raw(),
+      fieldDel: p('DELETE FROM search_field WHERE f = ? AND v = ? AND d = ? AND rf = ?'),
+      fstatDec: p('UPDATE search_fstat SET multi = multi - 1 WHERE f = ?'),
+      fstatPrune: p('DELETE FROM search_fstat WHERE multi <= 0')
+    }
+    this.orphans = Number(this.st.infoGet.get(STATE_ORPHANS) ?? '0')
+    this.docs = this.st.docCount.get() as number
+    const format = this.st.infoGet.get(STATE_FORMAT) as string | undefined
+    const id = this.st.infoGet.get(STATE_ID) as string | undefined
+    this.info = {
+      created,
+      ...(format === undefined ? {} : { format }),
+      ...(id === undefined ? {} : { id }),
+      gen: Number(this.st.infoGet.get(STATE_GEN) ?? '0'),
+      orphans: this.orphans,
+      docs: this.docs
+    }
+  }
+
+  /** Empties the structures for a rebuild, under the store's index id, numbering batches on from `gen`. */
+  clear (id: string, gen: number): JobResult {
+    this.db.transaction(() => {
+      clearStructures(this.db)
+      this.st.infoDel.run(STATE_FORMAT)
+      this.st.infoPut.run(STATE_ORPHANS, '0')
+      this.st.infoPut.run(STATE_ID, id)
+      this.st.infoPut.run(STATE_GEN, String(gen))
+    })
+    this.orphans = 0
+    this.docs = 0
+    this.sweepAfter = undefined
+    return this.result()
+  }
+
+  /** Indexes staged roots (sorted), as batch number `gen`. */
+  batch (rids: readonly string[], gen: number): JobResult {
+    this.db.transaction(() => {
+      this.index(rids)
+      this.st.infoPut.run(STATE_GEN, String(gen))
+    })
+    return this.result()
+  }
+
+  /** Indexes up to `n` live roots after `after` ('' from the first); the step that finds none left writes the format marker. */
+  rebuildStep (after: string, n: number): JobResult {
+    let rids: string[] = []
+    this.db.transaction(() => {
+      rids = recordRows.liveRoots(this.r, after === '' ? undefined : after, n)
+      if (rids.length > 0) this.index(rids)
+      else this.st.infoPut.run(STATE_FORMAT, this.marker)
+    })
+    return { ...this.result(), roots: rids.length, done: rids.length === 0, ...(rids.length === 0 ? {} : { last: rids[rids.length - 1] }) }
+  }
+
+  /** One slice of a sweep of orphaned entries (the first call starts one). */
+  sweepStep (): JobResult {
+    let more = false
+    this.db.transaction(() => {
+      if (this.sweepAfter === undefined) {
+        this.sweepAfter = ['', '', -1, '']
+        this.orphansAtSweepStart = this.orphans
+      }
+      const rows = this.st.sweepPage.all(...this.sweepAfter, SWEEP_ENTRIES) as Array<[string, string, number, string, number, number]>
+      for (const [f, v, d, rf, live, m] of rows) {
+        if (live === 1) continue
+        this.st.fieldDel.run(f, v, d, rf)
+        if (m === 1) this.st.fstatDec.run(f)
+      }
+      if (rows.length === SWEEP_ENTRIES) {
+        const last = rows[rows.length - 1]
+        this.sweepAfter = [last[0], last[1], last[2], last[3]]
+        more = true
+        return
+      }
+      this.st.fstatPrune.run()
+      // Documents orphaned while the sweep ran may have entries behind its cursor: they stay counted.
+      this.orphans = Math.max(0, this.orphans - this.orphansAtSweepStart)
+      this.st.infoPut.run(STATE_ORPHANS, String(this.orphans))
+      this.sweepAfter = undefined
+    })
+    return { ...this.result(), more }
+  }
+
+  private result (): JobResult {
+    return { orphans: this.orphans, docs: this.docs }
+  }
+
+  /** Inside a transaction: new documents, entries and FTS rows for `rids`. */
+  private index (rids: readonly string[]): void {
+    const canon = new Set<string>()
+    let orphans = 0
+    let docs = 0
+    for (let i = 0; i < rids.length; i += FILL_ROOTS) {
+      const fill: Array<[string, number]> = []
+      for (const rid of rids.slice(i, i + FILL_ROOTS)) {
+        const old = this.st.docOf.get(rid) as number | undefined
+        if (old !== undefined) {
+          this.st.docDel.run(old)
+          this.st.ftsDel.run(old)
+          orphans++
+          docs--
+        }
+        if (!recordRows.isLive(this.r, rid)) continue
+        const d = Number(this.st.docIns.run(rid, recordRows.inGroup(this.r, rid) ? 1 : 0).lastInsertRowid)
+        fill.push([rid, d])
+        docs++
+        canon.add(recordRows.canonOf(this.r, rid))
+      }
+      if (fill.length > 0) this.st.fill.run({ docs: JSON.stringify(fill) })
+    }
+    this.st.copy.run()
+    this.st.fstatAdd.run()
+    this.st.batchClear.run()
+    for (const c of [...canon].sort()) {
+      // Not canonical any more (it left the group since): its own staging brings its row.
+      if (!recordRows.isLive(this.r, c) || recordRows.canonOf(this.r, c) !== c) continue
+      const d = this.st.docOf.get(c) as number | undefined
+      if (d === undefined) continue
+      const [hay, ids] = ftsRowOf(this.r, c, this.excluded)
+      const old = this.st.ftsGet.get(d) as [string, string] | undefined
+      if (old !== undefined && old[0] === hay && old[1] === ids) continue
+      this.st.ftsPut.run(d, hay, ids)
+    }
+    if (orphans > 0) this.st.infoPut.run(STATE_ORPHANS, String(this.orphans + orphans))
+    this.orphans += orphans
+    this.docs += docs
+  }
+}
+
+/** Reads of the attached store's kv rows, the shape the record layer's row readers take. */
+function storeReader (db: SideFile): RowReader {
+  const get = db.prepare('SELECT v FROM kv WHERE k = ?').pluck()
+  const range = db.prepare('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw()
+  const rangeLimit = db.prepare('SELECT k, v FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').raw()
+  const keys = db.prepare('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k').pluck()
+  const keysLimit = db.prepare('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k LIMIT ?').pluck()
+  const suffixes = db.prepare('SELECT substr(k, ?), v FROM kv WHERE k >= ? AND k < ? ORDER BY k').raw()
+  return {
+    get: k => get.get(k) as string | undefined,
+    range: (lo, hi, limit) => (limit === undefined ? range.all(lo, hi) : rangeLimit.all(lo, hi, limit)) as Array<[string, string]>,
+    keys: (lo, hi, limit) => (limit === undefined ? keys.all(lo, hi) : keysLimit.all(lo, hi, limit)) as string[],
+    suffixes: prefix => {
+      const out: Record<string, string> = {}
+      for (const [k, v] of suffixes.all(prefix.length + 1, prefix, prefixEnd(prefix)) as Array<[string, string]>) out[k] = v
+      return out
+    }
+  }
+}
