@@ -64,8 +64,13 @@ function done (d: string): void {
 
 interface Sizes { fileMiB: number, structures: Record<string, number> }
 
-/** The file's bytes by B-tree (dbstat), the kv table split by key class in proportion to its rows' bytes. */
+/**
+ * The store's bytes by B-tree (dbstat), the kv table split by key class in
+ * proportion to its rows' bytes; search's index file beside it (if any) by
+ * B-tree too, counted in the total.
+ */
 function sizes (file: string): Sizes {
+  const structures: Record<string, number> = {}
   const db = new Database(file, { readonly: true })
   try {
     const byName = new Map((db.prepare('SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name').all() as Array<{ name: string, b: number }>).map(r => [r.name, r.b]))
@@ -77,13 +82,25 @@ function sizes (file: string): Sizes {
     const payload = parts.reduce((n, p) => n + p.b, 0)
     const kvBytes = byName.get('kv') ?? 0
     byName.delete('kv')
-    const structures: Record<string, number> = {}
     for (const p of parts) structures[p.part] = round2(kvBytes * p.b / payload / MiB)
     for (const [name, b] of byName) if (b > 0) structures[name] = round2(b / MiB)
-    return { fileMiB: round2(fs.statSync(file).size / MiB), structures }
   } finally {
     db.close()
   }
+  let fileBytes = fs.statSync(file).size
+  const indexFile = `${file}-search`
+  if (fs.existsSync(indexFile)) {
+    fileBytes += fs.statSync(indexFile).size
+    const idx = new Database(indexFile, { readonly: true })
+    try {
+      for (const r of idx.prepare('SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name').all() as Array<{ name: string, b: number }>) {
+        if (r.b > 0) structures[`index file: ${r.name}`] = round2(r.b / MiB)
+      }
+    } finally {
+      idx.close()
+    }
+  }
+  return { fileMiB: round2(fileBytes / MiB), structures }
 }
 
 // ------------------------------------------------------------------ the ceiling
@@ -303,7 +320,7 @@ const md = `
 
 ${machineLine()}. ${WRITERS} concurrent writers of realistic records (${small.writePath.fieldsPerRecord.toFixed(1)} fields on average: title, paths, sizes, 2–3 CIDs, ids, file info, streams) through \`records.mergeFlat\` (the PATCH /meta/{cid} path: fields, \`cid:\` aliases, versions, one change-log row, counters, the search staging row), search attached. The clock stops when every write is acknowledged **and search has merged its backlog**, so the deferred index work is counted. Batch apply: the same records as a peer's entries through \`records.applyBatch\`, pages of ${f0(PAGE_ROOTS)} roots, until merged. Ceiling: the same \`file:\` and \`cid:\` rows into a bare kv table, ${ROWS_PER_STATEMENT} rows per INSERT, 10k rows per transaction, nothing else; run before and after the store's variants, the mean of the two. Records are generated before any clock starts. Load average (1 min) of the shared two-core machine before → after each size.
 
-| store | ceiling records/s | write path, acknowledged records/s | write path, merged records/s (of ceiling) | write ack p50 / p99 / max ms | batch apply records/s (of ceiling) | vs original (835/s) | db size | load |
+| store | ceiling records/s | write path, acknowledged records/s | write path, merged records/s (of ceiling) | write ack p50 / p99 / max ms | batch apply records/s (of ceiling) | vs original (835/s) | store + index file | load |
 |---|---|---|---|---|---|---|---|---|
 ${rows.join('\n')}
 
@@ -311,12 +328,12 @@ ${targets.map(t => `At ${f0(t.records)} records: ≥ ${f0(t.absolute.target)} re
 
 The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s, ${pct(small.withoutSearch!.recordsPerSecond, small.ceiling.recordsPerSecond)} of the ceiling; ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
 
-Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes):
+Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; `index file:` rows are search's index file beside the store):
 
 | structure | write path store | batch-applied store |
 |---|---|---|
 ${names.map(n => `| ${n} | ${(last.writePath.sizes.structures[n] ?? 0).toFixed(1)} | ${(last.batchApply.sizes.structures[n] ?? 0).toFixed(1)} |`).join('\n')}
-| **file** | **${last.writePath.sizes.fileMiB.toFixed(1)}** | **${last.batchApply.sizes.fileMiB.toFixed(1)}** |
+| **store and index files** | **${last.writePath.sizes.fileMiB.toFixed(1)}** | **${last.batchApply.sizes.fileMiB.toFixed(1)}** |
 | bare kv table, same \`file:\` and \`cid:\` rows | ${last.ceiling.before.fileMiB.toFixed(1)} | |
 `
 report('ingest', json, md)

@@ -110,7 +110,7 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
           properties: {
             records: { type: 'integer' },
             redisKeys: { type: 'integer', nullable: true, description: 'keys under file: (name kept from the original)' },
-            redisMemory: { type: 'integer', nullable: true, description: 'bytes of the store file and its WAL' },
+            redisMemory: { type: 'integer', nullable: true, description: 'bytes of the store file, search\'s index file beside it, and their WALs' },
             identities: { type: 'integer', nullable: true },
             files: { type: 'object', nullable: true, properties: { count: { type: 'integer' }, totalSize: { type: 'integer' } } },
             udlUsers: { type: 'integer', nullable: true },
@@ -167,7 +167,8 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
 function storeBytes (dbPath: string): number | null {
   let total = 0
   let any = false
-  for (const p of [dbPath, dbPath + '-wal']) {
+  // The store file, search's index file beside it (`<store>-search`), and their WALs.
+  for (const p of [dbPath, dbPath + '-wal', dbPath + '-search', dbPath + '-search-wal']) {
     try {
       total += fs.statSync(p).size
       any = true
