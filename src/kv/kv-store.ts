@@ -283,7 +283,8 @@ export class KvStore {
     this.checkpointer?.terminate()
     this.checkpointer = undefined
     try {
-      this.db.pragma('wal_checkpoint(TRUNCATE)')
+      // The store file only: a file a layer above attached (search's index) is its writer's to checkpoint.
+      this.db.pragma('main.wal_checkpoint(TRUNCATE)')
     } catch (err) {
       this.log.warn('checkpoint on close failed', { err }) // the WAL is replayed on next open; nothing is lost
     }

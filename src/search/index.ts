@@ -12,19 +12,23 @@
  *   query ignores its entries and checks it on the kv rows. So a write
  *   acknowledged before a search starts is found, and a changed or deleted
  *   value is no longer matched, whether or not it has been merged yet.
- * - Off the commit: the index entries and FTS rows are written by the
- *   merger (merger.ts) in sorted batches, in transactions of its own;
- *   writers wait only when the staged backlog reaches its bound.
+ * - Off the commit, and off the node's thread: the index entries and FTS
+ *   rows live in an index file beside the store (`<store>-search`), written
+ *   in sorted batches by the index writer on a worker thread with its own
+ *   connection (index-writer.ts), scheduled by the merger (merger.ts), so
+ *   group commits and indexing never wait for each other; writers wait
+ *   only when the staged backlog reaches its bound.
  * - A group (roots sharing a CID) is one result and one count, under its
  *   canonical root, matched and shown with the merged document.
  * - Fields under the excluded prefixes never match and never show.
  * - Rebuildable and crash-safe: every structure is derived from the kv
  *   rows. A crash leaves staged roots staged (the next open merges them);
  *   changes made while search was not attached are found in the change log
- *   since the mark the merger keeps and staged at open; a store with
- *   another format, without the structures, or whose log no longer reaches
- *   back to the mark is rebuilt (in the background for large stores,
- *   answering correctly meanwhile by reading every record).
+ *   since the mark the merger keeps and staged at open; an index file of
+ *   another format, missing, of another store or not level with the store,
+ *   or a store whose log no longer reaches back to the mark, is rebuilt
+ *   (in the background for large stores, answering correctly meanwhile by
+ *   reading every record).
  *
  * One search service per RecordStore: it registers its record hook once.
  */
