@@ -328,7 +328,7 @@ ${targets.map(t => `At ${f0(t.records)} records: ≥ ${f0(t.absolute.target)} re
 
 The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s, ${pct(small.withoutSearch!.recordsPerSecond, small.ceiling.recordsPerSecond)} of the ceiling; ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
 
-Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; `index file:` rows are search's index file beside the store):
+Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
 
 | structure | write path store | batch-applied store |
 |---|---|---|
