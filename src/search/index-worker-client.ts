@@ -64,6 +64,7 @@ export class IndexWorker {
       const w = this.waiting.get(m.seq)
       if (w === undefined) return
       this.waiting.delete(m.seq)
+      if (this.waiting.size === 0) worker.unref()
       if (m.type === 'done') w.resolve(m.result)
       else w.reject(new IndexJobError(`search index writer: ${m.message}`))
     })
@@ -79,17 +80,18 @@ export class IndexWorker {
   /** Starts the thread; settles once it has opened the index file (with what it holds), or rejects with why it could not. */
   static async start (init: WorkerInit): Promise<IndexWorker> {
     const tsx = ENTRY.pathname.endsWith('.ts') ? tsxApi() : undefined
+    // Like the checkpointer's thread, it does not keep the process alive on its own, except while a caller awaits it
+    // (starting, or a job in flight): a process whose only work left is a job must not exit before its answer.
     const worker = new Worker(BOOT, { eval: true, workerData: { ...init, entry: ENTRY.href, tsx } })
-    // Like the checkpointer's thread, it must not keep the process alive on its own.
-    worker.unref()
     return await new Promise<IndexWorker>((resolve, reject) => {
       const onError = (err: Error): void => { reject(new IndexJobError(`cannot start the search index writer: ${err.message}`, { cause: err })) }
-      const onExit = (): void => { reject(new IndexJobError('the search index writer stopped while starting')) }
+      const onExit = (): void => { worker.unref(); reject(new IndexJobError('the search index writer stopped while starting')) }
       worker.once('error', onError)
       worker.once('exit', onExit)
       worker.once('message', (m: WorkerReply) => {
         worker.off('error', onError)
         worker.off('exit', onExit)
+        worker.unref()
         if (m.type === 'ready') resolve(new IndexWorker(worker, m.info))
         else reject(new IndexJobError('the search index writer answered before it was ready'))
       })
@@ -106,6 +108,7 @@ export class IndexWorker {
     const seq = ++this.seq
     return await new Promise<JobResult>((resolve, reject) => {
       this.waiting.set(seq, { resolve, reject })
+      this.worker.ref()
       this.worker.postMessage({ seq, job })
     })
   }
@@ -117,7 +120,10 @@ export class IndexWorker {
    * when the index file is next opened.
    */
   async close (deadlineMs = 10_000): Promise<void> {
-    if (this.exited === undefined) this.worker.postMessage({ type: 'close' })
+    if (this.exited === undefined) {
+      this.worker.ref()
+      this.worker.postMessage({ type: 'close' })
+    }
     let timer: ReturnType<typeof setTimeout> | undefined
     const late = new Promise<'late'>(resolve => { timer = setTimeout(() => { resolve('late') }, deadlineMs) })
     const r = await Promise.race([this.exit, late])
