@@ -28,23 +28,15 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { makeExcluder, type Excluder } from './matchers.js'
 import {
-  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillBatchSql, multiCond
+  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillBatchSql, multiCond, readIndexInfo, type IndexInfo
 } from './search-schema.js'
+
+export type { IndexInfo } from './search-schema.js'
 
 /** Roots whose entries one fill statement computes. */
 const FILL_ROOTS = 250
 /** Entries one sweep step looks at. */
 const SWEEP_ENTRIES = 20_000
-
-export interface IndexInfo {
-  /** Names (re)created at open: anything but `search_info` means the structures are new or incomplete. */
-  created: string[]
-  format?: string
-  id?: string
-  gen: number
-  orphans: number
-  docs: number
-}
 
 /** What a job changed that the scheduler keeps count of. */
 export interface JobResult {
@@ -102,18 +94,9 @@ export class IndexWriter {
       fstatDec: p('UPDATE search_fstat SET multi = multi - 1 WHERE f = ?'),
       fstatPrune: p('DELETE FROM search_fstat WHERE multi <= 0')
     }
-    this.orphans = Number(this.st.infoGet.get(STATE_ORPHANS) ?? '0')
-    this.docs = this.st.docCount.get() as number
-    const format = this.st.infoGet.get(STATE_FORMAT) as string | undefined
-    const id = this.st.infoGet.get(STATE_ID) as string | undefined
-    this.info = {
-      created,
-      ...(format === undefined ? {} : { format }),
-      ...(id === undefined ? {} : { id }),
-      gen: Number(this.st.infoGet.get(STATE_GEN) ?? '0'),
-      orphans: this.orphans,
-      docs: this.docs
-    }
+    this.info = readIndexInfo(db, 'main', created)
+    this.orphans = this.info.orphans
+    this.docs = this.info.docs
   }
 
   /** Empties the structures for a rebuild, under the store's index id, numbering batches on from `gen`. */

@@ -33,6 +33,7 @@
  * One search service per RecordStore: it registers its record hook once.
  */
 import { randomUUID } from 'node:crypto'
+import fs from 'node:fs'
 import path from 'node:path'
 import { MetaCoreError, silentLogger, type Startable } from '../common/index.js'
 import type { KvStore } from '../kv/index.js'
@@ -46,8 +47,10 @@ import { Merger } from './merger.js'
 import { PendingRoots } from './pending-roots.js'
 import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
-import { IndexWorker } from './index-worker-client.js'
-import { INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, versionMarker } from './search-schema.js'
+import { IndexWorker, type WorkerInit } from './index-worker-client.js'
+import {
+  INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
+} from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
 
@@ -80,6 +83,8 @@ export interface Search extends SearchService, Startable {
   ftsRowCount: () => number
   /** Roots changed and not indexed yet. */
   pendingCount: () => number
+  /** True while the index writer's thread runs: it starts with work and ends after a while without. */
+  indexWriterRunning: () => boolean
 }
 
 interface Running {
@@ -116,19 +121,23 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const dropped = ensureStoreSchema(kv)
     if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
     const storePath = path.resolve(kv.path)
-    const init = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }
-    const worker = await IndexWorker.start(init)
+    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }
+    const startWorker = async (): Promise<IndexWorker> => await IndexWorker.start(files)
+    // A missing index file is created by its writer (in WAL mode, with its tables) before the store's connection attaches it.
+    let worker = fs.existsSync(files.indexPath) ? undefined : await startWorker()
     try {
-      return prepare(worker, init.indexPath)
+      const attachedNow = kv.prepare('SELECT name FROM pragma_database_list').pluck().all() as string[]
+      if (!attachedNow.includes(INDEX_SCHEMA)) kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(files.indexPath)
+      // Tables to create or recreate: the writer does it. Otherwise no thread runs until there is work.
+      if (worker === undefined && indexSchemaDiff(kv, INDEX_SCHEMA).length > 0) worker = await startWorker()
+      return prepare(worker?.info ?? readIndexInfo(kv, INDEX_SCHEMA), worker, startWorker)
     } catch (err) {
-      await worker.close()
+      await worker?.close()
       throw err
     }
   }
 
-  const prepare = (worker: IndexWorker, indexPath: string): Running => {
-    const attachedNow = kv.prepare('SELECT name FROM pragma_database_list').pluck().all() as string[]
-    if (!attachedNow.includes(INDEX_SCHEMA)) kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(indexPath)
+  const prepare = (info: IndexInfo, worker: IndexWorker | undefined, startWorker: () => Promise<IndexWorker>): Running => {
     const groups = new GroupCache(kv)
     if (hook === undefined) {
       // Registered once: the record layer keeps its hooks for the store's life (a restart reuses it).
@@ -148,15 +157,16 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       indexId = id
     }
     const gen = Number(state.get(STATE_GEN) ?? '0')
-    const info = worker.info
     const merger = new Merger({
       kv,
       records,
       pending,
-      worker,
+      ...(worker === undefined ? {} : { worker }),
+      startWorker,
+      docs: info.docs,
+      orphanDocs: info.orphans,
       gen: Math.max(gen, info.gen),
       indexId,
-      respawn: async () => await IndexWorker.start({ indexPath, storePath: path.resolve(kv.path), excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }),
       logger: log
     }, init.merger)
 
@@ -224,7 +234,8 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     whenReady: async () => { await live().merger.whenReady() },
     whenIdle: async () => { await live().merger.whenIdle() },
     ftsRowCount: () => { live(); return kv.prepare('SELECT count(*) FROM search_fts').pluck().get() as number },
-    pendingCount: () => live().pending.size
+    pendingCount: () => live().pending.size,
+    indexWriterRunning: () => live().merger.writerRunning
   }
 }
 

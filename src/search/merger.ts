@@ -23,6 +23,9 @@
  * open, an index file that is neither level with the store nor one batch
  * ahead of it (a crash between the two commits) is rebuilt.
  *
+ * The index writer's thread starts with the first job and ends after
+ * `idleCloseMs` without one: a node at rest runs none.
+ *
  * Writers wait (RecordIndexer.whenWritable) only at the bound: with
  * `backlogLimit` roots staged, writes wait until a batch has brought the
  * backlog down to three quarters of it.
@@ -46,6 +49,8 @@ export interface MergerOptions {
   sweepMinOrphans?: number
   /** Progress lines while a backlog or a rebuild lasts, this often (default 5,000 ms). */
   progressEveryMs?: number
+  /** The index writer's thread ends after this long without work (default 30,000 ms), and starts again with the next. */
+  idleCloseMs?: number
 }
 
 type InFlight =
@@ -56,9 +61,13 @@ interface Deps {
   kv: KvStore
   records: IndexedRecords
   pending: PendingRoots
-  worker: IndexWorker
-  /** Starts a new index writer (after the thread died). */
-  respawn: () => Promise<IndexWorker>
+  /** The index writer's thread if start-up already runs one (a rebuild, a schema to create). */
+  worker?: IndexWorker
+  /** Starts an index writer's thread (when there is work and none runs). */
+  startWorker: () => Promise<IndexWorker>
+  /** What the index file holds now (documents and orphaned documents). */
+  docs: number
+  orphanDocs: number
   /** The number of the last batch the store unstaged (search_state). */
   gen: number
   /** The store's id for its index file (search_state). */
@@ -74,7 +83,10 @@ export class Merger {
   private readonly log: Logger
   private readonly st: Record<'stateGet' | 'statePut', SqlStatement>
   private inFlight: InFlight | undefined
-  private worker: IndexWorker
+  private worker: IndexWorker | undefined
+  /** An index writer's thread is starting. */
+  private spawning = false
+  private idleTimer: ReturnType<typeof setTimeout> | undefined
   private gen: number
   private clearDue = false
   /** Set while a rebuild runs: the last live root it indexed ('' before the first). */
@@ -102,13 +114,14 @@ export class Merger {
       backlogLimit: opts.backlogLimit ?? 4000,
       delayMs: opts.delayMs ?? 100,
       sweepMinOrphans: opts.sweepMinOrphans ?? 1000,
-      progressEveryMs: opts.progressEveryMs ?? 5000
+      progressEveryMs: opts.progressEveryMs ?? 5000,
+      idleCloseMs: opts.idleCloseMs ?? 30_000
     }
     this.log = d.logger ?? silentLogger
     this.gen = d.gen
     this.worker = d.worker
-    this.docs = d.worker.info.docs
-    this.orphanDocs = d.worker.info.orphans
+    this.docs = d.docs
+    this.orphanDocs = d.orphanDocs
     this.st = {
       stateGet: d.kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck(),
       statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
@@ -177,7 +190,9 @@ export class Merger {
     if (this.stopped) return
     this.stopped = true
     if (this.timer !== undefined) clearTimeout(this.timer)
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
     this.timer = undefined
+    this.idleTimer = undefined
     this.writable?.resolve()
     this.writable = undefined
     const err = new AbortedError('search maintenance stopped')
@@ -188,7 +203,14 @@ export class Merger {
     } catch (e) {
       this.log.warn('search: could not record the change-log mark at stop; the next open replays more of the log', { err: e })
     }
-    await this.worker.close()
+    const w = this.worker
+    this.worker = undefined
+    await w?.close()
+  }
+
+  /** True while the index writer's thread runs (it ends when idle, and starts again with the next work). */
+  get writerRunning (): boolean {
+    return this.worker !== undefined
   }
 
   /** Every change logged up to now is indexed or staged (all of this process's writes go through the hook). */
@@ -199,7 +221,7 @@ export class Merger {
 
   /** Starts the next job at once when there is reason to hurry (a full batch, waiting writers or callers), else after the delay. */
   schedule (): void {
-    if (this.stopped || this.retrying || this.inFlight !== undefined || !this.hasWork()) return
+    if (this.stopped || this.retrying || this.spawning || this.inFlight !== undefined || !this.hasWork()) return
     const soon = this.clearDue || this.rebuilding || this.sweeping || this.d.pending.size >= this.o.batchRoots ||
       this.writable !== undefined || this.idleWaiters.length > 0 || this.sweepDue()
     if (soon) {
@@ -230,10 +252,17 @@ export class Merger {
   }
 
   private run (): void {
-    if (this.stopped || this.inFlight !== undefined) return
+    if (this.stopped || this.spawning || this.inFlight !== undefined) return
     const next = this.nextJob()
     if (next === undefined) {
       this.settle()
+      return
+    }
+    if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
+    this.idleTimer = undefined
+    const worker = this.worker
+    if (worker === undefined) {
+      this.spawn()
       return
     }
     const [job, msg] = next
@@ -243,7 +272,7 @@ export class Merger {
       this.sweeping = true
       this.log.info('search: sweeping entries of re-indexed records', { orphanDocs: this.orphanDocs })
     }
-    this.worker.run(msg).then(result => {
+    worker.run(msg).then(result => {
       this.inFlight = undefined
       if (this.stopped) return
       try {
@@ -302,26 +331,56 @@ export class Merger {
   private failed (job: InFlight, err: unknown): void {
     if (job.kind === 'batch') this.d.pending.endBatch()
     if (err instanceof KvClosedError) { void this.stop(); return }
-    const dead = this.worker.dead
+    const dead = this.worker?.dead === true
     this.log.error(dead
       ? 'search: the index writer stopped; staged records stay staged and are checked on their rows until it is restarted'
       : 'search: merging failed; staged records stay staged and are checked on their rows', { err })
+    if (dead) {
+      // The next job starts a new thread (and a sweep starts over there).
+      this.worker = undefined
+      this.sweeping = false
+    }
+    this.retry()
+  }
+
+  private retry (): void {
     this.retrying = true
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.retrying = false
-      if (!dead) { this.run(); return }
-      this.retrying = true
-      this.d.respawn().then(w => {
-        this.retrying = false
-        if (this.stopped) { void w.close(); return }
-        this.worker = w
-        this.docs = w.info.docs
-        this.orphanDocs = w.info.orphans
-        this.sweeping = false
-        this.run()
-      }, e => { this.retrying = false; this.failed(job, e) })
+      this.run()
     }, RETRY_MS)
+  }
+
+  /** Starts an index writer's thread, then the job that was waiting for it. */
+  private spawn (): void {
+    this.spawning = true
+    this.d.startWorker().then(w => {
+      this.spawning = false
+      if (this.stopped) { void w.close(); return }
+      this.worker = w
+      this.docs = w.info.docs
+      this.orphanDocs = w.info.orphans
+      this.run()
+    }, err => {
+      this.spawning = false
+      if (this.stopped) return
+      this.log.error('search: cannot start the index writer; staged records stay staged and are checked on their rows', { err })
+      this.retry()
+    })
+  }
+
+  /** Ends the index writer's thread once there has been no work for a while: a node at rest runs none. */
+  private armIdleClose (): void {
+    if (this.stopped || this.worker === undefined || this.idleTimer !== undefined) return
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = undefined
+      if (this.stopped || this.hasWork() || this.inFlight !== undefined || this.worker === undefined) return
+      const w = this.worker
+      this.worker = undefined
+      void w.close()
+    }, this.o.idleCloseMs)
+    this.idleTimer.unref()
   }
 
   /** After a job: wakes writers and waiters, writes progress lines. */
@@ -331,7 +390,10 @@ export class Merger {
       this.writable = undefined
     }
     if (this.trusted) for (const w of this.readyWaiters.splice(0)) w.resolve()
-    if (!this.hasWork()) for (const w of this.idleWaiters.splice(0)) w.resolve()
+    if (!this.hasWork()) {
+      for (const w of this.idleWaiters.splice(0)) w.resolve()
+      this.armIdleClose()
+    }
     this.reportProgress()
   }
 

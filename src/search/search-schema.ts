@@ -183,6 +183,13 @@ export function ensureStoreSchema (kv: KvStore): string[] {
   return dropped
 }
 
+/** What the index file holds as the format needs it: the names of the objects missing or defined otherwise (under schema `schema`). */
+export function indexSchemaDiff (db: Pick<SideFile, 'prepare'>, schema: string): string[] {
+  const stored = db.prepare(`SELECT sql FROM ${schema}.sqlite_master WHERE type = ? AND name = ?`).pluck()
+  // sqlite_master keeps the statement without its IF NOT EXISTS.
+  return OBJECTS.filter(o => stored.get(o.type, o.name) !== o.sql.replace(' IF NOT EXISTS', '')).map(o => o.name)
+}
+
 /**
  * The index file's part, on the index writer's connection (where the index
  * file is `main`): creates what is missing, recreates what differs. Returns
@@ -190,18 +197,39 @@ export function ensureStoreSchema (kv: KvStore): string[] {
  * structures are incomplete (or new), so the caller rebuilds.
  */
 export function ensureIndexSchema (db: Pick<SideFile, 'prepare' | 'exec'>): string[] {
-  const stored = db.prepare('SELECT sql FROM main.sqlite_master WHERE type = ? AND name = ?').pluck()
-  const created: string[] = []
+  const created = indexSchemaDiff(db, 'main')
   for (const o of OBJECTS) {
-    const sql = stored.get(o.type, o.name) as string | undefined
-    // sqlite_master keeps the statement without its IF NOT EXISTS.
-    if (sql === o.sql.replace(' IF NOT EXISTS', '')) continue
-    if (sql !== undefined) db.exec(`DROP TABLE main.${o.name}`)
+    if (!created.includes(o.name)) continue
+    db.exec(`DROP TABLE IF EXISTS main.${o.name}`)
     db.exec(o.sql)
-    created.push(o.name)
   }
   db.exec(TEMP_BATCH)
   return created
+}
+
+/** What the index file holds, read under schema `schema` (its tables exist). */
+export interface IndexInfo {
+  /** Names (re)created at open: anything but `search_info` means the structures are new or incomplete. */
+  created: string[]
+  format?: string
+  id?: string
+  gen: number
+  orphans: number
+  docs: number
+}
+
+export function readIndexInfo (db: Pick<SideFile, 'prepare'>, schema: string, created: string[] = []): IndexInfo {
+  const get = db.prepare(`SELECT v FROM ${schema}.search_info WHERE k = ?`).pluck()
+  const format = get.get(STATE_FORMAT) as string | undefined
+  const id = get.get(STATE_ID) as string | undefined
+  return {
+    created,
+    ...(format === undefined ? {} : { format }),
+    ...(id === undefined ? {} : { id }),
+    gen: Number(get.get(STATE_GEN) ?? '0'),
+    orphans: Number(get.get(STATE_ORPHANS) ?? '0'),
+    docs: db.prepare(`SELECT count(*) FROM ${schema}.search_doc`).pluck().get() as number
+  }
 }
 
 /** Empties every structure the merger fills (a full rebuild starts here); pending roots stay pending. */

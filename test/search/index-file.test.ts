@@ -155,6 +155,26 @@ describe('index file', () => {
     }
   })
 
+  it('runs the index writer\'s thread only while there is work', async () => {
+    f = await openFixture({ merger: { idleCloseMs: 100 } })
+    await fill(f, 20)
+    await f.search.whenIdle()
+    // Work just finished: the thread is still there, then ends once idle for idleCloseMs.
+    expect(f.search.indexWriterRunning()).toBe(true)
+    const fx = f
+    await waitFor(() => !fx.search.indexWriterRunning(), { timeoutMs: 10_000, what: 'the idle index writer to end' })
+    // The next write starts it again, and is indexed.
+    await fill(f, 1, 500)
+    await f.search.whenIdle()
+    expect(f.search.indexWriterRunning()).toBe(true)
+    f.query({ query: 'river 500' })
+    expect(f.search.explain({ query: 'river 500' }).plan?.parts[0].name).toBe('text:fts')
+    // A store opened level with its index file starts none.
+    await f.reopen()
+    expect(f.search.indexWriterRunning()).toBe(false)
+    for (const req of REQUESTS) f.query(req)
+  })
+
   it('refuses a store without a file', async () => {
     const s = openNodeStore({ path: ':memory:', nodeId: 'n' })
     try {
