@@ -156,7 +156,7 @@ describe('index file', () => {
   })
 
   it('runs the index writer\'s thread only while there is work', async () => {
-    f = await openFixture({ merger: { idleCloseMs: 100 } })
+    f = await openFixture({ merger: { idleCloseMs: 500 } })
     await fill(f, 20)
     await f.search.whenIdle()
     // Work just finished: the thread is still there, then ends once idle for idleCloseMs.
