@@ -261,7 +261,6 @@ export class RecordReader {
   mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
     return mergedFields(r, rid, members)
   }
-
 }
 
 /** A group's document: per-key last-writer-wins over its roots, by their original versions (a root alone: its own fields). */

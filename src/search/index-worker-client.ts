@@ -10,7 +10,8 @@ import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
 import { StorageError } from '../kv/index.js'
-import type { IndexInfo, JobResult } from './index-writer.js'
+import type { JobResult } from './index-writer.js'
+import type { IndexInfo } from './search-schema.js'
 
 export type IndexJob =
   | { type: 'batch', rids: string[], gen: number }

@@ -172,22 +172,25 @@ export function ensureStoreSchema (kv: KvStore): string[] {
   if (dropped.length > 0) {
     for (const [lo, hi] of LEGACY_KV_RANGES) kv.prepare('DELETE FROM main.kv WHERE k >= ? AND k < ?').run(lo, hi)
   }
-  for (const o of STORE_OBJECTS) {
-    const sql = stored.get(o.type, o.name) as string | undefined
-    if (sql === o.sql.replace(' IF NOT EXISTS', '')) continue
-    if (sql !== undefined) kv.exec(`DROP TABLE main.${o.name}`)
-    kv.exec(o.sql)
+  for (const name of schemaDiff(kv, 'main', STORE_OBJECTS)) {
+    kv.exec(`DROP TABLE IF EXISTS main.${name}`)
+    kv.exec(STORE_OBJECTS.find(o => o.name === name)!.sql)
   }
   const del = kv.prepare('DELETE FROM main.search_state WHERE k = ?')
   for (const k of LEGACY_STATE_KEYS) del.run(k)
   return dropped
 }
 
-/** What the index file holds as the format needs it: the names of the objects missing or defined otherwise (under schema `schema`). */
-export function indexSchemaDiff (db: Pick<SideFile, 'prepare'>, schema: string): string[] {
+/** The names of `objects` missing from schema `schema` or defined otherwise there. */
+function schemaDiff (db: Pick<SideFile, 'prepare'>, schema: string, objects: readonly SqlObject[]): string[] {
   const stored = db.prepare(`SELECT sql FROM ${schema}.sqlite_master WHERE type = ? AND name = ?`).pluck()
   // sqlite_master keeps the statement without its IF NOT EXISTS.
-  return OBJECTS.filter(o => stored.get(o.type, o.name) !== o.sql.replace(' IF NOT EXISTS', '')).map(o => o.name)
+  return objects.filter(o => stored.get(o.type, o.name) !== o.sql.replace(' IF NOT EXISTS', '')).map(o => o.name)
+}
+
+/** What the index file holds as the format needs it: the names of the objects missing or defined otherwise (under schema `schema`). */
+export function indexSchemaDiff (db: Pick<SideFile, 'prepare'>, schema: string): string[] {
+  return schemaDiff(db, schema, OBJECTS)
 }
 
 /**
@@ -198,8 +201,7 @@ export function indexSchemaDiff (db: Pick<SideFile, 'prepare'>, schema: string):
  */
 export function ensureIndexSchema (db: Pick<SideFile, 'prepare' | 'exec'>): string[] {
   const created = indexSchemaDiff(db, 'main')
-  for (const o of OBJECTS) {
-    if (!created.includes(o.name)) continue
+  for (const o of OBJECTS.filter(o => created.includes(o.name))) {
     db.exec(`DROP TABLE IF EXISTS main.${o.name}`)
     db.exec(o.sql)
   }
