@@ -1,10 +1,21 @@
 /**
  * The group-commit writer. Write functions queued in the same turn of the
- * event loop run in one transaction (at most `maxBatch` of them), each under
- * its own SAVEPOINT: one that throws rolls back alone (its rows, stream
- * entries, counter deltas and after-commit hooks) and only its caller sees
- * the error. Promises settle after COMMIT; after-commit hooks run first,
- * then commit listeners hear the batch's stream entries in order.
+ * event loop run in one transaction (at most `maxBatch` of them); one that
+ * throws rolls back alone (its rows, stream entries, counter deltas and
+ * after-commit hooks) and only its caller sees the error. Promises settle
+ * after COMMIT; after-commit hooks run first, then commit listeners hear the
+ * batch's stream entries in order.
+ *
+ * How a failure stays alone: the batch first runs with no savepoint (while
+ * one is open SQLite keeps the original of every page a write changes,
+ * which about doubles the cost of an insert). If a write function throws,
+ * the transaction rolls back and the batch runs again, each function under
+ * its own SAVEPOINT, so the one that throws rolls back alone. A write
+ * function may therefore run twice, and only the second run counts: it
+ * must act through the transaction handle, with anything outside the store
+ * (memory, I/O) in after-commit hooks or after its promise settles, which
+ * is what every write function does. A write alone in its transaction
+ * never runs twice: if it throws, the transaction rolls back.
  *
  * Write functions are synchronous: one that returns a promise is rolled
  * back (AsyncWriteError), because an await inside a transaction would let
@@ -23,6 +34,8 @@ interface Frame {
   counters: Map<string, number>
   after: Array<() => void>
 }
+
+const emptyFrame = (): Frame => ({ events: [], counters: new Map(), after: [] })
 
 interface Pending {
   fn: (tx: Tx) => unknown
@@ -129,21 +142,41 @@ export class GroupCommit {
   }
 
   private runTransaction (batch: Pending[]): Outcome[] {
+    const done = this.attempt(batch, false) ?? this.attempt(batch, true)!
+    const { results, total } = done
+    for (const fn of total.after) {
+      try { fn() } catch (err) { this.o.log.error('after-commit hook failed', { err }) } // the write is durable; a hook's failure must not undo its success
+    }
+    if (total.events.length > 0) {
+      for (const l of this.listeners) {
+        try { l(total.events) } catch (err) { this.o.log.error('commit listener failed', { err }) } // one broken subscriber must not starve the others
+      }
+    }
+    return results
+  }
+
+  /**
+   * Runs the batch in one transaction and commits it. `isolate`: each write
+   * function under its own savepoint. Without, the first function that
+   * throws rolls the transaction back: its error is the outcome when it was
+   * alone, else undefined (run the batch again, isolated).
+   */
+  private attempt (batch: Pending[], isolate: boolean): { results: Outcome[], total: Frame } | undefined {
     const { st, streams } = this.o
     const results: Outcome[] = []
-    const total: Frame = { events: [], counters: new Map(), after: [] }
+    const total: Frame = emptyFrame()
     const streamsBefore = streams.snapshot()
+    const failAll = (e: unknown): { results: Outcome[], total: Frame } => ({ results: batch.map(() => ({ ok: false as const, error: e })), total: emptyFrame() })
     try {
       st.begin.run()
     } catch (err) {
-      const e = new StorageError(`cannot begin transaction: ${(err as Error).message}`, { cause: err })
-      return batch.map(() => ({ ok: false as const, error: e }))
+      return failAll(new StorageError(`cannot begin transaction: ${(err as Error).message}`, { cause: err }))
     }
     try {
       for (const op of batch) {
-        const frame: Frame = { events: [], counters: new Map(), after: [] }
-        const streamsAtOp = streams.snapshot()
-        st.sp.run()
+        const frame: Frame = emptyFrame()
+        const streamsAtOp = isolate ? streams.snapshot() : streamsBefore
+        if (isolate) st.sp.run()
         this.frame = frame
         try {
           const value = op.fn(this.tx)
@@ -152,7 +185,7 @@ export class GroupCommit {
             throw new AsyncWriteError()
           }
           this.frame = undefined
-          st.spRelease.run()
+          if (isolate) st.spRelease.run()
           // A loop, not a spread: one write function may append tens of thousands of entries (a batch apply).
           for (const e of frame.events) total.events.push(e)
           for (const [k, d] of frame.counters) total.counters.set(k, (total.counters.get(k) ?? 0) + d)
@@ -160,6 +193,11 @@ export class GroupCommit {
           results.push({ ok: true, value })
         } catch (error) {
           this.frame = undefined
+          if (!isolate) {
+            try { st.rollback.run() } catch { /* already rolled back by SQLite */ }
+            streams.restore(streamsBefore)
+            return batch.length === 1 ? { results: [{ ok: false, error }], total: emptyFrame() } : undefined
+          }
           st.spRollback.run()
           st.spRelease.run()
           streams.restore(streamsAtOp)
@@ -173,29 +211,23 @@ export class GroupCommit {
       this.frame = undefined
       try { st.rollback.run() } catch { /* already rolled back by SQLite */ }
       streams.restore(streamsBefore)
-      const e = new StorageError(`commit failed: ${(err as Error).message}`, { cause: err })
-      return batch.map(() => ({ ok: false as const, error: e }))
+      return failAll(new StorageError(`commit failed: ${(err as Error).message}`, { cause: err }))
     }
-    for (const fn of total.after) {
-      try { fn() } catch (err) { this.o.log.error('after-commit hook failed', { err }) } // the write is durable; a hook's failure must not undo its success
-    }
-    if (total.events.length > 0) {
-      for (const l of this.listeners) {
-        try { l(total.events) } catch (err) { this.o.log.error('commit listener failed', { err }) } // one broken subscriber must not starve the others
-      }
-    }
-    return results
+    return { results, total }
   }
 
   private applyCounters (counters: Map<string, number>): void {
-    const { st } = this.o
+    const { st, rows } = this.o
+    const puts: Array<[string, string]> = []
     for (const [k, d] of counters) {
       if (d === 0) continue
       const cur = Number(st.get.get(k) ?? '0')
       const next = (Number.isFinite(cur) ? cur : 0) + d
       if (next === 0) st.del.run(k)
-      else st.put.run(k, String(next))
+      else puts.push([k, String(next)])
     }
+    // A commit moves tens of counters (one per field type written): one multi-row write.
+    if (puts.length > 0) rows.write(puts)
   }
 
   private makeTx (): Tx {

@@ -12,7 +12,7 @@
  * above keeps beside the store.
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
- * group-commit writer (one transaction per batch, one savepoint per write),
+ * group-commit writer (one transaction per batch; a failing write rolls back alone),
  * and generic event streams kept as rows `ev:<stream>/<ms13>-<seq10>` (the
  * entries of one bulk append packed in one row) with a high-water mark
  * `evhwm:<stream>` (ids never go back) and a low-water mark `evlow:<stream>`

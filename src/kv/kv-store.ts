@@ -5,8 +5,9 @@
  *
  * Guarantees:
  * - Writes issued in the same turn of the event loop share one transaction;
- *   each runs under its own SAVEPOINT, so one that throws rolls back alone and
- *   only its caller sees the error. A write's promise settles after COMMIT.
+ *   one that throws rolls back alone and only its caller sees the error (the
+ *   batch runs again, each write under its own SAVEPOINT: a write function
+ *   may run twice, group-commit.ts). A write's promise settles after COMMIT.
  * - Event streams are rows written in the same transaction as the change
  *   they describe; what a stream's entries mean is its writer's business.
  * - Reads (on this same connection, between transactions) see exactly the
@@ -209,8 +210,10 @@ export class KvStore {
 
   /**
    * Queues a synchronous write function; it runs inside the next group
-   * transaction under its own savepoint. Resolves with its return value after
-   * COMMIT, or rejects with what it threw (only it is rolled back).
+   * transaction. Resolves with its return value after COMMIT, or rejects with
+   * what it threw (only it is rolled back). It may run twice when another
+   * write of its batch throws, so anything it does outside the transaction
+   * belongs in an after-commit hook (group-commit.ts).
    */
   async write<T> (fn: (tx: Tx) => T): Promise<T> {
     return await this.writer.write(fn)

@@ -192,7 +192,7 @@ export class LifecycleWriter {
       }
     }
     // The batch's events and state rows go in one write function, queued after every record write:
-    // one savepoint instead of one per file. Each step is still checked on its own.
+    // one write function instead of one per file. Each step is still checked on its own.
     const publishing = plans.filter(p => p.commit !== undefined)
     if (publishing.length > 0) {
       const all = this.records.local.write(tx => publishing.map(p => p.commit!(tx, true)))

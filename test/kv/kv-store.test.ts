@@ -84,6 +84,58 @@ describe('kv store', () => {
     expect(entries(kv).map(e => e.key)).toEqual(['file:A/x', 'file:C/x'])
   })
 
+  it('runs a batch without savepoints once, and runs it again isolated when one write throws', async () => {
+    const { kv } = open()
+    const runs = { a: 0, b: 0, c: 0 }
+    const hooks: string[] = []
+    const heard: string[][] = []
+    kv.onCommit(es => { heard.push(es.map(e => e.fields.key)) })
+    // No failure: every write function runs once.
+    await Promise.all([
+      kv.write(tx => { runs.a++; tx.put('ok:1', '1') }),
+      kv.write(tx => { runs.b++; tx.put('ok:2', '2') })
+    ])
+    expect(runs).toEqual({ a: 1, b: 1, c: 0 })
+    // One failure: the batch rolls back and runs again, each write under its own savepoint; only the second run counts.
+    runs.a = runs.b = 0
+    const a = kv.write(tx => {
+      runs.a++
+      tx.put('file:A/x', `run ${runs.a}`)
+      tx.addCounter('count:n', 1)
+      tx.appendEvent('s', { key: `a${runs.a}` })
+      tx.afterCommit(() => hooks.push(`a${runs.a}`))
+      return runs.a
+    })
+    const b = kv.write(tx => {
+      runs.b++
+      tx.put('file:B/x', '1')
+      tx.addCounter('count:n', 10)
+      tx.appendEvent('s', { key: 'b' })
+      tx.afterCommit(() => hooks.push('b'))
+      throw new Error('boom')
+    })
+    // After the failing one: not reached by the first run; sees what the write before it wrote.
+    const c = kv.write(tx => { runs.c++; tx.addCounter('count:n', 1); return tx.get('file:A/x') })
+    await expect(a).resolves.toBe(2)
+    await expect(b).rejects.toThrow('boom')
+    await expect(c).resolves.toBe('run 2')
+    expect(runs).toEqual({ a: 2, b: 2, c: 1 })
+    expect(kv.get('file:A/x')).toBe('run 2')
+    expect(kv.get('file:B/x')).toBeUndefined()
+    expect(kv.get('count:n')).toBe('2')
+    expect(hooks).toEqual(['a2'])
+    expect(entries(kv).map(e => e.key)).toEqual(['a2'])
+    expect(heard.at(-1)).toEqual(['a2'])
+    // A write alone in its transaction that throws runs once and leaves nothing.
+    let alone = 0
+    await expect(kv.write(tx => { alone++; tx.put('file:D/x', '1'); throw new Error('alone') })).rejects.toThrow('alone')
+    expect(alone).toBe(1)
+    expect(kv.get('file:D/x')).toBeUndefined()
+    // The store writes on afterwards.
+    await kv.write(tx => { tx.put('file:E/x', '1') })
+    expect(kv.get('file:E/x')).toBe('1')
+  })
+
   it('reads see only committed state', async () => {
     const { kv } = open()
     const p = kv.write(tx => { tx.put('k', 'v') })

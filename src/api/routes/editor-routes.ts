@@ -143,8 +143,7 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
   }, async (req) => {
     const { updates } = req.body
     if (updates.length === 0) throw new ApiError(400, 'schema_violation', 'updates is empty')
-    // Queued together: kv's group commit joins them in one transaction, each under its own savepoint, so a
-    // failing update rolls back alone.
+    // Queued together: kv's group commit joins them in one transaction, and a failing update rolls back alone.
     const settled = await Promise.allSettled(updates.map(async (u) => {
       checkAddress(u.hashId)
       return await records.mergeFlat(u.hashId, fieldsOf(u))
