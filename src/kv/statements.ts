@@ -64,30 +64,37 @@ export function prepareStatements (db: Database.Database): Statements {
 /** Rows per multi-row statement: amortises the per-statement cost while staying far under SQLite's 32766 bound parameters. */
 const MULTI_ROWS = 32
 
-/** Upserts many rows with statements of up to MULTI_ROWS rows each (far fewer calls into SQLite than one per row). */
+/**
+ * Upserts many rows with statements of up to MULTI_ROWS rows each (far fewer
+ * calls into SQLite than one per row): n rows take ceil(n / MULTI_ROWS)
+ * statements, one prepared per row count on first use.
+ */
 export class RowWriter {
-  /** Multi-row upserts by row count (prepared on first use). */
-  private readonly putN = new Map<number, Database.Statement>()
+  /** Multi-row upserts by row count (index n - 1). */
+  private readonly putN: Array<Database.Statement | undefined> = new Array(MULTI_ROWS)
 
   constructor (private readonly db: Database.Database) {}
 
   write (rows: ReadonlyArray<readonly [string, string]>): void {
     let i = 0
     while (i < rows.length) {
-      const left = rows.length - i
-      const n = left >= MULTI_ROWS ? MULTI_ROWS : left >= 8 ? 8 : 1
-      const args: string[] = []
-      for (let j = 0; j < n; j++) args.push(rows[i + j][0], rows[i + j][1])
+      const n = Math.min(MULTI_ROWS, rows.length - i)
+      const args = new Array<string>(2 * n)
+      for (let j = 0; j < n; j++) {
+        const r = rows[i + j]
+        args[2 * j] = r[0]
+        args[2 * j + 1] = r[1]
+      }
       this.multiPut(n).run(args)
       i += n
     }
   }
 
   private multiPut (n: number): Database.Statement {
-    let st = this.putN.get(n)
+    let st = this.putN[n - 1]
     if (st === undefined) {
       st = this.db.prepare(`INSERT INTO kv (k, v) VALUES ${Array.from({ length: n }, () => '(?, ?)').join(', ')} ON CONFLICT (k) DO UPDATE SET v = excluded.v`)
-      this.putN.set(n, st)
+      this.putN[n - 1] = st
     }
     return st
   }

@@ -19,6 +19,11 @@ export const MAX_VALUE_LENGTH = 256 * 1024
  */
 const LONE_SURROGATE = /\p{Cs}/u
 
+/** No lone surrogate: the engine's own check where it has one (Node 20), several times faster than the pattern on long values. */
+const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
+  ? (s) => (s as unknown as { isWellFormed: () => boolean }).isWellFormed()
+  : (s) => !LONE_SURROGATE.test(s)
+
 // Control characters (C0, DEL, C1) never belong in a field name; \x1f also separates idx:schema key parts.
 // eslint-disable-next-line no-control-regex
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
@@ -35,7 +40,7 @@ export function validateFieldPath (field: unknown): asserts field is string {
   // Three UTF-8 bytes per UTF-16 unit at most: only long names need counting.
   if (field.length * 3 > MAX_FIELD_BYTES && Buffer.byteLength(field) > MAX_FIELD_BYTES) throw new InvalidFieldError(`field name is longer than ${MAX_FIELD_BYTES} UTF-8 bytes`)
   if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
-  if (LONE_SURROGATE.test(field)) throw new InvalidFieldError('field name contains a lone UTF-16 surrogate: text must be well-formed Unicode')
+  if (!isWellFormed(field)) throw new InvalidFieldError('field name contains a lone UTF-16 surrogate: text must be well-formed Unicode')
   if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
 }
 
@@ -45,16 +50,25 @@ export function rejectDeprecatedField (field: string): void {
   if (first.startsWith('cid_') || first === 'midhash256' || first === 'canonical_cid') throw new DeprecatedFieldError(field)
 }
 
+// Field names repeat across records (title, size, …): the ones that passed are remembered (bounded, cleared when full).
+// cids/ members are each their own and never remembered.
+const writableFields = new Set<string>()
+const WRITABLE_CACHE_MAX = 10_000
+
 /** Both checks a client-supplied field name must pass. */
 export function checkWritableField (field: unknown): asserts field is string {
+  if (typeof field === 'string' && writableFields.has(field)) return
   validateFieldPath(field)
   rejectDeprecatedField(field)
+  if (field.startsWith('cids/')) return
+  if (writableFields.size >= WRITABLE_CACHE_MAX) writableFields.clear()
+  writableFields.add(field)
 }
 
 export function validateValue (value: unknown): asserts value is string {
   if (typeof value !== 'string') throw new InvalidValueError('value must be a string')
   if (value.length > MAX_VALUE_LENGTH) throw new InvalidValueError(`value is longer than ${MAX_VALUE_LENGTH} characters`)
-  if (LONE_SURROGATE.test(value)) throw new InvalidValueError('value contains a lone UTF-16 surrogate: text must be well-formed Unicode')
+  if (!isWellFormed(value)) throw new InvalidValueError('value contains a lone UTF-16 surrogate: text must be well-formed Unicode')
 }
 
 /** The CID of a `cids/<cid>` member field, or undefined for other fields. */

@@ -178,27 +178,27 @@ export class Mutator {
       changed.add(field)
     }
 
-    // Field rows go in with multi-row statements (deletes above were applied one by one).
-    if (pending.size > 0) {
-      tx.putMany([...pending].map(([k, p]) => [k, p.value, p.before] as const))
+    // Field rows, the version map and (for a record coming to life) its idx:roots row go in with one multi-row write; deletes above were applied one by one.
+    const puts: Array<readonly [string, string, string | undefined]> = []
+    for (const [k, p] of pending) {
+      puts.push([k, p.value, p.before])
       // A key set and set back within this mutation wrote nothing and logs nothing.
-      for (const [k, p] of pending) if (p.value !== p.before) log.push({ op: 'set', key: k, value: p.value, version: p.version })
+      if (p.value !== p.before) log.push({ op: 'set', key: k, value: p.value, version: p.version })
     }
     this.changeLog.append(tx, log)
-
-    if (touched > 0) {
-      const s = vm.serialize()
-      tx.putMany([[verKey, s, verRaw]]) // the old value is known: no read before the write
-    }
+    if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
 
     const live = cur.size > 0
-    if (live !== wasLive) {
-      const group = wasLive ? membersOf(tx, canonOf(tx, rid)) : [rid]
-      this.adjustCount(tx, [rid], () => {
-        if (live) tx.putMany([[ROOTS + rid, '', undefined]])
-        else tx.delete(ROOTS + rid)
-      })
-      if (!live) {
+    if (live && !wasLive) {
+      // Not live before, so not visible before; visible after when canonical (a root not live is in no group).
+      puts.push([ROOTS + rid, '', undefined])
+      tx.putMany(puts)
+      if (canonOf(tx, rid) === rid) tx.addCounter(COUNT_ROOTS, 1)
+    } else {
+      tx.putMany(puts)
+      if (!live && wasLive) {
+        const group = membersOf(tx, canonOf(tx, rid))
+        this.adjustCount(tx, [rid], () => { tx.delete(ROOTS + rid) })
         const lo = `${DUP}${rid}/`
         for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
         for (const ix of this.indexers) ix.onRecordDeleted?.(tx, rid)
@@ -228,12 +228,12 @@ export class Mutator {
     const canon = canonOf(tx, rid)
     const owner = tx.get(CID + cid)
     if (owner === undefined || !isLive(tx, owner)) {
-      tx.put(CID + cid, canon)
+      tx.putMany([[CID + cid, canon, owner]]) // the old value is known: no read before the write
       return
     }
     const ownerCanon = canonOf(tx, owner)
     if (ownerCanon === canon) {
-      if (owner !== canon) tx.put(CID + cid, canon)
+      if (owner !== canon) tx.putMany([[CID + cid, canon, owner]])
       return
     }
     this.union(tx, canon, ownerCanon)

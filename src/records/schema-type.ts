@@ -27,26 +27,45 @@ export function generaliseField (field: string): { field: string, keyHint: strin
   return { field: segs.join('/'), keyHint }
 }
 
-export function classifyValue (v: string): { prim: string, hint: string } {
-  if (v === '' || v === 'null') return { prim: 'undefined', hint: '' }
-  if (v === 'true' || v === 'false') return { prim: 'bool', hint: '' }
-  if (INT_RE.test(v)) {
-    const n = Number(v)
-    const ts = (n >= 1e9 && n <= 4_102_444_800) || (n >= 1e12 && n <= 4_102_444_800_000)
-    return { prim: 'int', hint: ts ? 'timestamp' : '' }
-  }
-  if (FLOAT_RE.test(v)) return { prim: 'float', hint: '' }
+const UNDEFINED = Object.freeze({ prim: 'undefined', hint: '' })
+const BOOL = Object.freeze({ prim: 'bool', hint: '' })
+const INT = Object.freeze({ prim: 'int', hint: '' })
+const INT_TS = Object.freeze({ prim: 'int', hint: 'timestamp' })
+const FLOAT = Object.freeze({ prim: 'float', hint: '' })
+const ARRAY = Object.freeze({ prim: 'json-array', hint: '' })
+const OBJECT = Object.freeze({ prim: 'json-object', hint: '' })
+const STRING_CID = Object.freeze({ prim: 'string', hint: 'cid' })
+const STRING_TS = Object.freeze({ prim: 'string', hint: 'timestamp' })
+const STRING = Object.freeze({ prim: 'string', hint: '' })
+
+/**
+ * The value's type. Runs for every field of every write, so each pattern is
+ * tried only when the first character allows it (a number starts with a
+ * digit, `-` or `.`; a CID with `b` or `Q`; a date with a digit); the
+ * returned objects are shared and must not be changed.
+ */
+export function classifyValue (v: string): { readonly prim: string, readonly hint: string } {
+  if (v === '' || v === 'null') return UNDEFINED
+  if (v === 'true' || v === 'false') return BOOL
   const c = v.charCodeAt(0)
+  const digit = c >= 48 && c <= 57
+  if (digit || c === 45 /* - */ || c === 46 /* . */) {
+    if (INT_RE.test(v)) {
+      const n = Number(v)
+      return (n >= 1e9 && n <= 4_102_444_800) || (n >= 1e12 && n <= 4_102_444_800_000) ? INT_TS : INT
+    }
+    if (FLOAT_RE.test(v)) return FLOAT
+  }
   if (c === 123 /* { */ || c === 91 /* [ */) {
     try {
       const j: unknown = JSON.parse(v)
-      if (Array.isArray(j)) return { prim: 'json-array', hint: '' }
-      if (j !== null && typeof j === 'object') return { prim: 'json-object', hint: '' }
+      if (Array.isArray(j)) return ARRAY
+      if (j !== null && typeof j === 'object') return OBJECT
     } catch { /* not JSON: a plain string that starts with a bracket */ }
   }
-  if (CID_RE.test(v)) return { prim: 'string', hint: 'cid' }
-  if (DATE_RE.test(v)) return { prim: 'string', hint: 'timestamp' }
-  return { prim: 'string', hint: '' }
+  if ((c === 98 /* b */ || c === 81 /* Q */) && CID_RE.test(v)) return STRING_CID
+  if (digit && DATE_RE.test(v)) return STRING_TS
+  return STRING
 }
 
 export const SCHEMA_PREFIX = 'idx:schema/'
@@ -56,9 +75,14 @@ const SEP = '\u001f'
 const fieldPrefixCache = new Map<string, string>()
 const FIELD_CACHE_MAX = 50_000
 
+const CIDS_MEMBER_PREFIX = SCHEMA_PREFIX + 'cids/<cid>' + SEP + SEP
+
 export function schemaCounterKey (field: string, value: string): string {
   let prefix = fieldPrefixCache.get(field)
-  if (prefix === undefined) {
+  if (prefix === undefined && field.startsWith('cids/') && field.indexOf('/', 5) < 0 && CID_RE.test(field.slice(5))) {
+    // A cids/ member: each record has its own, so they would only churn the cache.
+    prefix = CIDS_MEMBER_PREFIX
+  } else if (prefix === undefined) {
     const g = generaliseField(field)
     prefix = SCHEMA_PREFIX + g.field + SEP + g.keyHint + SEP
     if (fieldPrefixCache.size >= FIELD_CACHE_MAX) fieldPrefixCache.clear()

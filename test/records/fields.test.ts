@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import {
   DeprecatedFieldError, InvalidFieldError, MAX_FIELD_BYTES, checkWritableField, classifyValue, flatten, generaliseField, nest, validateFieldPath
 } from '../../src/records/index.js'
+import { schemaCounterKey } from '../../src/records/schema-type.js'
 
 describe('field paths', () => {
   it('accepts ordinary paths', () => {
@@ -81,5 +82,24 @@ describe('schema classification', () => {
     expect(classifyValue('')).toEqual({ prim: 'undefined', hint: '' })
     expect(classifyValue('bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku')).toEqual({ prim: 'string', hint: 'cid' })
     expect(classifyValue('2024-01-02')).toEqual({ prim: 'string', hint: 'timestamp' })
+    // Each pattern is tried only where the first character allows it: the edges of those shortcuts.
+    expect(classifyValue('-12')).toEqual({ prim: 'int', hint: '' })
+    expect(classifyValue('-0.5')).toEqual({ prim: 'float', hint: '' })
+    expect(classifyValue('.5')).toEqual({ prim: 'float', hint: '' })
+    expect(classifyValue('1e5')).toEqual({ prim: 'float', hint: '' })
+    expect(classifyValue('QmYwAPJzv5CZsnA625s3Xf2nemtYgPpHdWEz79ojWnPbdG')).toEqual({ prim: 'string', hint: 'cid' })
+    expect(classifyValue('Qm')).toEqual({ prim: 'string', hint: '' })
+    expect(classifyValue('banana')).toEqual({ prim: 'string', hint: '' })
+    expect(classifyValue('2024-01-02T10:00:00Z')).toEqual({ prim: 'string', hint: 'timestamp' })
+    expect(classifyValue('-2024-01-02')).toEqual({ prim: 'string', hint: '' })
+    expect(classifyValue('12 Monkeys')).toEqual({ prim: 'string', hint: '' })
+  })
+
+  it('names a cids/ member\'s counter as the generalised field does', () => {
+    const cid = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
+    const g = generaliseField(`cids/${cid}`)
+    expect(schemaCounterKey(`cids/${cid}`, 'true')).toBe(`idx:schema/${g.field}\u001f${g.keyHint}\u001fbool\u001f`)
+    // Not a CID: generalised like any other field.
+    expect(schemaCounterKey('cids/12', 'x')).toBe('idx:schema/cids/<n>\u001f\u001fstring\u001f')
   })
 })
