@@ -129,10 +129,13 @@ function generate (i: number, rand: () => number, vocab: string[]): Generated {
   return { filePath, size: Math.floor(rand() * 4e9), mtime: 1_700_000_000_000_000_000 + i, fields }
 }
 
+/** The files of a store: the store file, search's index file beside it, their WALs, the lock and owner files. */
+const FILES = ['', '-wal', '-shm', '-search', '-search-wal', '-search-shm', '.lock', '.owner']
+
 async function buildStore (dbPath: string): Promise<{ ms: number, cached: boolean }> {
   if (fs.existsSync(dbPath)) return { ms: 0, cached: true }
   const tmp = `${dbPath}.building`
-  for (const ext of ['', '-wal', '-shm']) fs.rmSync(tmp + ext, { force: true })
+  for (const ext of FILES) fs.rmSync(tmp + ext, { force: true })
   const t0 = performance.now()
   const s = openNodeStore({ path: tmp, nodeId: 'bench-node' })
   const search = createSearch({ kv: s.kv, records: s.records })
@@ -155,12 +158,16 @@ async function buildStore (dbPath: string): Promise<{ ms: number, cached: boolea
   await search.whenIdle()
   await search.stop()
   s.close()
-  // Fold the WAL into the file with a connection of our own (the store's background checkpointer may still
-  // hold its own when close() runs its checkpoint), then move the one file into place.
-  const db = new Database(tmp)
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  db.close()
-  for (const ext of ['.lock', '.owner']) fs.rmSync(tmp + ext, { force: true })
+  // Fold each WAL into its file with a connection of our own (the store's background checkpointer may still
+  // hold its own when close() runs its checkpoint), then move the store file and search's index file into
+  // place together: a store opened without its index file would rebuild the index while it is measured.
+  for (const file of [tmp, `${tmp}-search`]) {
+    const db = new Database(file)
+    db.pragma('wal_checkpoint(TRUNCATE)')
+    db.close()
+  }
+  for (const ext of ['.lock', '.owner', '-wal', '-shm', '-search-wal', '-search-shm']) fs.rmSync(tmp + ext, { force: true })
+  fs.renameSync(`${tmp}-search`, `${dbPath}-search`)
   fs.renameSync(tmp, dbPath)
   return { ms: performance.now() - t0, cached: false }
 }
@@ -418,7 +425,7 @@ ${runs.map(r => `| ${r.server} | ${r.startToHealthMs} | ${r.rssMiB} | ${r.hwmMiB
 The original's Redis era used about 6.6 GB for 169k records.
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s (${rate} records/s through the record write path, search attached).`}`
   report('search', json, md)
-  removeUnlessKept(...['', '-wal', '-shm', '.lock', '.owner'].map(ext => dbPath + ext))
+  removeUnlessKept(...FILES.map(ext => dbPath + ext))
 }
 
 if (process.argv[2] === '--serve') await serve(process.argv[3], Number(process.argv[4]))
