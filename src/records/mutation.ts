@@ -178,7 +178,8 @@ export class Mutator {
       changed.add(field)
     }
 
-    // Field rows, the version map and (for a record coming to life) its idx:roots row go in with one multi-row write; deletes above were applied one by one.
+    // Field rows, the version map and (for a record coming to life) its idx:roots row go in with one
+    // multi-row write; deletes above were applied one by one.
     const puts: Array<readonly [string, string, string | undefined]> = []
     for (const [k, p] of pending) {
       puts.push([k, p.value, p.before])

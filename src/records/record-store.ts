@@ -165,8 +165,9 @@ export class RecordStore implements Records {
    * cost is paid once per hundred records; derived work (search) is
    * deferred and merged in sorted batches as for every write. Not atomic
    * as a whole: a crash keeps whole roots of the transactions already
-   * committed, and applying the same entries again is harmless. Use it rather than many applyRemote calls for anything larger
-   * than a gossip frame.
+   * committed, and applying the same entries again is harmless. Use it
+   * rather than many applyRemote calls for anything larger than a gossip
+   * frame.
    */
   async applyBatch (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions): Promise<ApplyResult> { return await this.remote.applyBatch(entries, opts) }
 

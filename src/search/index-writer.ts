@@ -31,7 +31,6 @@ import {
   STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillBatchSql, multiCond, readIndexInfo, type IndexInfo
 } from './search-schema.js'
 
-
 /** Roots whose entries one fill statement computes. */
 const FILL_ROOTS = 250
 /** Entries one sweep step looks at. */

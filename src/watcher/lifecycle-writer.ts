@@ -191,8 +191,8 @@ export class LifecycleWriter {
         q.resolve({ ok: false, error: err })
       }
     }
-    // The batch's events and state rows go in one write function, queued after every record write:
-    // one write function instead of one per file. Each step is still checked on its own.
+    // The batch's events and state rows go in one write function (not one per file), queued after every
+    // record write. Each step is still checked on its own.
     const publishing = plans.filter(p => p.commit !== undefined)
     if (publishing.length > 0) {
       const all = this.records.local.write(tx => publishing.map(p => p.commit!(tx, true)))
