@@ -40,9 +40,12 @@ export function compareEventIds (a: EventIdParts, b: EventIdParts): number {
   return a.ms !== b.ms ? (a.ms < b.ms ? -1 : 1) : (a.seq === b.seq ? 0 : (a.seq < b.seq ? -1 : 1))
 }
 
+/** The largest sequence number (ten digits on disk); the next id moves to the next millisecond. */
+export const MAX_SEQ = 9_999_999_999
+
 /** The next id after `last` at wall time `now`: strictly increasing even when the clock steps back. */
 export function nextEventId (last: EventIdParts | undefined, now: number): EventIdParts {
   if (last === undefined || now > last.ms) return { ms: now, seq: 0 }
-  if (last.seq >= 9_999_999_999) return { ms: last.ms + 1, seq: 0 }
+  if (last.seq >= MAX_SEQ) return { ms: last.ms + 1, seq: 0 }
   return { ms: last.ms, seq: last.seq + 1 }
 }

@@ -248,11 +248,12 @@ export class GroupCommit {
       },
       putMany (list) {
         frame()
-        const changed: Array<[string, string]> = []
-        for (const [k, v, old] of list) if (old !== v) changed.push([k, v])
-        if (changed.length === 0) return 0
-        rows.write(changed)
-        return changed.length
+        // Usually every row changes: the list is written as it is, no copy.
+        let same = 0
+        for (const r of list) if (r[2] === r[1]) same++
+        if (same === list.length) return 0
+        rows.write(same === 0 ? list : list.filter(r => r[2] !== r[1]))
+        return list.length - same
       },
       delete (k) {
         frame()

@@ -75,7 +75,8 @@ export class RowWriter {
 
   constructor (private readonly db: Database.Database) {}
 
-  write (rows: ReadonlyArray<readonly [string, string]>): void {
+  /** Each row is `[key, value]`; anything after the value is ignored. */
+  write (rows: ReadonlyArray<readonly [string, string, ...unknown[]]>): void {
     let i = 0
     while (i < rows.length) {
       const n = Math.min(MULTI_ROWS, rows.length - i)

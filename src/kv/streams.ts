@@ -28,7 +28,7 @@
  */
 import { prefixEnd } from './keys.js'
 import {
-  type EventId, type EventIdParts, compareEventIds, formatEventId, nextEventId, padEventId, parseEventId
+  MAX_SEQ, type EventId, type EventIdParts, compareEventIds, formatEventId, nextEventId, padEventId, parseEventId
 } from './event-id.js'
 import type { RowWriter, Statements } from './statements.js'
 import { decodeEntries, encodeEntries, entryCountOf } from './stream-rows.js'
@@ -79,28 +79,35 @@ export class Streams {
     if (entries.length === 1) return [this.append(out, stream, entries[0])]
     if (entries.length === 0) return []
     const s = this.state(stream)
-    const ids: EventId[] = []
-    const parts: EventIdParts[] = []
-    const now = this.o.now()
-    let last = s.last
-    for (const fields of entries) {
-      last = nextEventId(last, now)
-      parts.push(last)
-      const id = formatEventId(last)
-      ids.push(id)
-      out.push({ stream, id, fields })
-    }
-    s.last = last
-    s.sinceTrim += entries.length
-    if (s.length !== undefined) s.length += entries.length
+    const n = entries.length
+    const ids = new Array<EventId>(n)
+    const first = nextEventId(s.last, this.o.now())
     const prefix = `${EV_PREFIX}${stream}/`
-    const first = parts[0]
-    if (last!.ms === first.ms && last!.seq === first.seq + entries.length - 1) {
+    if (first.seq + n - 1 <= MAX_SEQ) {
+      // The usual case: ids at one millisecond with consecutive sequence numbers, one packed row.
+      const msDash = `${first.ms}-`
+      for (let i = 0; i < n; i++) {
+        const id = (msDash + String(first.seq + i)) as EventId
+        ids[i] = id
+        out.push({ stream, id, fields: entries[i] })
+      }
+      s.last = { ms: first.ms, seq: first.seq + n - 1 }
       this.st.put.run(prefix + padEventId(first), encodeEntries(entries))
     } else {
-      // The sequence wrapped into the next millisecond (ten billion ids in one ms): one row each.
-      this.rows.write(entries.map((fields, i) => [prefix + padEventId(parts[i]), JSON.stringify(fields)] as const))
+      // The sequence wraps into the next millisecond (ten billion ids in one ms): one row each.
+      const rows = new Array<readonly [string, string]>(n)
+      let last = first
+      for (let i = 0; i < n; i++) {
+        if (i > 0) last = nextEventId(last, last.ms)
+        ids[i] = formatEventId(last)
+        out.push({ stream, id: ids[i], fields: entries[i] })
+        rows[i] = [prefix + padEventId(last), JSON.stringify(entries[i])]
+      }
+      s.last = last
+      this.rows.write(rows)
     }
+    s.sinceTrim += n
+    if (s.length !== undefined) s.length += n
     return ids
   }
 

@@ -54,9 +54,10 @@ export interface Tx {
    * (`old`, undefined when absent), e.g. with one range read for a whole
    * record: no point reads, unchanged rows skipped, the rest written with
    * multi-row statements (far fewer calls into SQLite than one put per row).
-   * Returns how many rows changed.
+   * Returns how many rows changed. Elements after `old` are ignored (a
+   * caller may hand over rows it keeps more in).
    */
-  putMany: (rows: ReadonlyArray<readonly [k: string, v: string, old: string | undefined]>) => number
+  putMany: (rows: ReadonlyArray<readonly [k: string, v: string, old: string | undefined, ...rest: unknown[]]>) => number
   /** Deletes `k`; returns false when it did not exist. */
   delete: (k: string) => boolean
   range: (lo: string, hi: string, limit?: number) => Array<[string, string]>

@@ -23,7 +23,15 @@ export function eventStreams (kv: KvStore): EventStreams {
     head: (stream) => kv.streamHead(stream),
     first: (stream) => kv.streamFirst(stream),
     read: (stream, after: EventIdParts | undefined, limit) => kv.readStream(stream, after, limit).map(shown),
-    onCommit: (listener) => kv.onCommit(entries => { listener(entries.map(shown)) }),
+    onCommit: (listener, wants) => kv.onCommit(entries => {
+      if (wants === undefined) {
+        listener(entries.map(shown))
+        return
+      }
+      const out: ShownEntry[] = []
+      for (const e of entries) if (wants(e.stream)) out.push(shown(e))
+      if (out.length > 0) listener(out)
+    }),
     recordKeys: (after, limit) => kv.keys(after === undefined ? FILE : after + '\u0000', prefixEnd(FILE), limit)
   }
 }

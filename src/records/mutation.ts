@@ -106,9 +106,9 @@ export class Mutator {
     // Change-log rows in the order the changes happen; sets join at the end, with their multi-row write.
     const log: LoggedChange[] = []
 
-    // Puts are collected and written at the end with multi-row statements;
-    // `pending` maps a key to the value it held before this mutation.
-    const pending = new Map<string, { value: string, before: string | undefined, version: Version }>()
+    // Puts are collected and written at the end with multi-row statements: `pending` maps a key to its row
+    // [key, value, the value it held before this mutation, version], which putMany takes as it is.
+    const pending = new Map<string, [string, string, string | undefined, Version]>()
     const del = (field: string, version: Version): void => {
       const old = cur.get(field)
       if (old === undefined) return
@@ -117,7 +117,7 @@ export class Mutator {
       if (p !== undefined) {
         // Set earlier in this same mutation: drop the pending put; delete only what was there before.
         pending.delete(k)
-        if (p.before !== undefined) tx.delete(k)
+        if (p[2] !== undefined) tx.delete(k)
       } else {
         tx.delete(k)
       }
@@ -169,7 +169,7 @@ export class Mutator {
         continue
       }
       const p = pending.get(k)
-      pending.set(k, { value, before: p === undefined ? old : p.before, version })
+      pending.set(k, [k, value, p === undefined ? old : p[2], version])
       cur.set(field, value)
       vm.fields.set(field, version)
       touched++
@@ -180,11 +180,11 @@ export class Mutator {
 
     // Field rows, the version map and (for a record coming to life) its idx:roots row go in with one
     // multi-row write; deletes above were applied one by one.
-    const puts: Array<readonly [string, string, string | undefined]> = []
-    for (const [k, p] of pending) {
-      puts.push([k, p.value, p.before])
+    const puts: Array<readonly [string, string, string | undefined, ...unknown[]]> = []
+    for (const p of pending.values()) {
+      puts.push(p)
       // A key set and set back within this mutation wrote nothing and logs nothing.
-      if (p.value !== p.before) log.push({ op: 'set', key: k, value: p.value, version: p.version })
+      if (p[1] !== p[2]) log.push({ op: 'set', key: p[0], value: p[1], version: p[3] })
     }
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write

@@ -134,15 +134,34 @@ export class RemoteApplier {
     let maxHlc: string | undefined
     const seen = newEntryChecks()
     const ahead = new Map<string, boolean>()
+    // A record's entries come together and share their clock and origin: the last ones' results are reused.
+    let lastHlc: string | undefined
+    let lastOrigin: string | undefined
+    let lastTooFar = false
+    let version = ''
+    let lastRid: string | undefined
+    let slot: Slot | undefined
     for (const e of entries) {
       const parsed = checkRemoteEntry(e, seen)
-      let tooFar = ahead.get(e.hlc)
-      if (tooFar === undefined) ahead.set(e.hlc, tooFar = ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift)
-      if (tooFar) { refused++; continue }
-      const version = makeVersion(e.hlc, e.origin)
-      if (maxHlc === undefined || e.hlc > maxHlc) maxHlc = e.hlc
-      let slot = byRoot.get(parsed.rid)
-      if (slot === undefined) { slot = { changes: [] }; byRoot.set(parsed.rid, slot) }
+      if (e.hlc !== lastHlc) {
+        let tooFar = ahead.get(e.hlc)
+        if (tooFar === undefined) ahead.set(e.hlc, tooFar = ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift)
+        lastTooFar = tooFar
+        lastOrigin = undefined
+        lastHlc = e.hlc
+        // A refused entry never advances the clock.
+        if (!tooFar && (maxHlc === undefined || e.hlc > maxHlc)) maxHlc = e.hlc
+      }
+      if (lastTooFar) { refused++; continue }
+      if (e.origin !== lastOrigin) {
+        version = makeVersion(e.hlc, e.origin)
+        lastOrigin = e.origin
+      }
+      if (parsed.rid !== lastRid || slot === undefined) {
+        slot = byRoot.get(parsed.rid)
+        if (slot === undefined) { slot = { changes: [] }; byRoot.set(parsed.rid, slot) }
+        lastRid = parsed.rid
+      }
       if (parsed.field === undefined) {
         if (slot.root === undefined || version > slot.root) slot.root = version
       } else {
@@ -159,12 +178,19 @@ export class RemoteApplier {
     const { ctx } = this
     let applied = 0
     for (const [rid, slot] of roots) {
-      // Within one call the newest version of a key decides, whatever the order it came in.
-      slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
+      // Within one call the newest version of a key decides, whatever the order it came in. (A record's
+      // entries usually share one version: already in order, and a stable sort would leave them as they are.)
+      if (!inVersionOrder(slot.changes)) slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
       applied += ctx.mutator.mutate(tx, rid, slot.changes, { remote: true, rootTombstone: slot.root }).touched
     }
     if (maxHlc !== undefined) ctx.hlc.observe(maxHlc)
     persistHlc(ctx, tx)
     return applied
   }
+}
+
+/** True when no change has a newer version than one after it. */
+function inVersionOrder (changes: readonly FieldChange[]): boolean {
+  for (let i = 1; i < changes.length; i++) if (changes[i - 1].version > changes[i].version) return false
+  return true
 }

@@ -32,7 +32,15 @@ const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote 
  * of a batch repeat across its entries (a record's fields share them), so
  * each distinct one is parsed once.
  */
-export interface EntryChecks { rids: Set<string>, hlcs: Set<string>, origins: Set<string> }
+export interface EntryChecks {
+  rids: Set<string>
+  hlcs: Set<string>
+  origins: Set<string>
+  /** The previous entry's (checked) root, clock and origin: consecutive entries mostly repeat them. */
+  lastRid?: string
+  lastHlc?: string
+  lastOrigin?: string
+}
 
 export function newEntryChecks (): EntryChecks {
   return { rids: new Set(), hlcs: new Set(), origins: new Set() }
@@ -45,20 +53,23 @@ export function checkRemoteEntry (e: RemoteEntry, seen?: EntryChecks): { rid: Re
   // A UTF-8 character is at most 3 bytes per UTF-16 unit: only a long key needs counting.
   if (e.key.length * 3 > MAX_REMOTE_KEY_BYTES && Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
   if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
-  if (seen?.hlcs.has(e.hlc) !== true) {
+  if (seen === undefined || (e.hlc !== seen.lastHlc && !seen.hlcs.has(e.hlc))) {
     if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
     seen?.hlcs.add(e.hlc)
   }
-  if (seen?.origins.has(e.origin) !== true) {
+  if (seen !== undefined) seen.lastHlc = e.hlc
+  if (seen === undefined || (e.origin !== seen.lastOrigin && !seen.origins.has(e.origin))) {
     if (typeof e.origin !== 'string' || !ORIGIN_RE.test(e.origin)) bad('bad origin')
     seen?.origins.add(e.origin)
   }
+  if (seen !== undefined) seen.lastOrigin = e.origin
   const slash = e.key.indexOf('/', 5)
   const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
-  if (seen?.rids.has(rid) !== true) {
+  if (seen === undefined || (rid !== seen.lastRid && !seen.rids.has(rid))) {
     if (!isRecordId(rid)) bad('root is not a record id')
     seen?.rids.add(rid)
   }
+  if (seen !== undefined) seen.lastRid = rid
   if (slash < 0) {
     if (e.value !== null) bad('a root entry must be a tombstone')
     return { rid: rid as RecordId }

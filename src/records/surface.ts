@@ -164,8 +164,12 @@ export interface EventStreams {
   head: (stream: string) => EventId | undefined
   first: (stream: string) => EventId | undefined
   read: (stream: string, after: EventIdParts | undefined, limit: number) => ShownEntry[]
-  /** Hears each commit's entries of every stream, after COMMIT, in order. */
-  onCommit: (listener: (entries: readonly ShownEntry[]) => void) => () => void
+  /**
+   * Hears each commit's entries, after COMMIT, in order: of every stream, or
+   * only of those `wants` accepts at that commit (the others are never
+   * shaped for the API, and a commit with none of them is not heard).
+   */
+  onCommit: (listener: (entries: readonly ShownEntry[]) => void, wants?: (stream: string) => boolean) => () => void
   /** Keys of live record fields after `after`, in key order: the `meta` snapshot. */
   recordKeys: (after: string | undefined, limit: number) => string[]
 }

@@ -50,6 +50,17 @@ export class VersionMap {
 
   /** Canonical form (versions and names sorted), so replicas holding the same versions hold the same bytes. */
   serialize (): string {
+    // Most maps hold one version (a record written in one go): its names, sorted, are the whole map.
+    let only: Version | undefined
+    let single = true
+    for (const v of this.fields.values()) {
+      if (only === undefined) only = v
+      else if (v !== only) { single = false; break }
+    }
+    if (single && only !== undefined) {
+      const g = { [only]: [...this.fields.keys()].sort() }
+      return JSON.stringify(this.root === undefined ? { g } : { r: this.root, g })
+    }
     const byVersion = new Map<string, string[]>()
     for (const [n, v] of this.fields) {
       const names = byVersion.get(v)

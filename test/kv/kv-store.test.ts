@@ -169,6 +169,27 @@ describe('kv store', () => {
     kv.close()
   })
 
+
+  it('gives a bulk append whose sequence numbers run out one row per entry, its ids moving to the next millisecond', async () => {
+    const ms = 1_700_000_000_000
+    const { kv, file } = open({ now: () => ms })
+    kv.close()
+    // The last id issued is two short of the largest sequence number of its millisecond.
+    const db = new Database(file)
+    db.prepare('INSERT INTO kv (k, v) VALUES (?, ?)').run('evhwm:s', `${ms}-9999999997`)
+    db.close()
+    const kv2 = openKv({ path: file, now: () => ms })
+    cleanups.push(() => { kv2.close() })
+    const ids = await kv2.write(tx => tx.appendEvents('s', ['a', 'b', 'c', 'd'].map(n => ({ n }))))
+    expect(ids).toEqual([`${ms}-9999999998`, `${ms}-9999999999`, `${ms + 1}-0`, `${ms + 1}-1`])
+    expect(kv2.get('evhwm:s')).toBe(`${ms + 1}-1`)
+    expect(kv2.keys('ev:s/', prefixEnd('ev:s/'))).toHaveLength(4)
+    expect(kv2.readStream('s', undefined, 10).map(e => [e.id, e.fields.n])).toEqual(ids.map((id, i) => [id, 'abcd'[i]]))
+    expect(kv2.readStream('s', parseEventId(ids[1]), 10).map(e => e.fields.n)).toEqual(['c', 'd'])
+    // The next bulk append packs again, after the last id.
+    const next = await kv2.write(tx => tx.appendEvents('s', [{ n: 'e' }, { n: 'f' }]))
+    expect(next).toEqual([`${ms + 1}-2`, `${ms + 1}-3`])
+  })
   it('trims a stream to its retention every trimEvery appends', async () => {
     const { kv } = open({ streamRetention: 50, trimEvery: 20 })
     for (let i = 0; i < 200; i++) await kv.write(tx => { tx.appendEvent('s', { i: String(i) }) })

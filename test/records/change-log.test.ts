@@ -320,6 +320,23 @@ describe('the SSE view of the log and older rows', () => {
 })
 
 describe('schema gate', () => {
+  it('hands a commit listener that names its streams only their entries, shaped, and never a commit without them', async () => {
+    const s = store()
+    const heard: Array<Array<[string, string | undefined]>> = []
+    const wanted = new Set<string>()
+    const stop = s.records.events.onCommit(entries => { heard.push(entries.map(e => [e.stream, e.fields?.type])) }, st => wanted.has(st))
+    const a = await s.records.mint('/files/w.mkv', 1, 1, { title: 'W' })
+    await s.records.local.write(tx => { tx.appendEvent('file:events', { type: 'add' }) })
+    expect(heard).toEqual([]) // nobody follows a stream yet
+    wanted.add('file:events')
+    await Promise.all([s.records.mergeFlat(a, { year: '2001' }), s.records.local.write(tx => { tx.appendEvent('file:events', { type: 'change' }) })])
+    expect(heard).toEqual([[['file:events', 'change']]]) // the change-log entries left out, in whichever commit they went
+    wanted.add(META_EVENTS)
+    await s.records.mergeFlat(a, { year: '2002' })
+    expect(heard[1]).toEqual([[META_EVENTS, 'set']]) // shown as clients of the original see it
+    stop()
+  })
+
   it('refuses a file with records and no schema version, naming the file, without stamping it', () => {
     for (const key of ['idx:roots/X', `file:${FOREIGN}/title`]) {
       const t = tmpDir()

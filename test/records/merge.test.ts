@@ -288,3 +288,21 @@ describe('convergence (property)', () => {
     }
   }, 600_000)
 })
+
+describe('VersionMap', () => {
+  it('serializes canonically whatever the insertion order, one version or several, with or without a root tombstone', () => {
+    const v1 = `${hlcAt(1_700_000_000_000)}p`
+    const v2 = `${hlcAt(1_700_000_000_001)}q`
+    const one = new VersionMap(undefined, new Map([['title', v1], ['cids/x', v1], ['a', v1]]))
+    expect(one.serialize()).toBe(JSON.stringify({ g: { [v1]: ['a', 'cids/x', 'title'] } }))
+    const two = new VersionMap(v1, new Map([['z', v2], ['title', v1], ['b', v2], ['a', v1]]))
+    expect(two.serialize()).toBe(JSON.stringify({ r: v1, g: { [v1]: ['a', 'title'], [v2]: ['b', 'z'] } }))
+    expect(new VersionMap(v2).serialize()).toBe(JSON.stringify({ r: v2, g: {} }))
+    expect(new VersionMap().serialize()).toBe('{"g":{}}')
+    for (const m of [one, two]) {
+      const back = VersionMap.parse(m.serialize())
+      expect(back.root).toBe(m.root)
+      expect(new Map([...back.fields].sort())).toEqual(new Map([...m.fields].sort()))
+    }
+  })
+})

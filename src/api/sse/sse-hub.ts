@@ -22,7 +22,8 @@ export class SseHub {
 
   constructor (opts: SseHubOptions) {
     this.o = opts
-    this.unsubscribe = opts.events.onCommit(entries => { this.dispatch(entries) })
+    // Only the entries of streams someone follows are shaped and handed over: a commit nobody follows costs nothing here.
+    this.unsubscribe = opts.events.onCommit(entries => { this.dispatch(entries) }, stream => (this.byStream.get(stream)?.size ?? 0) > 0)
   }
 
   /** Number of open connections (for /status). */
