@@ -4,7 +4,7 @@
  * throws rolls back alone (its rows, stream entries, counter deltas and
  * after-commit hooks) and only its caller sees the error. Promises settle
  * after COMMIT; after-commit hooks run first, then commit listeners hear the
- * batch's stream entries in order.
+ * batch's stream entries in order (as runs: see EntryRun).
  *
  * How a failure stays alone: the batch first runs with no savepoint (while
  * one is open SQLite keeps the original of every page a write changes,
@@ -27,10 +27,10 @@ import type { EventId } from './event-id.js'
 import { prefixEnd } from './keys.js'
 import { readSuffixes, type RowWriter, type Statements } from './statements.js'
 import type { Streams } from './streams.js'
-import type { BatchListener, CommitListener, StreamEntry, Tx } from './types.js'
+import type { BatchListener, CommitListener, EntryRun, Tx } from './types.js'
 
 interface Frame {
-  events: StreamEntry[]
+  events: EntryRun[]
   counters: Map<string, number>
   after: Array<() => void>
 }
@@ -186,8 +186,8 @@ export class GroupCommit {
           }
           this.frame = undefined
           if (isolate) st.spRelease.run()
-          // A loop, not a spread: one write function may append tens of thousands of entries (a batch apply).
-          for (const e of frame.events) total.events.push(e)
+          // A loop, not a spread: one write function may append many runs.
+          for (const r of frame.events) total.events.push(r)
           for (const [k, d] of frame.counters) total.counters.set(k, (total.counters.get(k) ?? 0) + d)
           for (const fn of frame.after) total.after.push(fn)
           results.push({ ok: true, value })

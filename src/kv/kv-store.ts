@@ -228,7 +228,7 @@ export class KvStore {
     return this.writer.writeSync(fn)
   }
 
-  /** Listeners hear every committed batch's stream entries, in order, after COMMIT. */
+  /** Listeners hear every committed batch's stream entries, in order, after COMMIT (as runs: `entriesOf` lists them). */
   onCommit (listener: CommitListener): () => void {
     return this.writer.onCommit(listener)
   }

@@ -101,11 +101,13 @@ const OPEN_BRACKET = 0x5b
 function uniform (entries: ReadonlyArray<Record<string, string>>, keys: string[]): boolean {
   if (keys.includes('__proto__')) return false
   for (const e of entries) {
-    const ek = e === entries[0] ? keys : Object.keys(e)
-    if (ek.length !== keys.length) return false
-    for (let j = 0; j < keys.length; j++) {
-      if (ek[j] !== keys[j] || typeof e[keys[j]] !== 'string') return false
+    // Own keys in order without listing them into an array (this runs for every entry of every write).
+    let j = 0
+    for (const k in e) {
+      if (k !== keys[j] || !Object.hasOwn(e, k) || typeof e[k] !== 'string') return false
+      j++
     }
+    if (j !== keys.length) return false
   }
   return true
 }

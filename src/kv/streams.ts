@@ -32,7 +32,7 @@ import {
 } from './event-id.js'
 import type { RowWriter, Statements } from './statements.js'
 import { decodeEntries, encodeEntries, entryCountOf } from './stream-rows.js'
-import type { StreamEntry } from './types.js'
+import type { EntryRun, StreamEntry } from './types.js'
 
 interface StreamState {
   last: EventIdParts | undefined
@@ -61,21 +61,23 @@ export class Streams {
 
   constructor (private readonly st: Statements, private readonly rows: RowWriter, private readonly o: StreamsOptions) {}
 
-  /** Appends one entry; `out` collects it for the commit listeners. */
-  append (out: StreamEntry[], stream: string, fields: Record<string, string>): EventId {
+  /** Appends one entry; `out` collects it (a run of one) for the commit listeners. */
+  append (out: EntryRun[], stream: string, fields: Record<string, string>): EventId {
     const s = this.state(stream)
     const parts = nextEventId(s.last, this.o.now())
     s.last = parts
     s.sinceTrim++
     if (s.length !== undefined) s.length++
-    const id = formatEventId(parts)
     this.st.put.run(`${EV_PREFIX}${stream}/${padEventId(parts)}`, JSON.stringify(fields))
-    out.push({ stream, id, fields })
-    return id
+    out.push({ stream, first: parts, entries: [fields] })
+    return formatEventId(parts)
   }
 
-  /** Appends entries, one id each, in order, packed in one row (see the top of this file). */
-  appendMany (out: StreamEntry[], stream: string, entries: ReadonlyArray<Record<string, string>>): EventId[] {
+  /**
+   * Appends entries, one id each, in order, packed in one row (see the top
+   * of this file); `out` collects them as one run for the commit listeners.
+   */
+  appendMany (out: EntryRun[], stream: string, entries: ReadonlyArray<Record<string, string>>): EventId[] {
     if (entries.length === 1) return [this.append(out, stream, entries[0])]
     if (entries.length === 0) return []
     const s = this.state(stream)
@@ -86,23 +88,29 @@ export class Streams {
     if (first.seq + n - 1 <= MAX_SEQ) {
       // The usual case: ids at one millisecond with consecutive sequence numbers, one packed row.
       const msDash = `${first.ms}-`
-      for (let i = 0; i < n; i++) {
-        const id = (msDash + String(first.seq + i)) as EventId
-        ids[i] = id
-        out.push({ stream, id, fields: entries[i] })
-      }
+      for (let i = 0; i < n; i++) ids[i] = (msDash + String(first.seq + i)) as EventId
       s.last = { ms: first.ms, seq: first.seq + n - 1 }
       this.st.put.run(prefix + padEventId(first), encodeEntries(entries))
+      out.push({ stream, first, entries })
     } else {
-      // The sequence wraps into the next millisecond (ten billion ids in one ms): one row each.
+      // The sequence wraps into the next millisecond (ten billion ids in one ms): one row each, two runs.
       const rows = new Array<readonly [string, string]>(n)
       let last = first
+      let runFirst = first
+      let runStart = 0
       for (let i = 0; i < n; i++) {
-        if (i > 0) last = nextEventId(last, last.ms)
+        if (i > 0) {
+          last = nextEventId(last, last.ms)
+          if (last.ms !== runFirst.ms) {
+            out.push({ stream, first: runFirst, entries: entries.slice(runStart, i) })
+            runFirst = last
+            runStart = i
+          }
+        }
         ids[i] = formatEventId(last)
-        out.push({ stream, id: ids[i], fields: entries[i] })
         rows[i] = [prefix + padEventId(last), JSON.stringify(entries[i])]
       }
+      out.push({ stream, first: runFirst, entries: entries.slice(runStart) })
       s.last = last
       this.rows.write(rows)
     }
@@ -132,10 +140,10 @@ export class Streams {
   }
 
   /** At commit: writes each touched stream's high-water mark once, and trims streams past retention. */
-  persist (events: readonly StreamEntry[]): void {
-    if (events.length === 0) return
+  persist (runs: readonly EntryRun[]): void {
+    if (runs.length === 0) return
     const touched = new Set<string>()
-    for (const e of events) touched.add(e.stream)
+    for (const r of runs) touched.add(r.stream)
     for (const stream of touched) {
       const s = this.state(stream)
       if (s.last !== undefined) this.st.put.run(HWM_PREFIX + stream, formatEventId(s.last))
@@ -248,4 +256,14 @@ function unpack (stream: string, lo: string, [k, v]: [string, string], after: Ev
 function lastIdOf (lo: string, [k, v]: [string, string]): EventIdParts {
   const first = parseEventId(k.slice(lo.length))
   return { ms: first.ms, seq: first.seq + entryCountOf(v) - 1 }
+}
+
+/** The entries of `runs`, in order, with their ids: all of them, or those of the streams `wants` accepts. */
+export function entriesOf (runs: readonly EntryRun[], wants?: (stream: string) => boolean): StreamEntry[] {
+  const out: StreamEntry[] = []
+  for (const { stream, first, entries } of runs) {
+    if (wants !== undefined && !wants(stream)) continue
+    for (let i = 0; i < entries.length; i++) out.push({ stream, id: formatEventId({ ms: first.ms, seq: first.seq + i }), fields: entries[i] })
+  }
+  return out
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Logger } from '../common/index.js'
-import type { EventId } from './event-id.js'
+import type { EventId, EventIdParts } from './event-id.js'
 
 /** Prepared statement type handed to derived-structure modules (search) so they need not import better-sqlite3. */
 export type SqlStatement = Database.Statement
@@ -43,6 +43,18 @@ export interface StreamEntry {
   fields: Record<string, string>
 }
 
+/**
+ * The entries one append added to one stream, in order. Their ids share
+ * `first`'s milliseconds and have consecutive sequence numbers from
+ * `first.seq`. A bulk append is one run (two if its sequence numbers ran
+ * out within the millisecond); `entriesOf` (streams.ts) lists the entries.
+ */
+export interface EntryRun {
+  stream: string
+  first: EventIdParts
+  entries: ReadonlyArray<Record<string, string>>
+}
+
 /** What a write function sees: reads see its own writes. */
 export interface Tx {
   get: (k: string) => string | undefined
@@ -76,7 +88,12 @@ export interface Tx {
   afterCommit: (fn: () => void) => void
 }
 
-export type CommitListener = (entries: readonly StreamEntry[]) => void
+/**
+ * Hears each commit that appended stream entries, as runs in append order:
+ * a listener that needs every entry lists them with `entriesOf`, one that
+ * counts or follows a few streams pays only for what it reads.
+ */
+export type CommitListener = (runs: readonly EntryRun[]) => void
 
 /** One group-commit transaction: how many write functions it ran, how many of them failed (rolled back), and how long it took. */
 export interface BatchStats {

@@ -4,7 +4,7 @@
  * shape; root tombstone rows are not shown) and `file:events` (written by
  * the watcher through the local store, shown as stored).
  */
-import { prefixEnd, type EventIdParts, type KvStore, type StreamEntry } from '../kv/index.js'
+import { entriesOf, prefixEnd, type EventIdParts, type KvStore, type StreamEntry } from '../kv/index.js'
 import { META_EVENTS, presentChange } from './change-log.js'
 import { FILE } from './layout.js'
 import type { EventStreams, ShownEntry } from './surface.js'
@@ -23,14 +23,10 @@ export function eventStreams (kv: KvStore): EventStreams {
     head: (stream) => kv.streamHead(stream),
     first: (stream) => kv.streamFirst(stream),
     read: (stream, after: EventIdParts | undefined, limit) => kv.readStream(stream, after, limit).map(shown),
-    onCommit: (listener, wants) => kv.onCommit(entries => {
-      if (wants === undefined) {
-        listener(entries.map(shown))
-        return
-      }
-      const out: ShownEntry[] = []
-      for (const e of entries) if (wants(e.stream)) out.push(shown(e))
-      if (out.length > 0) listener(out)
+    onCommit: (listener, wants) => kv.onCommit(runs => {
+      // Entries are listed (ids formatted, shaped) only for the streams wanted.
+      const entries = entriesOf(runs, wants)
+      if (entries.length > 0 || wants === undefined) listener(entries.map(shown))
     }),
     recordKeys: (after, limit) => kv.keys(after === undefined ? FILE : after + '\u0000', prefixEnd(FILE), limit)
   }

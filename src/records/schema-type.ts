@@ -27,24 +27,34 @@ export function generaliseField (field: string): { field: string, keyHint: strin
   return { field: segs.join('/'), keyHint }
 }
 
-const UNDEFINED = Object.freeze({ prim: 'undefined', hint: '' })
-const BOOL = Object.freeze({ prim: 'bool', hint: '' })
-const INT = Object.freeze({ prim: 'int', hint: '' })
-const INT_TS = Object.freeze({ prim: 'int', hint: 'timestamp' })
-const FLOAT = Object.freeze({ prim: 'float', hint: '' })
-const ARRAY = Object.freeze({ prim: 'json-array', hint: '' })
-const OBJECT = Object.freeze({ prim: 'json-object', hint: '' })
-const STRING_CID = Object.freeze({ prim: 'string', hint: 'cid' })
-const STRING_TS = Object.freeze({ prim: 'string', hint: 'timestamp' })
-const STRING = Object.freeze({ prim: 'string', hint: '' })
+/** The types a value can have, shared and frozen; typeIndex answers with a place in this list. */
+const TYPES: ReadonlyArray<{ readonly prim: string, readonly hint: string }> = [
+  ['undefined', ''], ['bool', ''], ['int', ''], ['int', 'timestamp'], ['float', ''], ['json-array', ''], ['json-object', ''],
+  ['string', 'cid'], ['string', 'timestamp'], ['string', '']
+].map(([prim, hint]) => Object.freeze({ prim, hint }))
+const UNDEFINED = 0
+const BOOL = 1
+const INT = 2
+const INT_TS = 3
+const FLOAT = 4
+const ARRAY = 5
+const OBJECT = 6
+const STRING_CID = 7
+const STRING_TS = 8
+const STRING = 9
+
+/** The value's type; the returned objects are shared and frozen. */
+export function classifyValue (v: string): { readonly prim: string, readonly hint: string } {
+  return TYPES[typeIndex(v)]
+}
 
 /**
- * The value's type. Runs for every field of every write, so each pattern is
- * tried only when the first character allows it (a number starts with a
- * digit, `-` or `.`; a CID with `b` or `Q`; a date with a digit); the
- * returned objects are shared and must not be changed.
+ * The value's type as its place in TYPES. Runs for every field of every
+ * write, so each pattern is tried only when the first character allows it
+ * (a number starts with a digit, `-` or `.`; a CID with `b` or `Q`; a date
+ * with a digit).
  */
-export function classifyValue (v: string): { readonly prim: string, readonly hint: string } {
+function typeIndex (v: string): number {
   if (v === '' || v === 'null') return UNDEFINED
   if (v === 'true' || v === 'false') return BOOL
   const c = v.charCodeAt(0)
@@ -71,25 +81,31 @@ export function classifyValue (v: string): { readonly prim: string, readonly hin
 export const SCHEMA_PREFIX = 'idx:schema/'
 const SEP = '\u001f'
 
-// Field names repeat across records: remember their generalised prefix (bounded, cleared when full).
-const fieldPrefixCache = new Map<string, string>()
+/**
+ * The counter keys of one generalised field, one per value type (TYPES
+ * order), made once: the same string each time, so the counters' map
+ * hashes it once.
+ */
+const keysOf = (prefix: string): string[] => TYPES.map(t => prefix + t.prim + SEP + t.hint)
+
+// Field names repeat across records: remember their keys (bounded, cleared when full).
+const fieldKeysCache = new Map<string, string[]>()
 const FIELD_CACHE_MAX = 50_000
 
-const CIDS_MEMBER_PREFIX = SCHEMA_PREFIX + 'cids/<cid>' + SEP + SEP
+// Every cids/ member generalises alike; each record has its own members, so they would only churn the cache.
+const CIDS_MEMBER_KEYS = keysOf(SCHEMA_PREFIX + 'cids/<cid>' + SEP + SEP)
 
 export function schemaCounterKey (field: string, value: string): string {
-  let prefix = fieldPrefixCache.get(field)
-  if (prefix === undefined && field.startsWith('cids/') && field.indexOf('/', 5) < 0 && CID_RE.test(field.slice(5))) {
-    // A cids/ member: each record has its own, so they would only churn the cache.
-    prefix = CIDS_MEMBER_PREFIX
-  } else if (prefix === undefined) {
+  let keys = fieldKeysCache.get(field)
+  if (keys === undefined && field.startsWith('cids/') && field.indexOf('/', 5) < 0 && CID_RE.test(field.slice(5))) {
+    keys = CIDS_MEMBER_KEYS
+  } else if (keys === undefined) {
     const g = generaliseField(field)
-    prefix = SCHEMA_PREFIX + g.field + SEP + g.keyHint + SEP
-    if (fieldPrefixCache.size >= FIELD_CACHE_MAX) fieldPrefixCache.clear()
-    fieldPrefixCache.set(field, prefix)
+    keys = keysOf(SCHEMA_PREFIX + g.field + SEP + g.keyHint + SEP)
+    if (fieldKeysCache.size >= FIELD_CACHE_MAX) fieldKeysCache.clear()
+    fieldKeysCache.set(field, keys)
   }
-  const t = classifyValue(value)
-  return prefix + t.prim + SEP + t.hint
+  return keys[typeIndex(value)]
 }
 
 export function parseSchemaCounterKey (k: string): FieldType | undefined {

@@ -2,7 +2,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
-  AsyncWriteError, KvStore, SchemaGateError, compareEventIds, openKv, parseEventId, prefixEnd
+  AsyncWriteError, KvStore, SchemaGateError, compareEventIds, entriesOf, openKv, parseEventId, prefixEnd
 } from '../../src/kv/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -69,7 +69,7 @@ describe('kv store', () => {
   it('commits concurrent writes together but rolls back a failing one alone', async () => {
     const { kv } = open()
     const seen: number[] = []
-    kv.onCommit(entries => { seen.push(entries.length) })
+    kv.onCommit(runs => { seen.push(entriesOf(runs).length) })
     const a = kv.write(tx => { tx.put('file:A/x', '1'); tx.appendEvent('s', { key: 'file:A/x' }); return 'a' })
     const b = kv.write(tx => { tx.put('file:B/x', '1'); tx.appendEvent('s', { key: 'file:B/x' }); throw new Error('boom') })
     const c = kv.write(tx => { tx.put('file:C/x', '1'); tx.appendEvent('s', { key: 'file:C/x' }); return 'c' })
@@ -89,7 +89,7 @@ describe('kv store', () => {
     const runs = { a: 0, b: 0, c: 0 }
     const hooks: string[] = []
     const heard: string[][] = []
-    kv.onCommit(es => { heard.push(es.map(e => e.fields.key)) })
+    kv.onCommit(runs => { heard.push(entriesOf(runs).map(e => e.fields.key)) })
     // No failure: every write function runs once.
     await Promise.all([
       kv.write(tx => { runs.a++; tx.put('ok:1', '1') }),
@@ -180,8 +180,11 @@ describe('kv store', () => {
     db.close()
     const kv2 = openKv({ path: file, now: () => ms })
     cleanups.push(() => { kv2.close() })
+    const heard: Array<Array<[string, string]>> = []
+    kv2.onCommit(runs => { heard.push(entriesOf(runs).map(e => [e.id, e.fields.n])) })
     const ids = await kv2.write(tx => tx.appendEvents('s', ['a', 'b', 'c', 'd'].map(n => ({ n }))))
     expect(ids).toEqual([`${ms}-9999999998`, `${ms}-9999999999`, `${ms + 1}-0`, `${ms + 1}-1`])
+    expect(heard).toEqual([ids.map((id, i) => [id, 'abcd'[i]])]) // commit listeners hear the same ids
     expect(kv2.get('evhwm:s')).toBe(`${ms + 1}-1`)
     expect(kv2.keys('ev:s/', prefixEnd('ev:s/'))).toHaveLength(4)
     expect(kv2.readStream('s', undefined, 10).map(e => [e.id, e.fields.n])).toEqual(ids.map((id, i) => [id, 'abcd'[i]]))

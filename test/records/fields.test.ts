@@ -102,4 +102,18 @@ describe('schema classification', () => {
     // Not a CID: generalised like any other field.
     expect(schemaCounterKey('cids/12', 'x')).toBe('idx:schema/cids/<n>\u001f\u001fstring\u001f')
   })
+
+  it('gives each value type its own counter key, the same on every call', () => {
+    const values = ['', 'true', '12', '1729872000', '8878.5', '[1]', '{"a":1}', 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku', '2024-01-02', 'text']
+    const seen = new Set<string>()
+    for (const v of values) {
+      const t = classifyValue(v)
+      for (let i = 0; i < 2; i++) {
+        expect(schemaCounterKey('titles/fra', v)).toBe(`idx:schema/titles/<lang>\u001flanguage-code\u001f${t.prim}\u001f${t.hint}`)
+        expect(schemaCounterKey('stream/3/codec', v)).toBe(`idx:schema/stream/<n>/codec\u001f\u001f${t.prim}\u001f${t.hint}`)
+      }
+      seen.add(schemaCounterKey('size', v))
+    }
+    expect(seen.size).toBe(values.length)
+  })
 })

@@ -140,18 +140,19 @@ export class NodeMetrics {
     if (b.failed > 0) this.writesFailed.inc(b.failed)
   }
 
-  countEvents (entries: ReadonlyArray<{ stream: string }>): void {
-    if (entries.length === 0) return
-    let stream = entries[0].stream
+  /** Counts a commit's stream entries, given as runs (kv's EntryRun: a stream and its entries). */
+  countEvents (runs: ReadonlyArray<{ stream: string, entries: readonly unknown[] }>): void {
+    if (runs.length === 0) return
+    let stream = runs[0].stream
     let n = 0
-    // Entries come grouped by batch; counting runs of one stream keeps this to a few inc calls per commit.
-    for (const e of entries) {
-      if (e.stream !== stream) {
+    // Runs of one stream follow one another within a commit: a few inc calls per commit.
+    for (const r of runs) {
+      if (r.stream !== stream) {
         this.events.inc({ stream }, n)
-        stream = e.stream
+        stream = r.stream
         n = 0
       }
-      n++
+      n += r.entries.length
     }
     this.events.inc({ stream }, n)
   }
