@@ -4,7 +4,6 @@
  */
 import fs from 'node:fs'
 import { MeshKeyError } from '../mesh/libp2p/errors.js'
-import { prepareIdentity } from '../mesh/libp2p/identity.js'
 import { newSwarmKeyText, parseSwarmKey, writeNewSwarmKey } from '../mesh/libp2p/swarm-key.js'
 import { ConfigError, parseNodeOptions } from './config.js'
 import { optionLines, type OptionSpec } from './options.js'
@@ -100,6 +99,8 @@ export async function printId (args: readonly string[], env: Readonly<Record<str
   }
   let peerId: string
   try {
+    // Loaded here: the node's other commands (and its start) do without libp2p's key code.
+    const { prepareIdentity } = await import('../mesh/libp2p/identity.js')
     const prepared = await prepareIdentity(keyPath)
     prepared.persist()
     peerId = prepared.identity.peerId

@@ -10,7 +10,8 @@ import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
 import { buildApp, NodeMetrics } from '../api/index.js'
 import { StandaloneMesh, type MeshService } from '../mesh/index.js'
-import { Libp2pMesh, prepareIdentity, readSwarmKey, type NodeIdentity } from '../mesh/libp2p/index.js'
+import type { NodeIdentity } from '../mesh/libp2p/index.js'
+import { readSwarmKey } from '../mesh/libp2p/swarm-key.js'
 import { openNodeStore, type NodeStore } from '../records/index.js'
 import { createSearch, type Search } from '../search/index.js'
 import { createWatcher, type WatcherHandle } from '../watcher/index.js'
@@ -64,7 +65,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
   if (problems.length > 0) throw new ConfigError(problems.join('\n'))
   // Keys are read (a new identity made, not yet written) before the store opens: the store writes with its peer id.
   const swarmKey = config.swarmKeyPath === undefined ? undefined : readSwarmKey(config.swarmKeyPath)
-  const prepared = swarmKey === undefined ? undefined : await prepareIdentity(config.keyPath, log.child('mesh'))
+  // The libp2p stack (about a second to load) only for a node that joins a mesh: a standalone node starts without it.
+  const p2p = swarmKey === undefined ? undefined : await import('../mesh/libp2p/index.js')
+  const prepared = p2p === undefined ? undefined : await p2p.prepareIdentity(config.keyPath, log.child('mesh'))
   const identity: NodeIdentity | undefined = prepared?.identity
   // The store first: a node refused its store (another process owns it, or it is not a meta-core file) changes nothing on disk.
   const store = openNodeStore({
@@ -92,9 +95,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     stops.push({ what: 'search', fn: () => search.stop() })
     await search.start()
 
-    const mesh: MeshService = swarmKey === undefined || identity === undefined
+    const mesh: MeshService = swarmKey === undefined || identity === undefined || p2p === undefined
       ? new StandaloneMesh(records)
-      : new Libp2pMesh({ records, logger: log.child('mesh') }, {
+      : new p2p.Libp2pMesh({ records, logger: log.child('mesh') }, {
         identity,
         swarmKey,
         listen: config.p2pListen,
