@@ -167,7 +167,9 @@ export class RecordStore implements Records {
    * as a whole: a crash keeps whole roots of the transactions already
    * committed, and applying the same entries again is harmless. Use it
    * rather than many applyRemote calls for anything larger than a gossip
-   * frame.
+   * frame. The entries are checked when called and read again as their
+   * transactions run: they must not change until the promise settles (as
+   * for applyRemote).
    */
   async applyBatch (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions): Promise<ApplyResult> { return await this.remote.applyBatch(entries, opts) }
 

@@ -5,6 +5,10 @@
  * written; entries more than `maxClockDriftMs` ahead of local wall time are
  * refused, counted, and never advance the clock.
  *
+ * Entries are checked when a call starts and read again when their
+ * transaction runs (no copy of a large page is kept): a caller must not
+ * change them until the call's promise settles.
+ *
  * Two entry points with the same rules, entry for entry:
  * - `applyRemote`: one transaction (a gossip frame).
  * - `applyBatch`: many roots at once (a pulled page, a full resync, a bulk
@@ -30,7 +34,13 @@ export const BATCH_ROOTS = 100
 /** Entries per transaction in applyBatch, whatever the roots: bounds a commit when roots are large. */
 const BATCH_ENTRIES = 10_000
 
-interface Slot { root?: Version, changes: FieldChange[] }
+/**
+ * A root's part of a call: its newest root tombstone, and where its field
+ * entries are in the call's list. Their changes are made when the root's
+ * transaction runs, so a page of many roots does not keep a second object
+ * per entry alive until its last transaction.
+ */
+interface Slot { root?: Version, at: number[] }
 
 interface Prepared {
   byRoot: Map<RecordId, Slot>
@@ -92,7 +102,7 @@ export class RemoteApplier {
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> {
     const p = this.prepare(entries)
     const total = entries.length - p.refused
-    const applied = await this.ctx.write(tx => this.applyRoots(tx, [...p.byRoot], p.maxHlc))
+    const applied = await this.ctx.write(tx => this.applyRoots(tx, [...p.byRoot], entries, p.maxHlc))
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
   }
 
@@ -115,12 +125,12 @@ export class RemoteApplier {
     for (let i = 0; i < roots.length;) {
       let j = i
       let n = 0
-      while (j < roots.length && j - i < maxRoots && (n === 0 || n + roots[j][1].changes.length <= maxEntries)) {
-        n += roots[j][1].changes.length
+      while (j < roots.length && j - i < maxRoots && (n === 0 || n + roots[j][1].at.length <= maxEntries)) {
+        n += roots[j][1].at.length
         j++
       }
       const chunk = roots.slice(i, j)
-      applied += await this.ctx.write(tx => this.applyRoots(tx, chunk, p.maxHlc))
+      applied += await this.ctx.write(tx => this.applyRoots(tx, chunk, entries, p.maxHlc))
       i = j
     }
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
@@ -134,38 +144,33 @@ export class RemoteApplier {
     let maxHlc: string | undefined
     const seen = newEntryChecks()
     const ahead = new Map<string, boolean>()
-    // A record's entries come together and share their clock and origin: the last ones' results are reused.
+    // A record's entries come together and share their clock: the last one's results are reused.
     let lastHlc: string | undefined
-    let lastOrigin: string | undefined
     let lastTooFar = false
-    let version = ''
     let lastRid: string | undefined
     let slot: Slot | undefined
-    for (const e of entries) {
+    for (let i = 0; i < entries.length; i++) {
+      const e = entries[i]
       const parsed = checkRemoteEntry(e, seen)
       if (e.hlc !== lastHlc) {
         let tooFar = ahead.get(e.hlc)
         if (tooFar === undefined) ahead.set(e.hlc, tooFar = ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift)
         lastTooFar = tooFar
-        lastOrigin = undefined
         lastHlc = e.hlc
         // A refused entry never advances the clock.
         if (!tooFar && (maxHlc === undefined || e.hlc > maxHlc)) maxHlc = e.hlc
       }
       if (lastTooFar) { refused++; continue }
-      if (e.origin !== lastOrigin) {
-        version = makeVersion(e.hlc, e.origin)
-        lastOrigin = e.origin
-      }
       if (parsed.rid !== lastRid || slot === undefined) {
         slot = byRoot.get(parsed.rid)
-        if (slot === undefined) { slot = { changes: [] }; byRoot.set(parsed.rid, slot) }
+        if (slot === undefined) { slot = { at: [] }; byRoot.set(parsed.rid, slot) }
         lastRid = parsed.rid
       }
       if (parsed.field === undefined) {
+        const version = makeVersion(e.hlc, e.origin)
         if (slot.root === undefined || version > slot.root) slot.root = version
       } else {
-        slot.changes.push({ field: parsed.field, value: e.value, version })
+        slot.at.push(i)
       }
     }
     this.refusedTotal += refused
@@ -173,15 +178,29 @@ export class RemoteApplier {
     return { byRoot, refused, maxHlc }
   }
 
-  /** Inside a write: merges each root's entries; returns how many keys took a new version. */
-  private applyRoots (tx: Tx, roots: ReadonlyArray<[RecordId, Slot]>, maxHlc: string | undefined): number {
+  /** Inside a write: merges each root's entries (checked by prepare); returns how many keys took a new version. */
+  private applyRoots (tx: Tx, roots: ReadonlyArray<[RecordId, Slot]>, entries: readonly RemoteEntry[], maxHlc: string | undefined): number {
     const { ctx } = this
     let applied = 0
+    let hlc: string | undefined
+    let origin: string | undefined
+    let version = ''
     for (const [rid, slot] of roots) {
+      const fieldAt = 5 + rid.length + 1 // file:<rid>/<field>
+      const changes = new Array<FieldChange>(slot.at.length)
+      for (let k = 0; k < slot.at.length; k++) {
+        const e = entries[slot.at[k]]
+        if (e.hlc !== hlc || e.origin !== origin) {
+          hlc = e.hlc
+          origin = e.origin
+          version = makeVersion(hlc, origin)
+        }
+        changes[k] = { field: e.key.slice(fieldAt), value: e.value, version }
+      }
       // Within one call the newest version of a key decides, whatever the order it came in. (A record's
       // entries usually share one version: already in order, and a stable sort would leave them as they are.)
-      if (!inVersionOrder(slot.changes)) slot.changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
-      applied += ctx.mutator.mutate(tx, rid, slot.changes, { remote: true, rootTombstone: slot.root }).touched
+      if (!inVersionOrder(changes)) changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
+      applied += ctx.mutator.mutate(tx, rid, changes, { remote: true, rootTombstone: slot.root }).touched
     }
     if (maxHlc !== undefined) ctx.hlc.observe(maxHlc)
     persistHlc(ctx, tx)
