@@ -27,13 +27,27 @@ export const META_EVENTS = 'meta:events'
 
 export type ChangeOp = 'set' | 'del'
 
-/** One change of one key, as the mutation path hands it to the log. */
-export interface LoggedChange {
-  op: ChangeOp
-  key: string
-  /** The key's value after the change (null: deleted, or a root tombstone). */
-  value: string | null
-  version: Version
+/**
+ * One mutation's changes, in the order they happen, as the mutation path
+ * hands them to the log: each row as it is stored, and beside it the key's
+ * value after the change (null: deleted, or a root tombstone), which only
+ * change listeners hear.
+ */
+export class ChangeBatch {
+  readonly rows: Array<{ t: 's' | 'd', k: string, v: Version }> = []
+  readonly values: Array<string | null> = []
+
+  /** `key` was set to `value` (or, from a peer, took a newer version of the same value). */
+  set (key: string, value: string, version: Version): void {
+    this.rows.push({ t: 's', k: key, v: version })
+    this.values.push(value)
+  }
+
+  /** `key` was deleted (a tombstone), or `file:<rid>` took a root tombstone. */
+  del (key: string, version: Version): void {
+    this.rows.push({ t: 'd', k: key, v: version })
+    this.values.push(null)
+  }
 }
 
 /** A change-log row read back. `version` is absent on rows written before the log carried versions. */
@@ -54,10 +68,6 @@ export interface CommittedChange {
 }
 
 export type ChangeListener = (changes: readonly CommittedChange[]) => void
-
-function row (c: LoggedChange): Record<string, string> {
-  return { t: c.op === 'set' ? 's' : 'd', k: c.key, v: c.version }
-}
 
 /** Decodes a row of the log (either format); undefined for a row that is not one. */
 export function decodeChange (e: StreamEntry): ChangeLogEntry | undefined {
@@ -98,13 +108,14 @@ export class ChangeLog {
 
   constructor (private readonly kv: KvStore, private readonly log: Logger) {}
 
-  /** Appends one mutation's changes in order (one multi-row write). */
-  append (tx: Tx, changes: readonly LoggedChange[]): void {
-    if (changes.length === 0) return
-    const ids = tx.appendEvents(META_EVENTS, changes.map(row))
+  /** Appends one mutation's changes in order (one packed row). */
+  append (tx: Tx, changes: ChangeBatch): void {
+    const { rows, values } = changes
+    if (rows.length === 0) return
+    const ids = tx.appendEvents(META_EVENTS, rows)
     if (this.listeners.size === 0) return
-    const out: CommittedChange[] = changes.map((c, i) => ({
-      id: ids[i], key: c.key, value: c.value, hlc: versionHlc(c.version), origin: versionOrigin(c.version)
+    const out: CommittedChange[] = rows.map((r, i) => ({
+      id: ids[i], key: r.k, value: values[i], hlc: versionHlc(r.v), origin: versionOrigin(r.v)
     }))
     tx.afterCommit(() => { for (const c of out) this.committed.push(c) })
   }

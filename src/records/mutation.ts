@@ -18,7 +18,7 @@ import {
 } from './layout.js'
 import { prefixEnd } from '../kv/index.js'
 import { cidMemberOf } from './field-path.js'
-import type { ChangeLog, LoggedChange } from './change-log.js'
+import { ChangeBatch, type ChangeLog } from './change-log.js'
 import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
 import type { RecordId } from './record-id.js'
@@ -104,7 +104,7 @@ export class Mutator {
     for (const f of cur.keys()) if (cidMemberOf(f) !== undefined) cidsBefore.add(f)
     let touched = 0
     // Change-log rows in the order the changes happen; sets join at the end, with their multi-row write.
-    const log: LoggedChange[] = []
+    const log = new ChangeBatch()
 
     // Puts are collected and written at the end with multi-row statements: `pending` maps a key to its row
     // [key, value, the value it held before this mutation, version], which putMany takes as it is.
@@ -122,7 +122,7 @@ export class Mutator {
         tx.delete(k)
       }
       // Logged even when the key only existed within this mutation: its version changed, and peers pulling from us must learn the tombstone.
-      log.push({ op: 'del', key: k, value: null, version })
+      log.del(k, version)
       cur.delete(field)
       tx.addCounter(schemaCounterKey(field, old), -1)
       changed.add(field)
@@ -131,7 +131,7 @@ export class Mutator {
     if (opts.rootTombstone !== undefined && (vm.root === undefined || opts.rootTombstone > vm.root)) {
       const rt = opts.rootTombstone
       // The root tombstone has its own row, so a peer pulling changes learns it even for a root it never held.
-      log.push({ op: 'del', key: `file:${rid}`, value: null, version: rt })
+      log.del(`file:${rid}`, rt)
       for (const field of [...cur.keys()]) {
         const fv = vm.fields.get(field)
         if (fv === undefined || fv <= rt) del(field, rt)
@@ -150,7 +150,7 @@ export class Mutator {
           if (opts.remote === true) {
             // A tombstone for a key we never held: keep its version and pass it on.
             vm.fields.set(field, version)
-            log.push({ op: 'del', key: k, value: null, version })
+            log.del(k, version)
             touched++
           }
           continue
@@ -163,7 +163,7 @@ export class Mutator {
       if (old === value) {
         if (opts.remote === true) {
           vm.fields.set(field, version)
-          log.push({ op: 'set', key: k, value, version })
+          log.set(k, value, version)
           touched++
         }
         continue
@@ -184,7 +184,7 @@ export class Mutator {
     for (const p of pending.values()) {
       puts.push(p)
       // A key set and set back within this mutation wrote nothing and logs nothing.
-      if (p[1] !== p[2]) log.push({ op: 'set', key: p[0], value: p[1], version: p[3] })
+      if (p[1] !== p[2]) log.set(p[0], p[1], p[3])
     }
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
