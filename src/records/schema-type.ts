@@ -32,16 +32,8 @@ const TYPES: ReadonlyArray<{ readonly prim: string, readonly hint: string }> = [
   ['undefined', ''], ['bool', ''], ['int', ''], ['int', 'timestamp'], ['float', ''], ['json-array', ''], ['json-object', ''],
   ['string', 'cid'], ['string', 'timestamp'], ['string', '']
 ].map(([prim, hint]) => Object.freeze({ prim, hint }))
-const UNDEFINED = 0
-const BOOL = 1
-const INT = 2
-const INT_TS = 3
-const FLOAT = 4
-const ARRAY = 5
-const OBJECT = 6
-const STRING_CID = 7
-const STRING_TS = 8
-const STRING = 9
+// Their places, in the same order.
+const [UNDEFINED, BOOL, INT, INT_TS, FLOAT, ARRAY, OBJECT, STRING_CID, STRING_TS, STRING] = TYPES.keys()
 
 /** The value's type; the returned objects are shared and frozen. */
 export function classifyValue (v: string): { readonly prim: string, readonly hint: string } {
