@@ -104,6 +104,7 @@ describe('applyRemote', () => {
       { ...ok, key: `file:${RID}/cids/notacid` },
       { ...ok, key: `file:${RID}/${'x'.repeat(1100)}` },
       { ...ok, value: 'v'.repeat(256 * 1024 + 1) },
+      { ...ok, value: 'half a pair: \ud800' }, // what a JSON frame's escape can carry; SQLite would store U+FFFD
       { ...ok, hlc: 'nothex' },
       { ...ok, origin: '' },
       { ...ok, key: `file:${RID}`, value: 'root entries are tombstones' }
