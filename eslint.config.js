@@ -8,7 +8,8 @@
  * modules may name each other's types (`import type`). Packages stay where
  * the architecture puts them: better-sqlite3 in kv, libp2p in mesh/libp2p
  * (except @libp2p/pnet and its cipher, which no file of src/ loads), fastify
- * in api. sim/ may import src/ but never libp2p, fastify, the API or
+ * in api; src/node/ loads libp2p's stack only with `await import()` (a
+ * standalone node starts without it). sim/ may import src/ but never libp2p, fastify, the API or
  * the watcher (its real-stack mode, sim/real/, uses the mesh's libp2p adapter); ui/ imports nothing of src/ at run time (wire types only).
  * Folders that do not exist yet are covered as soon as they appear.
  *
@@ -39,6 +40,9 @@ const SQLITE = '^better-sqlite3$'
 /** @libp2p/pnet and its cipher: tests and benchmarks only (the compatibility checks). */
 const STOCK_PNET = '^(@libp2p/pnet|xsalsa20)$'
 
+/** The files of src/mesh/libp2p/ that src/node/ may load at start: option checks and key files, no libp2p stack. */
+const NODE_LIGHT_LIBP2P = ['addresses', 'swarm-key', 'errors', 'polyfill']
+
 /** A relative import of module `m` of src/ from anywhere below src/ (`../m/…`, `../../m/…`). */
 const moduleImport = (m) => `^(\\.\\./)+${m}/`
 /** A relative import of src/ (or a module of it) from outside src/. */
@@ -56,6 +60,12 @@ function moduleRules (m, { libp2p = false } = {}) {
     })
   }
   if (!libp2p && m !== 'node') patterns.push({ regex: LIBP2P, message: 'libp2p is imported only in src/mesh/libp2p/' })
+  if (m === 'node') {
+    // A standalone node starts without libp2p: the mesh stack comes in with `await import()` where a swarm key is set.
+    const message = 'a standalone node starts without libp2p: load the mesh stack with `await import()` where it is needed (types with `import type`)'
+    patterns.push({ regex: LIBP2P, allowTypeImports: true, message })
+    patterns.push({ regex: `${moduleImport('mesh')}libp2p/(?!(${NODE_LIGHT_LIBP2P.join('|')})\\.js$)`, allowTypeImports: true, message })
+  }
   patterns.push({ regex: STOCK_PNET, message: 'the private network is private-network.ts: @libp2p/pnet leaks its xsalsa20 ciphers until the process dies (docs/mesh.md, Trust)' })
   if (m !== 'api' && m !== 'node') patterns.push({ regex: FASTIFY, allowTypeImports: m === 'node', message: 'fastify is imported only in src/api/' })
   if (m !== 'kv') patterns.push({ regex: SQLITE, message: 'better-sqlite3 is imported only in src/kv/' })
