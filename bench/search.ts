@@ -166,7 +166,7 @@ async function buildStore (dbPath: string): Promise<{ ms: number, cached: boolea
     db.pragma('wal_checkpoint(TRUNCATE)')
     db.close()
   }
-  for (const ext of ['.lock', '.owner', '-wal', '-shm', '-search-wal', '-search-shm']) fs.rmSync(tmp + ext, { force: true })
+  for (const ext of FILES.filter(e => e !== '' && e !== '-search')) fs.rmSync(tmp + ext, { force: true })
   fs.renameSync(`${tmp}-search`, `${dbPath}-search`)
   fs.renameSync(tmp, dbPath)
   return { ms: performance.now() - t0, cached: false }

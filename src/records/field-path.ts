@@ -20,7 +20,7 @@ export const MAX_VALUE_LENGTH = 256 * 1024
 const LONE_SURROGATE = /\p{Cs}/u
 
 /** No lone surrogate: the engine's own check where it has one (Node 20), several times faster than the pattern on long values. */
-export const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
+const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWellFormed?: unknown }).isWellFormed === 'function'
   ? (s) => (s as unknown as { isWellFormed: () => boolean }).isWellFormed()
   : (s) => !LONE_SURROGATE.test(s)
 

@@ -5,7 +5,7 @@
  */
 import { isCid } from '../cid/index.js'
 import { InvalidValueError } from './errors.js'
-import { checkWritableField, cidMemberOf, isWellFormed, MAX_FIELD_LENGTH, MAX_VALUE_LENGTH } from './field-path.js'
+import { checkWritableField, cidMemberOf, MAX_FIELD_LENGTH, validateValue } from './field-path.js'
 import { parseHlc } from './hlc.js'
 import { isRecordId, type RecordId } from './record-id.js'
 
@@ -52,9 +52,14 @@ export function checkRemoteEntry (e: RemoteEntry, seen?: EntryChecks): { rid: Re
   if (typeof e.key !== 'string' || !e.key.startsWith('file:')) bad('key outside file:')
   // A UTF-8 character is at most 3 bytes per UTF-16 unit: only a long key needs counting.
   if (e.key.length * 3 > MAX_REMOTE_KEY_BYTES && Buffer.byteLength(e.key) > MAX_REMOTE_KEY_BYTES) bad('key longer than 1 KiB')
-  if (e.value !== null && (typeof e.value !== 'string' || e.value.length > MAX_VALUE_LENGTH)) bad('value is not a string of at most 256 KiB')
-  // Well-formed text only, as for local writes: a lone surrogate would be stored as U+FFFD, another value than the peer's.
-  if (e.value !== null && !isWellFormed(e.value)) bad('value contains a lone UTF-16 surrogate')
+  // The local writes' rules: a string of at most 256 KiB, well-formed (a lone surrogate would be stored as U+FFFD, another value than the peer's).
+  if (e.value !== null) {
+    try {
+      validateValue(e.value)
+    } catch (err) {
+      bad((err as Error).message)
+    }
+  }
   if (seen === undefined || (e.hlc !== seen.lastHlc && !seen.hlcs.has(e.hlc))) {
     if (typeof e.hlc !== 'string' || parseHlc(e.hlc) === undefined) bad('bad hlc')
     seen?.hlcs.add(e.hlc)
