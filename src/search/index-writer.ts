@@ -7,12 +7,13 @@
  *
  * Each job is one transaction of the index file and leaves it consistent:
  * - batch: per root, the old document (if any) is dropped with its FTS row,
- *   a live root gets a new document id (AUTOINCREMENT, never reused), and
- *   its field entries are computed in SQL from its kv rows into the temp
- *   table `search_batch`, then moved into `search_field` in key order (one
- *   sorted insert: consecutive entries land on the same pages); then the
- *   FTS rows of the canonical roots the batch touched, and the batch's
- *   number in `search_info`;
+ *   a live root gets a new document id (AUTOINCREMENT, never reused); then
+ *   one statement computes the batch's field entries in SQL from their kv
+ *   rows and inserts them into `search_field` in key order (SQLite sorts
+ *   them first: consecutive entries land on the same pages), another adds
+ *   the multi-valued ones to `search_fstat`; then the FTS rows of the
+ *   canonical roots the batch touched, and the batch's number in
+ *   `search_info`;
  * - rebuild step: the same for the next live roots in key order; the last
  *   step writes the format marker;
  * - sweep step: removes the entries of documents that no longer exist (a
@@ -28,11 +29,9 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { makeExcluder, type Excluder } from './matchers.js'
 import {
-  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillBatchSql, multiCond, readIndexInfo, type IndexInfo
+  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, type IndexInfo
 } from './search-schema.js'
 
-/** Roots whose entries one fill statement computes. */
-const FILL_ROOTS = 250
 /** Entries one sweep step looks at. */
 const SWEEP_ENTRIES = 20_000
 
@@ -54,8 +53,8 @@ export class IndexWriter {
   private readonly r: RowReader
   private readonly excluded: Excluder
   private readonly st: Record<
-  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' | 'copy' |
-  'batchClear' | 'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
+  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
+  'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
 
   private orphans: number
   private docs: number
@@ -78,11 +77,8 @@ export class IndexWriter {
       ftsDel: p('DELETE FROM search_fts WHERE rowid = ?'),
       ftsGet: p('SELECT hay, ids FROM search_fts WHERE rowid = ?').raw(),
       ftsPut: p('INSERT OR REPLACE INTO search_fts (rowid, hay, ids) VALUES (?, ?, ?)'),
-      fill: p(fillBatchSql(excludePrefixes)),
-      fstatAdd: p(`INSERT INTO search_fstat (f, multi) SELECT f, count(*) FROM temp.search_batch WHERE m GROUP BY f
-        ON CONFLICT (f) DO UPDATE SET multi = multi + excluded.multi`),
-      copy: p(`INSERT INTO search_field (f, v, d, rf, rv) SELECT f, v, d, rf, rv FROM temp.search_batch ${key}`),
-      batchClear: p('DELETE FROM temp.search_batch'),
+      fill: p(fillFieldsSql(excludePrefixes)),
+      fstatAdd: p(fillFstatSql(excludePrefixes)),
       infoGet: p('SELECT v FROM search_info WHERE k = ?').pluck(),
       infoPut: p('INSERT INTO search_info (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
       infoDel: p('DELETE FROM search_info WHERE k = ?'),
@@ -170,27 +166,26 @@ export class IndexWriter {
     const canon = new Set<string>()
     let orphans = 0
     let docs = 0
-    for (let i = 0; i < rids.length; i += FILL_ROOTS) {
-      const fill: Array<[string, number]> = []
-      for (const rid of rids.slice(i, i + FILL_ROOTS)) {
-        const old = this.st.docOf.get(rid) as number | undefined
-        if (old !== undefined) {
-          this.st.docDel.run(old)
-          this.st.ftsDel.run(old)
-          orphans++
-          docs--
-        }
-        if (!recordRows.isLive(this.r, rid)) continue
-        const d = Number(this.st.docIns.run(rid, recordRows.inGroup(this.r, rid) ? 1 : 0).lastInsertRowid)
-        fill.push([rid, d])
-        docs++
-        canon.add(recordRows.canonOf(this.r, rid))
+    const fill: Array<[string, number]> = []
+    for (const rid of rids) {
+      const old = this.st.docOf.get(rid) as number | undefined
+      if (old !== undefined) {
+        this.st.docDel.run(old)
+        this.st.ftsDel.run(old)
+        orphans++
+        docs--
       }
-      if (fill.length > 0) this.st.fill.run({ docs: JSON.stringify(fill) })
+      if (!recordRows.isLive(this.r, rid)) continue
+      const d = Number(this.st.docIns.run(rid, recordRows.inGroup(this.r, rid) ? 1 : 0).lastInsertRowid)
+      fill.push([rid, d])
+      docs++
+      canon.add(recordRows.canonOf(this.r, rid))
     }
-    this.st.copy.run()
-    this.st.fstatAdd.run()
-    this.st.batchClear.run()
+    if (fill.length > 0) {
+      const arg = { docs: JSON.stringify(fill) }
+      this.st.fill.run(arg)
+      this.st.fstatAdd.run(arg)
+    }
     for (const c of [...canon].sort()) {
       // Not canonical any more (it left the group since): its own staging brings its row.
       if (!recordRows.isLive(this.r, c) || recordRows.canonOf(this.r, c) !== c) continue

@@ -131,28 +131,44 @@ const LEGACY_KV_RANGES: Array<[string, string]> = [['idx:fts/', 'idx:fts0'], ['i
 /** `search_state` keys of earlier formats (now in the index file's `search_info`). */
 const LEGACY_STATE_KEYS = [STATE_FORMAT, STATE_ORPHANS]
 
-/** The batch being merged: entries in key order, on this connection only (temp). */
-export const TEMP_BATCH = 'CREATE TEMP TABLE IF NOT EXISTS search_batch (f TEXT NOT NULL, v TEXT NOT NULL, d INTEGER NOT NULL, rf TEXT NOT NULL, rv TEXT, m INTEGER NOT NULL, PRIMARY KEY (f, v, d, rf)) WITHOUT ROWID'
-
 /** An SQL string literal. */
 const literal = (x: string): string => `'${x.replaceAll("'", "''")}'`
 
 /**
- * Fills temp.search_batch with the entries of the roots in `@docs` (a JSON
- * array of [rid, d]), leaving out fields under the excluded prefixes (a
+ * The kv rows of the roots in `@docs` (a JSON array of [rid, d]) as `kv`
+ * beside `j`, leaving out fields under the excluded prefixes (a
  * case-sensitive prefix test on the field, written into the statement).
  */
-export function fillBatchSql (excludePrefixes: readonly string[]): string {
-  const keep = excludePrefixes.map(p => `substr(${FIELD_OF_K}, 1, ${[...p].length}) <> ${literal(p)}`)
-  return `INSERT INTO temp.search_batch (f, v, d, rf, rv, m)
+function batchRowsSql (excludePrefixes: readonly string[], also?: string): string {
+  const conds = excludePrefixes.map(p => `substr(kv.k, ${FIELD_AT}, ${[...p].length}) <> ${literal(p)}`)
+  if (also !== undefined) conds.push(also)
+  return `FROM json_each(@docs) j JOIN kv ON kv.k >= '${FILE_PREFIX}' || (j.value ->> 0) || '/' AND kv.k < '${FILE_PREFIX}' || (j.value ->> 0) || '0'
+${conds.length === 0 ? '' : `WHERE ${conds.join(' AND ')}`}`
+}
+
+/**
+ * Inserts the field entries of the roots in `@docs` into `search_field` in
+ * key order (one sorted insert: consecutive entries land on the same
+ * pages, so a page is written once per batch instead of once per entry).
+ */
+export function fillFieldsSql (excludePrefixes: readonly string[]): string {
+  return `INSERT INTO search_field (f, v, d, rf, rv)
 SELECT lower(${FIELD_OF_K}),
   CASE WHEN lower(kv.v) = kv.v THEN kv.v ELSE substr(lower(kv.v), 1, ${VALUE_KEY_CHARS}) END,
   j.value ->> 1,
   CASE WHEN lower(${FIELD_OF_K}) = ${FIELD_OF_K} THEN '' ELSE ${FIELD_OF_K} END,
-  CASE WHEN lower(kv.v) = kv.v THEN NULL ELSE kv.v END,
-  ${multiCond('kv.v')}
-FROM json_each(@docs) j JOIN kv ON kv.k >= '${FILE_PREFIX}' || (j.value ->> 0) || '/' AND kv.k < '${FILE_PREFIX}' || (j.value ->> 0) || '0'
-${keep.length === 0 ? '' : `WHERE ${keep.join(' AND ')}`}`
+  CASE WHEN lower(kv.v) = kv.v THEN NULL ELSE kv.v END
+${batchRowsSql(excludePrefixes)}
+ORDER BY 1, 2, 3, 4`
+}
+
+/** Adds the multi-valued entries of the roots in `@docs` to `search_fstat`, per lower-cased field name. */
+export function fillFstatSql (excludePrefixes: readonly string[]): string {
+  return `INSERT INTO search_fstat (f, multi)
+SELECT lower(${FIELD_OF_K}), count(*)
+${batchRowsSql(excludePrefixes, multiCond('kv.v'))}
+GROUP BY 1
+ON CONFLICT (f) DO UPDATE SET multi = multi + excluded.multi`
 }
 
 /**
@@ -205,7 +221,6 @@ export function ensureIndexSchema (db: Pick<SideFile, 'prepare' | 'exec'>): stri
     db.exec(`DROP TABLE IF EXISTS main.${o.name}`)
     db.exec(o.sql)
   }
-  db.exec(TEMP_BATCH)
   return created
 }
 
@@ -237,7 +252,7 @@ export function readIndexInfo (db: Pick<SideFile, 'prepare'>, schema: string, cr
 /** Empties every structure the merger fills (a full rebuild starts here); pending roots stay pending. */
 export function clearStructures (db: Pick<SideFile, 'exec'>): void {
   // An FTS5 table with content has no cheap 'delete-all': dropping it is the fast way to empty it.
-  db.exec(`DELETE FROM search_field; DELETE FROM search_doc; DELETE FROM search_fstat; DELETE FROM temp.search_batch; DROP TABLE search_fts; ${FTS_DDL}`)
+  db.exec(`DELETE FROM search_field; DELETE FROM search_doc; DELETE FROM search_fstat; DROP TABLE search_fts; ${FTS_DDL}`)
 }
 
 /** The marker value for structures built with this format and these excluded prefixes. */
