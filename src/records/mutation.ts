@@ -48,6 +48,8 @@ export interface FieldChange {
   /** null deletes (leaves a tombstone). */
   value: string | null
   version: Version
+  /** The row's key, `file:<rid>/<field>`, when the caller holds it already (a remote entry's): not built again. */
+  key?: string
 }
 
 export interface MutationOptions {
@@ -144,7 +146,7 @@ export class Mutator {
       const { field, value, version } = ch
       if (opts.remote === true && !vm.wins(field, version)) continue
       const old = cur.get(field)
-      const k = fieldKey(rid, field)
+      const k = ch.key ?? fieldKey(rid, field)
       if (value === null) {
         if (old === undefined) {
           if (opts.remote === true) {

@@ -195,7 +195,7 @@ export class RemoteApplier {
           origin = e.origin
           version = makeVersion(hlc, origin)
         }
-        changes[k] = { field: e.key.slice(fieldAt), value: e.value, version }
+        changes[k] = { field: e.key.slice(fieldAt), value: e.value, version, key: e.key }
       }
       // Within one call the newest version of a key decides, whatever the order it came in. (A record's
       // entries usually share one version: already in order, and a stable sort would leave them as they are.)
