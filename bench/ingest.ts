@@ -297,7 +297,8 @@ const medianRun = (runs: readonly Run[]): Run => [...runs].sort((a, b) => a.reco
 async function measure (n: number, withoutSearch: boolean, rounds: number): Promise<SizeResult> {
   const loadBefore = load()
   const first = ceiling(n)
-  let before = first
+  /** The latest ceiling run (the next round starts after it). */
+  let prev = first
   const wps: Run[] = []
   const bas: Run[] = []
   const nss: Run[] = []
@@ -308,7 +309,7 @@ async function measure (n: number, withoutSearch: boolean, rounds: number): Prom
     const ba = await batchApply(n)
     const ns = withoutSearch ? await writePath(n, false) : undefined
     const after = ceiling(n)
-    const c = (before.recordsPerSecond + after.recordsPerSecond) / 2
+    const c = (prev.recordsPerSecond + after.recordsPerSecond) / 2
     wps.push(wp)
     bas.push(ba)
     if (ns !== undefined) nss.push(ns)
@@ -324,13 +325,13 @@ async function measure (n: number, withoutSearch: boolean, rounds: number): Prom
         ...(ns === undefined ? {} : { withoutSearch: ns.recordsPerSecond / c })
       }
     })
-    before = after
+    prev = after
   }
   return {
     records: n,
     loadBefore,
     loadAfter: load(),
-    ceiling: { before: first, after: before, recordsPerSecond: median(out.map(r => r.ceiling)) },
+    ceiling: { before: first, after: prev, recordsPerSecond: median(out.map(r => r.ceiling)) },
     writePath: medianRun(wps),
     batchApply: medianRun(bas),
     ...(nss.length === 0 ? {} : { withoutSearch: medianRun(nss) }),
