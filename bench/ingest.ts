@@ -21,6 +21,10 @@
  *   `records.applyBatch`, pages of 2,000 roots, until search has merged;
  * - at the small size also the write path without search (the record layer
  *   alone).
+ * Each variant also records the CPU its threads used while its clock ran
+ * (Linux): the main thread's, and the other threads' together (search's
+ * index writer, the checkpointer, V8's helpers), so a run shows whether one
+ * thread or both cores were the limit.
  * Then the store's size by structure (SQLite's dbstat; the kv table is split
  * by key class in proportion to its rows' bytes) next to the bare table's.
  *
@@ -35,7 +39,7 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { formatHlc, newRecordId, openNodeStore, type RemoteEntry } from '../src/records/index.js'
 import { createSearch } from '../src/search/index.js'
-import { BENCH_KEEP, machineLine, percentile, removeUnlessKept, report } from './lib/report.js'
+import { BENCH_KEEP, cpuBetween, machineLine, percentile, removeUnlessKept, report, threadCpu, type ThreadCpu } from './lib/report.js'
 import { syntheticRecord, type SyntheticRecord } from './lib/synthetic.js'
 
 const SMALL = Number(process.env.BENCH_INGEST_SMALL ?? 10_000)
@@ -165,6 +169,8 @@ interface Run {
   seconds: number
   ackMs?: { p50: number, p99: number, max: number }
   backlogAtLastAck?: number
+  /** CPU while the clock ran (ms): the main thread, and every other thread together (search's index writer, the checkpointer, V8's helpers). Linux only. */
+  cpuMs?: ThreadCpu
   sizes: Sizes
 }
 
@@ -177,6 +183,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
   let next = 0
   let fields = 0
   const ack: number[] = []
+  const cpu0 = threadCpu()
   const t0 = performance.now()
   let lastLog = t0
   const writer = async (): Promise<void> => {
@@ -200,6 +207,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
   const backlog = search?.pendingCount()
   await search?.whenIdle()
   const t1 = performance.now()
+  const cpu = cpuBetween(cpu0, threadCpu())
   if (s.records.countRecords() !== n) throw new Error(`expected ${n} records, store has ${s.records.countRecords()}`)
   await search?.stop()
   s.close()
@@ -211,6 +219,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
     seconds: (t1 - t0) / 1000,
     ackMs: { p50: round2(percentile(ack, 50)), p99: round2(percentile(ack, 99)), max: round2(percentile(ack, 100)) },
     backlogAtLastAck: backlog,
+    ...(cpu === undefined ? {} : { cpuMs: cpu }),
     sizes: sizes(file)
   }
   done(d)
@@ -238,24 +247,34 @@ async function batchApply (n: number): Promise<Run> {
   // Versions in the past (a peer's), one ms apart, all within the drift bound.
   const baseMs = Date.now() - n - 60_000
   let ms = 0
+  // CPU counted over the same stretches as the clock (not while the next page is generated).
+  let cpu: ThreadCpu | undefined = { main: 0, others: 0 }
+  const add = (a: ThreadCpu | undefined, b: ThreadCpu | undefined): void => {
+    const d = cpuBetween(a, b)
+    cpu = cpu === undefined || d === undefined ? undefined : { main: cpu.main + d.main, others: cpu.others + d.others }
+  }
   let lastLog = performance.now()
   for (let from = 0; from < n; from += PAGE_ROOTS) {
     const page = entriesOf(from, Math.min(n, from + PAGE_ROOTS), baseMs) // generated off the clock
+    const c0 = threadCpu()
     const t = performance.now()
     await s.records.applyBatch(page)
     ms += performance.now() - t
+    add(c0, threadCpu())
     if (performance.now() - lastLog > 10_000) {
       lastLog = performance.now()
       process.stderr.write(`ingest (batch apply): ${from + PAGE_ROOTS}/${n} records, ${((from + PAGE_ROOTS) / (ms / 1000)).toFixed(0)} records/s\n`)
     }
   }
+  const c0 = threadCpu()
   const t = performance.now()
   await search.whenIdle()
   ms += performance.now() - t
+  add(c0, threadCpu())
   if (s.records.countRecords() !== n) throw new Error(`expected ${n} records, store has ${s.records.countRecords()}`)
   await search.stop()
   s.close()
-  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000, sizes: sizes(file) }
+  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000, ...(cpu === undefined ? {} : { cpuMs: cpu }), sizes: sizes(file) }
   done(d)
   return out
 }
@@ -349,6 +368,9 @@ if (LARGE > 0) results.push(await measure(LARGE, false, 1))
 if (!BENCH_KEEP) removeUnlessKept(TMP)
 
 const f0 = (x: number): string => Math.round(x).toLocaleString('en')
+const cpuPhrase = (what: string, r: Run): string => r.cpuMs === undefined
+  ? `${what} not measured`
+  : `${what} ${(r.cpuMs.main / 1000).toFixed(2)} s on the main thread and ${(r.cpuMs.others / 1000).toFixed(2)} s on the others in ${r.seconds.toFixed(2)} s`
 // One decimal: a fraction just under a target must not print as the target.
 const pct = (a: number, b: number): string => `${(a / b * 100).toFixed(1)} %`
 const round3 = (x: number): number => Math.round(x * 1000) / 1000
@@ -393,7 +415,9 @@ ${small.rounds.length > 1 ? `Rounds at ${f0(small.records)} records (ceiling; wr
 
 ` : ''}The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s (median round), ${pct(small.fractions.withoutSearch!, 1)} of the ceiling (median); ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
 
-Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
+${results.some(r => r.batchApply.cpuMs !== undefined) ? `CPU while the clock ran (the median round's runs; the machine has ${os.cpus().length} cores): ${results.map(r => `at ${f0(r.records)} records, ${cpuPhrase('write path', r.writePath)}; ${cpuPhrase('batch apply', r.batchApply)}`).join('; ')}. The other threads are search's index writer, the store's checkpointer and V8's helper threads.
+
+` : ''}Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
 
 | structure | write path store | batch-applied store |
 |---|---|---|

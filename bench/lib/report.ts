@@ -48,3 +48,35 @@ export function removeUnlessKept (...paths: string[]): void {
   if (BENCH_KEEP) return
   for (const p of paths) fs.rmSync(p, { recursive: true, force: true })
 }
+
+/** CPU time (ms) of this process's main thread and of all its other threads together. */
+export interface ThreadCpu { main: number, others: number }
+
+/** Linux's clock ticks per second for /proc's CPU times (USER_HZ, 100 on every architecture Node runs on there). */
+const USER_HZ = 100
+
+/**
+ * CPU time used so far by the main thread (from /proc, Linux only) and by
+ * every other thread of the process (worker threads such as search's index
+ * writer and the checkpointer, V8's helper threads, libuv's pool): the
+ * process's total less the main thread's. Undefined where /proc is missing.
+ * The main thread's figure moves in steps of 10 ms. Subtract two readings.
+ */
+export function threadCpu (): ThreadCpu | undefined {
+  let raw: string
+  try {
+    raw = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
+  } catch {
+    return undefined
+  }
+  // Fields after the command name (which may hold spaces), from the state on: utime and stime are the 12th and 13th.
+  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
+  const main = (Number(f[11]) + Number(f[12])) * 1000 / USER_HZ
+  const u = process.cpuUsage()
+  return { main, others: Math.max(0, Math.round((u.user + u.system) / 1000 - main)) }
+}
+
+/** `b - a`, or undefined when either reading is. */
+export function cpuBetween (a: ThreadCpu | undefined, b: ThreadCpu | undefined): ThreadCpu | undefined {
+  return a === undefined || b === undefined ? undefined : { main: b.main - a.main, others: b.others - a.others }
+}
