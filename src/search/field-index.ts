@@ -14,7 +14,7 @@
  */
 import type { KvStore, SqlStatement } from '../kv/index.js'
 import { asciiLower, codePointPrefixEnd, isAscii, isWellFormed, rawVariants } from './fold.js'
-import { RAW_FIELD, RAW_VALUE, VALUE_KEY_CHARS, multiCond } from './search-schema.js'
+import { DEFAULT_BUCKET_SHIFT, RAW_FIELD, RAW_VALUE, VALUE_KEY_CHARS, multiCond } from './search-schema.js'
 
 /** A field index row: root, raw field name, raw value. */
 export type FieldRow = [rid: string, field: string, value: string]
@@ -75,19 +75,24 @@ function firstCharVariants (c: string): string[] {
 }
 
 const SEL = `SELECT doc.rid, ${RAW_FIELD}, ${RAW_VALUE} FROM search_field s JOIN search_doc doc ON doc.d = s.d WHERE s.f`
+/** The buckets (search-schema.ts) from the oldest indexed document's to the newest's, as `bk`: a value probe seeks each. */
+const buckets = (shift: number): string => `WITH RECURSIVE bk(b) AS (SELECT (SELECT min(d) FROM search_doc) >> ${shift}
+  UNION ALL SELECT b + 1 FROM bk WHERE b < (SELECT max(d) FROM search_doc) >> ${shift}) `
 
 export class FieldIndex {
   private readonly st: Record<
   'nameEq' | 'nameRange' | 'valueEq' | 'valueRange' | 'valueLike' | 'multiLike' | 'fieldCount' | 'multiCount' | 'keyRange',
   SqlStatement>
 
-  constructor (kv: KvStore) {
+  /** `bucketShift`: the one the index writer keys entries with. */
+  constructor (kv: KvStore, bucketShift = DEFAULT_BUCKET_SHIFT) {
     const p = (sql: string): SqlStatement => kv.prepare(sql)
+    const BUCKETS = buckets(bucketShift)
     this.st = {
       nameEq: p(`${SEL} = ?`).raw(),
       nameRange: p(`${SEL} >= ? AND s.f < ? AND s.f LIKE ? ESCAPE '\\'`).raw(),
-      valueEq: p(`${SEL} = ? AND s.v IN (?, ?)`).raw(),
-      valueRange: p(`${SEL} = ? AND s.v >= ? AND s.v < ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
+      valueEq: p(`${BUCKETS}${SEL} = ? AND s.b IN bk AND s.v IN (?, ?)`).raw(),
+      valueRange: p(`${BUCKETS}${SEL} = ? AND s.b IN bk AND s.v >= ? AND s.v < ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
       valueLike: p(`${SEL} = ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
       multiLike: p(`${SEL} = ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\' AND ${multiCond(RAW_VALUE)}`).raw(),
       fieldCount: p('SELECT count(*) FROM (SELECT 1 FROM search_field WHERE f = ? LIMIT ?)').pluck(),

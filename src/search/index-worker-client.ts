@@ -24,6 +24,8 @@ export interface WorkerInit {
   storePath: string
   excludePrefixes: readonly string[]
   marker: string
+  /** Documents per field-index bucket, as a power of two (search-schema.ts). */
+  bucketShift: number
   cacheKiB: number
 }
 

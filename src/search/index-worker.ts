@@ -13,7 +13,7 @@ const init = workerData as WorkerInit
 const port = parentPort!
 // FULL: a batch's commit is on disk before the store unstages its roots (one fsync per batch).
 const db = openSideFile({ path: init.indexPath, store: { path: init.storePath, as: 'store' }, synchronous: 'FULL', cacheKiB: init.cacheKiB })
-const writer = new IndexWriter(db, init.excludePrefixes, init.marker)
+const writer = new IndexWriter(db, init.excludePrefixes, init.marker, init.bucketShift)
 const reply = (m: WorkerReply): void => { port.postMessage(m) }
 reply({ type: 'ready', info: writer.info })
 

@@ -47,7 +47,7 @@ export interface JobResult {
   more?: boolean
 }
 
-type Key = [string, string, number, string]
+type Key = [string, number, string, number, string]
 
 export class IndexWriter {
   private readonly r: RowReader
@@ -63,12 +63,12 @@ export class IndexWriter {
   readonly info: IndexInfo
 
   /** `db`: the index file's connection with the store attached (its `kv` table is the store's). */
-  constructor (private readonly db: SideFile, excludePrefixes: readonly string[], private readonly marker: string) {
+  constructor (private readonly db: SideFile, excludePrefixes: readonly string[], private readonly marker: string, bucketShift: number) {
     const created = ensureIndexSchema(db)
     this.excluded = makeExcluder(excludePrefixes)
     this.r = storeReader(db)
     const p = (sql: string): SqlStatement => db.prepare(sql)
-    const key = 'ORDER BY f, v, d, rf'
+    const key = 'ORDER BY f, b, v, d, rf'
     this.st = {
       docOf: p('SELECT d FROM search_doc WHERE rid = ?').pluck(),
       docIns: p('INSERT INTO search_doc (rid, g) VALUES (?, ?)'),
@@ -77,14 +77,14 @@ export class IndexWriter {
       ftsDel: p('DELETE FROM search_fts WHERE rowid = ?'),
       ftsGet: p('SELECT hay, ids FROM search_fts WHERE rowid = ?').raw(),
       ftsPut: p('INSERT OR REPLACE INTO search_fts (rowid, hay, ids) VALUES (?, ?, ?)'),
-      fill: p(fillFieldsSql(excludePrefixes)),
+      fill: p(fillFieldsSql(excludePrefixes, bucketShift)),
       fstatAdd: p(fillFstatSql(excludePrefixes)),
       infoGet: p('SELECT v FROM search_info WHERE k = ?').pluck(),
       infoPut: p('INSERT INTO search_info (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
       infoDel: p('DELETE FROM search_info WHERE k = ?'),
-      sweepPage: p(`SELECT f, v, d, rf, EXISTS (SELECT 1 FROM search_doc doc WHERE doc.d = s.d) AS live, ${multiCond('coalesce(s.rv, s.v)')} AS m
-        FROM search_field s WHERE (f, v, d, rf) > (?, ?, ?, ?) ${key} LIMIT ?`).raw(),
-      fieldDel: p('DELETE FROM search_field WHERE f = ? AND v = ? AND d = ? AND rf = ?'),
+      sweepPage: p(`SELECT f, b, v, d, rf, EXISTS (SELECT 1 FROM search_doc doc WHERE doc.d = s.d) AS live, ${multiCond('coalesce(s.rv, s.v)')} AS m
+        FROM search_field s WHERE (f, b, v, d, rf) > (?, ?, ?, ?, ?) ${key} LIMIT ?`).raw(),
+      fieldDel: p('DELETE FROM search_field WHERE f = ? AND b = ? AND v = ? AND d = ? AND rf = ?'),
       fstatDec: p('UPDATE search_fstat SET multi = multi - 1 WHERE f = ?'),
       fstatPrune: p('DELETE FROM search_fstat WHERE multi <= 0')
     }
@@ -133,18 +133,18 @@ export class IndexWriter {
     let more = false
     this.db.transaction(() => {
       if (this.sweepAfter === undefined) {
-        this.sweepAfter = ['', '', -1, '']
+        this.sweepAfter = ['', -1, '', -1, '']
         this.orphansAtSweepStart = this.orphans
       }
-      const rows = this.st.sweepPage.all(...this.sweepAfter, SWEEP_ENTRIES) as Array<[string, string, number, string, number, number]>
-      for (const [f, v, d, rf, live, m] of rows) {
+      const rows = this.st.sweepPage.all(...this.sweepAfter, SWEEP_ENTRIES) as Array<[string, number, string, number, string, number, number]>
+      for (const [f, b, v, d, rf, live, m] of rows) {
         if (live === 1) continue
-        this.st.fieldDel.run(f, v, d, rf)
+        this.st.fieldDel.run(f, b, v, d, rf)
         if (m === 1) this.st.fstatDec.run(f)
       }
       if (rows.length === SWEEP_ENTRIES) {
         const last = rows[rows.length - 1]
-        this.sweepAfter = [last[0], last[1], last[2], last[3]]
+        this.sweepAfter = [last[0], last[1], last[2], last[3], last[4]]
         more = true
         return
       }

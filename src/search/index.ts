@@ -49,7 +49,7 @@ import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
 import { IndexWorker, type WorkerInit } from './index-worker-client.js'
 import {
-  INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
+  DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
 } from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
@@ -106,11 +106,15 @@ const attached = new WeakSet<IndexedRecords>()
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
   const log = components.logger ?? silentLogger
+  const bucketShift = init.bucketShift ?? DEFAULT_BUCKET_SHIFT
+  if (!Number.isInteger(bucketShift) || bucketShift < 0 || bucketShift > 30) {
+    throw new MetaCoreError('invalid_search_option', `bucketShift must be an integer from 0 to 30, got ${String(init.bucketShift)}`)
+  }
   if (attached.has(records)) throw new MetaCoreError('search_already_attached', 'a search service is already attached to this record store')
   attached.add(records)
   const excludePrefixes = (init.excludePrefixes ?? DEFAULT_EXCLUDE_PREFIXES).filter(p => p.length > 0)
   const excluded = makeExcluder(excludePrefixes)
-  const marker = versionMarker(excludePrefixes)
+  const marker = versionMarker(excludePrefixes, bucketShift)
   let hook: PendingRoots | undefined
   let running: Running | undefined
   let starting: Promise<Running> | undefined
@@ -121,7 +125,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const dropped = ensureStoreSchema(kv)
     if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
     const storePath = path.resolve(kv.path)
-    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, cacheKiB: INDEX_CACHE_KIB }
+    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB }
     const startWorker = async (): Promise<IndexWorker> => await IndexWorker.start(files)
     // A missing index file is created by its writer (in WAL mode, with its tables) before the store's connection attaches it.
     let worker = fs.existsSync(files.indexPath) ? undefined : await startWorker()
@@ -191,7 +195,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const engine = new IndexedSearch({
       kv,
       records,
-      fields: new FieldIndex(kv),
+      fields: new FieldIndex(kv, bucketShift),
       fts: new FtsIndex(kv),
       roots: new RootIndex(kv),
       trigrams: new TrigramStats(kv),

@@ -23,6 +23,13 @@ export interface SearchInit {
    * well under a second of work).
    */
   syncRepairMaxRoots?: number
+  /**
+   * Documents per bucket of the field index, as a power of two (default 12:
+   * 4,096). A batch's entries go into the newest buckets, so its commit
+   * rewrites only their pages; a value filter seeks each bucket. Changing it
+   * rebuilds the index.
+   */
+  bucketShift?: number
   /** How the merger batches, bounds and reports its work (merger.ts; the defaults suit a node). */
   merger?: MergerOptions
 }

@@ -22,7 +22,7 @@ export interface Fixture {
   close: () => Promise<void>
 }
 
-export async function openFixture (opts: { excludePrefixes?: string[], nodeId?: string, merger?: MergerOptions } = {}): Promise<Fixture> {
+export async function openFixture (opts: { excludePrefixes?: string[], nodeId?: string, merger?: MergerOptions, bucketShift?: number } = {}): Promise<Fixture> {
   const { dir, cleanup } = tmpDir('mc-search-')
   const dbPath = path.join(dir, 'store.db')
   const f = {} as Fixture
@@ -33,7 +33,8 @@ export async function openFixture (opts: { excludePrefixes?: string[], nodeId?: 
     f.search = createSearch({ kv: f.store.kv, records: f.store.records, logger }, {
       ...(excludePrefixes === undefined ? {} : { excludePrefixes }),
       ...(syncRepairMaxRoots === undefined ? {} : { syncRepairMaxRoots }),
-      ...(opts.merger === undefined ? {} : { merger: opts.merger })
+      ...(opts.merger === undefined ? {} : { merger: opts.merger }),
+      ...(opts.bucketShift === undefined ? {} : { bucketShift: opts.bucketShift })
     })
     f.excludePrefixes = excludePrefixes
     await f.search.start()

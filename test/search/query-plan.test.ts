@@ -27,7 +27,9 @@ describe('query plans', () => {
       }
       expect(p, name).toMatch(/SEARCH (s|search_field) USING PRIMARY KEY \(f[=>]/)
       expect(p, name).not.toMatch(/SCAN (s|search_field|doc|kv)\b/)
-      if (name === 'valueEq') expect(p, name).toMatch(/PRIMARY KEY \(f=\? AND v=\?\)/)
+      // A value probe seeks each bucket's part of the field (search-schema.ts), not the field's every entry.
+      if (name === 'valueEq') expect(p, name).toMatch(/PRIMARY KEY \(f=\? AND b=\? AND v=\?\)/)
+      if (name === 'valueRange') expect(p, name).toMatch(/PRIMARY KEY \(f=\? AND b=\? AND v>\? AND v<\?\)/)
       if (name !== 'fieldCount') expect(p, name).toMatch(/SEARCH doc USING INTEGER PRIMARY KEY \(rowid=\?\)/)
     }
   })

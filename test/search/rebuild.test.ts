@@ -189,7 +189,8 @@ describe('rebuild', () => {
   })
 
   it('sweeps the entries of re-indexed records once they are a tenth of the documents', async () => {
-    f = await openFixture({ merger: { sweepMinOrphans: 20 } })
+    // Four documents per bucket: the sweep's cursor crosses buckets.
+    f = await openFixture({ merger: { sweepMinOrphans: 20 }, bucketShift: 2 })
     const r = f.store.records
     const rids = await Promise.all(Array.from({ length: 60 }, async (_, i) => await r.mint(`/files/s/${i}.mkv`, i, i, { title: `sweep ${i}`, genre: 'a, b' })))
     await f.search.whenIdle()
@@ -206,6 +207,36 @@ describe('rebuild', () => {
     await f.search.whenIdle()
     expect(orphanEntries()).toBeGreaterThan(0)
     f.query({ query: 'once more' })
+  })
+
+  it('rebuilds the field index under a new bucket size, and refuses one out of range', async () => {
+    f = await openFixture()
+    await writeHistory(f.store.records)
+    const more = await Promise.all(Array.from({ length: 40 }, async (_, i) => await f!.store.records.mint(`/files/k/${i}.mkv`, i, i, { year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other' })))
+    await f.search.whenIdle()
+    const misplaced = (shift: number): number => f!.store.kv.prepare('SELECT count(*) FROM search_field WHERE b <> d >> ?').pluck().get(shift) as number
+    const buckets = (): number => f!.store.kv.prepare('SELECT count(DISTINCT b) FROM search_field').pluck().get() as number
+    expect(misplaced(12)).toBe(0)
+    expect(buckets()).toBe(1)
+    await f.search.stop()
+    f.store.close()
+    const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
+    expect(() => createSearch({ kv: s.kv, records: s.records }, { bucketShift: 31 })).toThrow(/bucketShift/)
+    const lines: string[] = []
+    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) }, { bucketShift: 2 })
+    f.store = s
+    f.search = search
+    await search.start()
+    await search.whenIdle()
+    expect(lines.some(l => l.includes('rebuil'))).toBe(true)
+    expect(misplaced(2)).toBe(0)
+    expect(buckets()).toBeGreaterThan(5)
+    for (const req of [...REQUESTS, { filters: [{ property: 'year', values: ['1993'] }] }, { filters: [{ property: 'year', values: ['199'] }] }]) {
+      expect(search.search(req)).toEqual(referenceSearch(s.records, req))
+    }
+    // Every bucket is probed: an ASCII value by equality, a non-ASCII one by range.
+    expect(search.search({ filters: [{ property: 'year', values: ['1993'], exact: true }] }).total).toBe(more.filter((_, i) => i % 7 === 3).length)
+    expect(search.search({ filters: [{ property: 'studio', values: ['élan'], exact: true }] }).total).toBe(more.filter((_, i) => i % 5 === 0).length)
   })
 
   it('answers correctly while a large store rebuilds in the background, then serves from the rows', async () => {
