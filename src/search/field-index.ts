@@ -87,12 +87,12 @@ export class FieldIndex {
   /** `bucketShift`: the one the index writer keys entries with. */
   constructor (kv: KvStore, bucketShift = DEFAULT_BUCKET_SHIFT) {
     const p = (sql: string): SqlStatement => kv.prepare(sql)
-    const BUCKETS = buckets(bucketShift)
+    const inBuckets = buckets(bucketShift)
     this.st = {
       nameEq: p(`${SEL} = ?`).raw(),
       nameRange: p(`${SEL} >= ? AND s.f < ? AND s.f LIKE ? ESCAPE '\\'`).raw(),
-      valueEq: p(`${BUCKETS}${SEL} = ? AND s.b IN bk AND s.v IN (?, ?)`).raw(),
-      valueRange: p(`${BUCKETS}${SEL} = ? AND s.b IN bk AND s.v >= ? AND s.v < ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
+      valueEq: p(`${inBuckets}${SEL} = ? AND s.b IN bk AND s.v IN (?, ?)`).raw(),
+      valueRange: p(`${inBuckets}${SEL} = ? AND s.b IN bk AND s.v >= ? AND s.v < ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
       valueLike: p(`${SEL} = ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\'`).raw(),
       multiLike: p(`${SEL} = ? AND ${RAW_VALUE} LIKE ? ESCAPE '\\' AND ${multiCond(RAW_VALUE)}`).raw(),
       fieldCount: p('SELECT count(*) FROM (SELECT 1 FROM search_field WHERE f = ? LIMIT ?)').pluck(),
