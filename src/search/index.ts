@@ -175,7 +175,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     }, init.merger)
 
     const rebuild = info.format !== marker || !info.created.every(n => n === 'search_info')
-      ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format or excluded prefixes changed')
+      ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format, excluded prefixes or bucket size changed')
       : info.id !== indexId
         ? 'the index file belongs to another store'
         : info.gen !== gen && info.gen !== gen + 1

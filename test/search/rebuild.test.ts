@@ -228,7 +228,7 @@ describe('rebuild', () => {
     f.search = search
     await search.start()
     await search.whenIdle()
-    expect(lines.some(l => l.includes('rebuil'))).toBe(true)
+    expect(lines.some(l => l.includes('rebuilding') && l.includes('bucket size changed'))).toBe(true)
     expect(misplaced(2)).toBe(0)
     expect(buckets()).toBeGreaterThan(5)
     for (const req of [...REQUESTS, { filters: [{ property: 'year', values: ['1993'] }] }, { filters: [{ property: 'year', values: ['199'] }] }]) {
