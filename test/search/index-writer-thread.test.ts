@@ -11,7 +11,7 @@ import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-clie
 import { makeExcluder } from '../../src/search/matchers.js'
 import { Merger } from '../../src/search/merger.js'
 import { PendingRoots } from '../../src/search/pending-roots.js'
-import { INDEX_SCHEMA, ensureStoreSchema, indexFileOf, versionMarker } from '../../src/search/search-schema.js'
+import { DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, ensureStoreSchema, indexFileOf, versionMarker } from '../../src/search/search-schema.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 let cleanup: (() => Promise<void>) | undefined
@@ -22,7 +22,7 @@ describe('index writer thread', () => {
     const t = tmpDir('mc-thread-')
     const s: NodeStore = openNodeStore({ path: path.join(t.dir, 'store.db'), nodeId: 'n' })
     ensureStoreSchema(s.kv)
-    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [], marker: versionMarker([]), bucketShift: 12, cacheKiB: 2048 }
+    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048 }
     const first = await IndexWorker.start(files)
     s.kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(files.indexPath)
     const pending = new PendingRoots(s.kv, makeExcluder([]))

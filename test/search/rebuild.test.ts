@@ -12,6 +12,7 @@ import { createLogger, waitFor } from '../../src/common/index.js'
 import { openNodeStore } from '../../src/records/index.js'
 import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
 import { tmpDir } from '../helpers/tmp.js'
+import { DEFAULT_BUCKET_SHIFT } from '../../src/search/search-schema.js'
 import { indexState, openFixture, type Fixture } from './fixture.js'
 
 const CID = 'bafkreih5kapbjzq6o7bdsjg3m4ezcslmnxgs3kzkzbwgj2khrntmfybyyq'
@@ -216,7 +217,7 @@ describe('rebuild', () => {
     await f.search.whenIdle()
     const misplaced = (shift: number): number => f!.store.kv.prepare('SELECT count(*) FROM search_field WHERE b <> d >> ?').pluck().get(shift) as number
     const buckets = (): number => f!.store.kv.prepare('SELECT count(DISTINCT b) FROM search_field').pluck().get() as number
-    expect(misplaced(12)).toBe(0)
+    expect(misplaced(DEFAULT_BUCKET_SHIFT)).toBe(0)
     expect(buckets()).toBe(1)
     await f.search.stop()
     f.store.close()
