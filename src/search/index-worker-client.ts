@@ -18,6 +18,7 @@ export type IndexJob =
   | { type: 'clear', id: string, gen: number }
   | { type: 'rebuild', after: string, n: number }
   | { type: 'sweep' }
+  | { type: 'renumber', n: number }
 
 export interface WorkerInit {
   indexPath: string

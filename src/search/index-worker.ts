@@ -23,6 +23,7 @@ function run (job: IndexJob): JobResult {
     case 'clear': return writer.clear(job.id, job.gen)
     case 'rebuild': return writer.rebuildStep(job.after, job.n)
     case 'sweep': return writer.sweepStep()
+    case 'renumber': return writer.renumberStep(job.n)
   }
 }
 

@@ -17,7 +17,13 @@
  * - rebuild step: the same for the next live roots in key order; the last
  *   step writes the format marker;
  * - sweep step: removes the entries of documents that no longer exist (a
- *   re-indexed root's old ones) in a slice of the index, in key order.
+ *   re-indexed root's old ones) in a slice of the index, in key order;
+ * - renumber step: indexes again, as a batch would, the roots of the oldest
+ *   documents, which gives them new document ids at the top. Churn leaves
+ *   the ids of live documents ever more spread out (a re-indexed root takes
+ *   a new id, and a root never written again keeps its old one), and a
+ *   value probe seeks every bucket between the oldest live id and the
+ *   newest (field-index.ts); renumbering packs them again.
  *
  * The writer reads the store at the snapshot its transaction starts with. A
  * root written after that snapshot is staged again by its write, and the
@@ -29,7 +35,7 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { makeExcluder, type Excluder } from './matchers.js'
 import {
-  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, type IndexInfo
+  SPAN_SQL, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, type IndexInfo
 } from './search-schema.js'
 
 /** Entries one sweep step looks at. */
@@ -39,7 +45,9 @@ const SWEEP_ENTRIES = 20_000
 export interface JobResult {
   orphans: number
   docs: number
-  /** Rebuild step: roots indexed, the last one, and whether the rebuild is complete. */
+  /** Document ids from the oldest live document's to the newest's (0 with none): what a value probe's buckets cover. */
+  span: number
+  /** Rebuild and renumber steps: roots indexed. Rebuild step: the last one, and whether the rebuild is complete. */
   roots?: number
   last?: string
   done?: boolean
@@ -53,7 +61,7 @@ export class IndexWriter {
   private readonly r: RowReader
   private readonly excluded: Excluder
   private readonly st: Record<
-  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
+  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'docSpan' | 'oldestDocs' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
   'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
 
   private orphans: number
@@ -74,6 +82,8 @@ export class IndexWriter {
       docIns: p('INSERT INTO search_doc (rid, g) VALUES (?, ?)'),
       docDel: p('DELETE FROM search_doc WHERE d = ?'),
       docCount: p('SELECT count(*) FROM search_doc').pluck(),
+      docSpan: p(SPAN_SQL).pluck(),
+      oldestDocs: p('SELECT rid FROM search_doc ORDER BY d LIMIT ?').pluck(),
       ftsDel: p('DELETE FROM search_fts WHERE rowid = ?'),
       ftsGet: p('SELECT hay, ids FROM search_fts WHERE rowid = ?').raw(),
       ftsPut: p('INSERT OR REPLACE INTO search_fts (rowid, hay, ids) VALUES (?, ?, ?)'),
@@ -128,6 +138,16 @@ export class IndexWriter {
     return { ...this.result(), roots: rids.length, done: rids.length === 0, ...(rids.length === 0 ? {} : { last: rids[rids.length - 1] }) }
   }
 
+  /** Indexes the roots of the `n` oldest documents again, under new document ids (in key order, as a batch). */
+  renumberStep (n: number): JobResult {
+    let rids: string[] = []
+    this.db.transaction(() => {
+      rids = (this.st.oldestDocs.all(n) as string[]).sort()
+      if (rids.length > 0) this.index(rids)
+    })
+    return { ...this.result(), roots: rids.length }
+  }
+
   /** One slice of a sweep of orphaned entries (the first call starts one). */
   sweepStep (): JobResult {
     let more = false
@@ -158,7 +178,7 @@ export class IndexWriter {
   }
 
   private result (): JobResult {
-    return { orphans: this.orphans, docs: this.docs }
+    return { orphans: this.orphans, docs: this.docs, span: this.st.docSpan.get() as number }
   }
 
   /** Inside a transaction: new documents, entries and FTS rows for `rids`. */

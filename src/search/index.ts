@@ -169,6 +169,8 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       startWorker,
       docs: info.docs,
       orphanDocs: info.orphans,
+      span: info.span,
+      bucketDocs: 2 ** bucketShift,
       gen: Math.max(gen, info.gen),
       indexId,
       logger: log

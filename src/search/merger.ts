@@ -11,7 +11,17 @@
  *    of the store removes the batch's staged rows (those staged again since
  *    the batch began stay) with the batch's number and the change-log mark;
  * 3. rebuild step: the next `batchRoots` live roots, while a rebuild runs;
- * 4. sweep step: orphaned entries (re-indexed roots' old documents) are
+ * 4. renumber step: the `batchRoots` oldest documents' roots, indexed again
+ *    under new document ids, once the ids from the oldest live document's
+ *    to the newest's are more than four times the documents (and four
+ *    buckets more). A value probe seeks every bucket in that span, and a
+ *    record never written again keeps its old id while the others take new
+ *    ones, so churn would otherwise make every probe slower without bound.
+ *    A round ends when the span is down to twice the documents (or one
+ *    bucket more than them), or when it has moved as many roots as there
+ *    were documents. Churn spread evenly over the records seldom starts
+ *    one: it re-indexes the old documents itself;
+ * 5. sweep step: orphaned entries (re-indexed roots' old documents) are
  *    swept in key order once they pass a tenth of the documents.
  *
  * Until a batch's roots are unstaged, queries check them on their kv rows,
@@ -55,7 +65,7 @@ export interface MergerOptions {
 
 type InFlight =
   | { kind: 'batch', rids: string[], gen: number }
-  | { kind: 'clear' | 'rebuild' | 'sweep' }
+  | { kind: 'clear' | 'rebuild' | 'renumber' | 'sweep' }
 
 interface Deps {
   kv: KvStore
@@ -65,9 +75,12 @@ interface Deps {
   worker?: IndexWorker
   /** Starts an index writer's thread (when there is work and none runs). */
   startWorker: () => Promise<IndexWorker>
-  /** What the index file holds now (documents and orphaned documents). */
+  /** What the index file holds now (documents, orphaned documents, the span of live document ids). */
   docs: number
   orphanDocs: number
+  span: number
+  /** Documents per field-index bucket. */
+  bucketDocs: number
   /** The number of the last batch the store unstaged (search_state). */
   gen: number
   /** The store's id for its index file (search_state). */
@@ -77,6 +90,8 @@ interface Deps {
 
 /** After a failed job, the next try waits this long (ms). */
 const RETRY_MS = 1000
+/** Spare buckets a value probe may seek before a renumbering round starts, however few the documents. */
+const RENUMBER_MIN_BUCKETS = 4
 
 export class Merger {
   private readonly o: Required<MergerOptions>
@@ -94,11 +109,15 @@ export class Merger {
   private rebuildDone = 0
   private rebuildTotal = 0
   private sweeping = false
+  /** Set while a renumbering round runs: the roots it has moved, and the most it moves (the documents when it began). */
+  private renumbering: { moved: number, most: number } | undefined
   /** A failed job's retry is due (nothing else starts meanwhile). */
   private retrying = false
   /** Documents, and documents replaced since the last sweep (their entries are orphans), as the index writer last said. */
   private docs: number
   private orphanDocs: number
+  /** Document ids from the oldest live document's to the newest's. */
+  private span: number
   private timer: ReturnType<typeof setTimeout> | undefined
   private stopped = false
   private writable: { promise: Promise<void>, resolve: () => void } | undefined
@@ -122,6 +141,7 @@ export class Merger {
     this.worker = d.worker
     this.docs = d.docs
     this.orphanDocs = d.orphanDocs
+    this.span = d.span
     this.st = {
       stateGet: d.kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck(),
       statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
@@ -148,13 +168,15 @@ export class Merger {
     this.rebuildDone = 0
     this.rebuildTotal = countLiveRoots(this.d.kv)
     this.sweeping = false
+    this.renumbering = undefined
     this.log.info('search: rebuilding the index from the records', { reason, roots: this.rebuildTotal })
     this.schedule()
   }
 
   /**
-   * Settles once nothing is staged, no rebuild runs and no sweep of orphaned
-   * entries is due; merges without waiting for a batch to fill meanwhile.
+   * Settles once nothing is staged, no rebuild runs, and no renumbering
+   * round and no sweep of orphaned entries is due; merges without waiting
+   * for a batch to fill meanwhile.
    */
   async whenIdle (): Promise<void> {
     if (!this.hasWork()) return
@@ -223,7 +245,7 @@ export class Merger {
   schedule (): void {
     if (this.stopped || this.retrying || this.spawning || this.inFlight !== undefined || !this.hasWork()) return
     const soon = this.clearDue || this.rebuilding || this.sweeping || this.d.pending.size >= this.o.batchRoots ||
-      this.writable !== undefined || this.idleWaiters.length > 0 || this.sweepDue()
+      this.writable !== undefined || this.idleWaiters.length > 0 || this.renumberDue() || this.sweepDue()
     if (soon) {
       if (this.timer !== undefined) clearTimeout(this.timer)
       this.timer = undefined
@@ -236,7 +258,8 @@ export class Merger {
   // ------------------------------------------------------------ jobs
 
   private hasWork (): boolean {
-    return this.inFlight !== undefined || this.d.pending.size > 0 || this.clearDue || this.rebuilding || this.sweeping || this.sweepDue()
+    return this.inFlight !== undefined || this.d.pending.size > 0 || this.clearDue || this.rebuilding || this.sweeping ||
+      this.renumberDue() || this.sweepDue()
   }
 
   private nextJob (): [InFlight, IndexJob] | undefined {
@@ -247,6 +270,7 @@ export class Merger {
       return [{ kind: 'batch', rids, gen }, { type: 'batch', rids, gen }]
     }
     if (this.rebuildAfter !== undefined) return [{ kind: 'rebuild' }, { type: 'rebuild', after: this.rebuildAfter, n: this.o.batchRoots }]
+    if (this.renumberDue()) return [{ kind: 'renumber' }, { type: 'renumber', n: this.o.batchRoots }]
     if (this.sweeping || this.sweepDue()) return [{ kind: 'sweep' }, { type: 'sweep' }]
     return undefined
   }
@@ -268,6 +292,10 @@ export class Merger {
     const [job, msg] = next
     this.inFlight = job
     if (job.kind === 'batch') this.d.pending.beginBatch(job.rids)
+    if (job.kind === 'renumber' && this.renumbering === undefined) {
+      this.renumbering = { moved: 0, most: this.docs }
+      this.log.info('search: renumbering the oldest documents', { docs: this.docs, span: this.span })
+    }
     if (job.kind === 'sweep' && !this.sweeping) {
       this.sweeping = true
       this.log.info('search: sweeping entries of re-indexed records', { orphanDocs: this.orphanDocs })
@@ -294,6 +322,7 @@ export class Merger {
   private finish (job: InFlight, r: JobResult): void {
     this.docs = r.docs
     this.orphanDocs = r.orphans
+    this.span = r.span
     switch (job.kind) {
       case 'clear':
         this.clearDue = false
@@ -319,6 +348,15 @@ export class Merger {
           this.rebuildDone += r.roots ?? 0
         }
         break
+      case 'renumber': {
+        const round = this.renumbering!
+        round.moved += r.roots ?? 0
+        if ((r.roots ?? 0) === 0 || round.moved >= round.most || this.span - this.docs <= Math.max(this.docs, this.d.bucketDocs)) {
+          this.renumbering = undefined
+          this.log.info('search: renumbering done', { moved: round.moved, docs: this.docs, span: this.span })
+        }
+        break
+      }
       case 'sweep':
         if (r.more !== true) {
           this.sweeping = false
@@ -339,6 +377,7 @@ export class Merger {
       // The next job starts a new thread (and a sweep starts over there).
       this.worker = undefined
       this.sweeping = false
+      this.renumbering = undefined
     }
     this.retry()
   }
@@ -361,6 +400,7 @@ export class Merger {
       this.worker = w
       this.docs = w.info.docs
       this.orphanDocs = w.info.orphans
+      this.span = w.info.span
       this.run()
     }, err => {
       this.spawning = false
@@ -397,6 +437,12 @@ export class Merger {
     this.reportProgress()
   }
 
+  /** A renumbering round runs, or the span of live document ids has passed four times the documents and four spare buckets. */
+  private renumberDue (): boolean {
+    if (this.stopped || this.rebuilding || this.clearDue || this.d.pending.size > 0) return false
+    return this.renumbering !== undefined || this.span - this.docs > Math.max(3 * this.docs, RENUMBER_MIN_BUCKETS * this.d.bucketDocs)
+  }
+
   private sweepDue (): boolean {
     if (this.stopped || this.rebuilding || this.clearDue || this.d.pending.size > 0) return false
     return this.orphanDocs >= this.o.sweepMinOrphans && this.orphanDocs * 10 >= this.docs
@@ -406,23 +452,25 @@ export class Merger {
 
   private reportProgress (): void {
     const now = Date.now()
-    const busy = this.rebuilding || this.d.pending.size > 0
-    if (!busy) {
-      if (this.progress !== undefined && this.progress.last > this.progress.since) {
+    const what = this.rebuilding ? 'rebuild' : this.d.pending.size > 0 ? 'backlog' : this.renumbering !== undefined ? 'renumbering' : undefined
+    if (this.progress !== undefined && this.progress.what !== what) {
+      // The end of work that lasted long enough to report progress (a renumbering round logs its own).
+      if (this.progress.last > this.progress.since && this.progress.what !== 'renumbering') {
         this.log.info(`search: ${this.progress.what} merged`, { elapsedMs: now - this.progress.since })
       }
       this.progress = undefined
-      return
     }
-    const what = this.rebuilding ? 'rebuild' : 'backlog'
-    if (this.progress === undefined || this.progress.what !== what) {
+    if (what === undefined) return
+    if (this.progress === undefined) {
       this.progress = { since: now, last: now, merged: this.merged, what }
       return
     }
     if (now - this.progress.last < this.o.progressEveryMs) return
     const fields = this.rebuilding
       ? { done: this.rebuildDone, total: this.rebuildTotal, pending: this.d.pending.size }
-      : { pending: this.d.pending.size, mergedPerSecond: Math.round((this.merged - this.progress.merged) * 1000 / Math.max(1, now - this.progress.last)) }
+      : what === 'renumbering'
+        ? { moved: this.renumbering?.moved ?? 0, most: this.renumbering?.most ?? 0, span: this.span, docs: this.docs }
+        : { pending: this.d.pending.size, mergedPerSecond: Math.round((this.merged - this.progress.merged) * 1000 / Math.max(1, now - this.progress.last)) }
     this.log.info(`search: ${what} in progress`, { ...fields, elapsedMs: now - this.progress.since })
     this.progress.last = now
     this.progress.merged = this.merged

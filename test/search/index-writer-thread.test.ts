@@ -38,6 +38,8 @@ describe('index writer thread', () => {
       startWorker: async () => { const w = await IndexWorker.start(files); started.push(w); return w },
       docs: 0,
       orphanDocs: 0,
+      span: 0,
+      bucketDocs: 2 ** DEFAULT_BUCKET_SHIFT,
       gen: 0,
       indexId: 'test-index',
       logger: createLogger({ level: 'error', write: l => { lines.push(l) } })

@@ -210,6 +210,37 @@ describe('rebuild', () => {
     f.query({ query: 'once more' })
   })
 
+  it('renumbers the oldest documents once churn has spread the live ones over many buckets', async () => {
+    // Four documents per bucket (a round starts once the span passes four times the documents and 16 spare ids), eight roots per step.
+    f = await openFixture({ merger: { sweepMinOrphans: 20, batchRoots: 8 }, bucketShift: 2 })
+    const r = f.store.records
+    const kv = f.store.kv
+    const rids = await Promise.all(Array.from({ length: 40 }, async (_, i) => await r.mint(`/files/n/${i}.mkv`, i, i, {
+      title: `churn ${i}`, year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other'
+    })))
+    await f.search.whenIdle()
+    const docOf = (rid: string): number => kv.prepare('SELECT d FROM search_doc WHERE rid = ?').pluck().get(rid) as number
+    const docs = (): number => kv.prepare('SELECT count(*) FROM search_doc').pluck().get() as number
+    const span = (): number => kv.prepare('SELECT max(d) - min(d) + 1 FROM search_doc').pluck().get() as number
+    const first = docOf(rids[0])
+    // The first ten are never written again; the other thirty take a new document id at every round.
+    for (let round = 0; round < 8; round++) {
+      await Promise.all(rids.slice(10).map(async (rid, i) => await r.mergeFlat(rid, { title: `churn ${i + 10} v${round}` })))
+      await f.search.whenIdle()
+      // Without renumbering the spread would reach 40 + 30 × (round + 1) ids.
+      expect(span() - docs()).toBeLessThanOrEqual(Math.max(3 * docs(), 16))
+    }
+    expect(docs()).toBe(40)
+    expect(docOf(rids[0])).toBeGreaterThan(first)
+    // The old documents' entries are swept like any re-indexed root's.
+    expect(kv.prepare('SELECT count(*) FROM search_field WHERE d NOT IN (SELECT d FROM search_doc)').pluck().get()).toBe(0)
+    f.query({ filters: [{ property: 'year', values: ['1993'], exact: true }] })
+    f.query({ filters: [{ property: 'studio', values: ['élan'], exact: true }] })
+    f.query({ filters: [{ property: 'year', values: ['199'] }] })
+    f.query({ query: 'churn 3' })
+    expect(f.query({ query: 'v7' }).results).toHaveLength(30)
+  })
+
   it('rebuilds the field index under a new bucket size, and refuses one out of range', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
