@@ -147,14 +147,21 @@ const LEGACY_STATE_KEYS = [STATE_FORMAT, STATE_ORPHANS]
 const literal = (x: string): string => `'${x.replaceAll("'", "''")}'`
 
 /**
- * The kv rows of the roots in `@docs` (a JSON array of [rid, d]) as `kv`
- * beside `j`, leaving out fields under the excluded prefixes (a
- * case-sensitive prefix test on the field, written into the statement).
+ * The roots of a batch, `@docs` (a JSON array of [rid, d]), as the table
+ * `x (rid, d)`: materialised once, so a row's document id is a column read,
+ * not a JSON parse per field entry.
+ */
+const BATCH_DOCS = 'WITH x (rid, d) AS MATERIALIZED (SELECT value ->> 0, value ->> 1 FROM json_each(@docs))'
+
+/**
+ * The kv rows of the batch's roots (BATCH_DOCS) as `kv` beside `x`, leaving
+ * out fields under the excluded prefixes (a case-sensitive prefix test on
+ * the field, written into the statement).
  */
 function batchRowsSql (excludePrefixes: readonly string[], also?: string): string {
   const conds = excludePrefixes.map(p => `substr(kv.k, ${FIELD_AT}, ${[...p].length}) <> ${literal(p)}`)
   if (also !== undefined) conds.push(also)
-  return `FROM json_each(@docs) j JOIN kv ON kv.k >= '${FILE_PREFIX}' || (j.value ->> 0) || '/' AND kv.k < '${FILE_PREFIX}' || (j.value ->> 0) || '0'
+  return `FROM x JOIN kv ON kv.k >= '${FILE_PREFIX}' || x.rid || '/' AND kv.k < '${FILE_PREFIX}' || x.rid || '0'
 ${conds.length === 0 ? '' : `WHERE ${conds.join(' AND ')}`}`
 }
 
@@ -164,11 +171,12 @@ ${conds.length === 0 ? '' : `WHERE ${conds.join(' AND ')}`}`
  * pages, so a page is written once per batch instead of once per entry).
  */
 export function fillFieldsSql (excludePrefixes: readonly string[], bucketShift: number): string {
-  return `INSERT INTO search_field (f, b, v, d, rf, rv)
+  return `${BATCH_DOCS}
+INSERT INTO search_field (f, b, v, d, rf, rv)
 SELECT lower(${FIELD_OF_K}),
-  (j.value ->> 1) >> ${bucketShift},
+  x.d >> ${bucketShift},
   CASE WHEN lower(kv.v) = kv.v THEN kv.v ELSE substr(lower(kv.v), 1, ${VALUE_KEY_CHARS}) END,
-  j.value ->> 1,
+  x.d,
   CASE WHEN lower(${FIELD_OF_K}) = ${FIELD_OF_K} THEN '' ELSE ${FIELD_OF_K} END,
   CASE WHEN lower(kv.v) = kv.v THEN NULL ELSE kv.v END
 ${batchRowsSql(excludePrefixes)}
@@ -177,7 +185,8 @@ ORDER BY 1, 2, 3, 4, 5`
 
 /** Adds the multi-valued entries of the roots in `@docs` to `search_fstat`, per lower-cased field name. */
 export function fillFstatSql (excludePrefixes: readonly string[]): string {
-  return `INSERT INTO search_fstat (f, multi)
+  return `${BATCH_DOCS}
+INSERT INTO search_fstat (f, multi)
 SELECT lower(${FIELD_OF_K}), count(*)
 ${batchRowsSql(excludePrefixes, multiCond('kv.v'))}
 GROUP BY 1

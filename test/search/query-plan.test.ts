@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { FieldIndex } from '../../src/search/field-index.js'
+import { DEFAULT_BUCKET_SHIFT, fillFieldsSql, fillFstatSql } from '../../src/search/search-schema.js'
 import { openFixture, type Fixture } from './fixture.js'
 
 let f: Fixture
@@ -31,6 +32,15 @@ describe('query plans', () => {
       if (name === 'valueEq') expect(p, name).toMatch(/PRIMARY KEY \(f=\? AND b=\? AND v=\?\)/)
       if (name === 'valueRange') expect(p, name).toMatch(/PRIMARY KEY \(f=\? AND b=\? AND v>\? AND v<\?\)/)
       if (name !== 'fieldCount') expect(p, name).toMatch(/SEARCH doc USING INTEGER PRIMARY KEY \(rowid=\?\)/)
+    }
+  })
+
+  it('indexes a batch by seeking each root\'s kv rows, its document ids read from the batch materialised once', () => {
+    for (const sql of [fillFieldsSql(['categories/newznab/'], DEFAULT_BUCKET_SHIFT), fillFstatSql(['categories/newznab/'])]) {
+      const p = (f.store.kv.prepare(`EXPLAIN QUERY PLAN ${sql}`).all({ docs: '[]' }) as Array<{ detail: string }>).map(r => r.detail).join(' | ')
+      expect(p).toMatch(/MATERIALIZE x/)
+      expect(p).toMatch(/SCAN x \| SEARCH kv USING PRIMARY KEY \(k>\? AND k<\?\)/)
+      expect(p).not.toMatch(/SCAN kv\b/)
     }
   })
 
