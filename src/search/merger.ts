@@ -349,7 +349,8 @@ export class Merger {
         }
         break
       case 'renumber': {
-        const round = this.renumbering!
+        const round = this.renumbering
+        if (round === undefined) break // a rebuild began meanwhile: it numbers every document afresh
         round.moved += r.roots ?? 0
         if ((r.roots ?? 0) === 0 || round.moved >= round.most || this.span - this.docs <= Math.max(this.docs, this.d.bucketDocs)) {
           this.renumbering = undefined
