@@ -18,6 +18,8 @@ export interface SideFileOptions {
   /** FULL: each commit is on disk when it returns (one fsync per commit); NORMAL: at the next checkpoint. */
   synchronous: 'FULL' | 'NORMAL'
   cacheKiB: number
+  /** Commits check the WAL against this many pages and checkpoint it once past them (SQLite's default: 1,000). */
+  autocheckpointPages?: number
 }
 
 export interface SideFile {
@@ -36,6 +38,7 @@ export function openSideFile (o: SideFileOptions): SideFile {
     db.pragma('busy_timeout = 5000')
     db.pragma('temp_store = MEMORY')
     db.pragma(`cache_size = -${o.cacheKiB}`)
+    if (o.autocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(o.autocheckpointPages))}`)
     db.prepare(`ATTACH DATABASE ? AS ${o.store.as}`).run(o.store.path)
   } catch (err) {
     db.close()

@@ -28,6 +28,8 @@ export interface WorkerInit {
   /** Documents per field-index bucket, as a power of two (search-schema.ts). */
   bucketShift: number
   cacheKiB: number
+  /** The index file's WAL is checkpointed by the writer's commits once past this many pages. */
+  autocheckpointPages: number
 }
 
 export type WorkerReply =

@@ -12,7 +12,9 @@ import type { IndexJob, WorkerInit, WorkerReply } from './index-worker-client.js
 const init = workerData as WorkerInit
 const port = parentPort!
 // FULL: a batch's commit is on disk before the store unstages its roots (one fsync per batch).
-const db = openSideFile({ path: init.indexPath, store: { path: init.storePath, as: 'store' }, synchronous: 'FULL', cacheKiB: init.cacheKiB })
+const db = openSideFile({
+  path: init.indexPath, store: { path: init.storePath, as: 'store' }, synchronous: 'FULL', cacheKiB: init.cacheKiB, autocheckpointPages: init.autocheckpointPages
+})
 const writer = new IndexWriter(db, init.excludePrefixes, init.marker, init.bucketShift)
 const reply = (m: WorkerReply): void => { port.postMessage(m) }
 reply({ type: 'ready', info: writer.info })

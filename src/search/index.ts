@@ -67,6 +67,13 @@ export type { MergerOptions } from './merger.js'
 const SYNC_REPAIR_MAX_ROOTS = 2000
 /** The index writer's page cache (KiB). */
 const INDEX_CACHE_KIB = 32_768
+/**
+ * The index file's WAL is checkpointed past this many pages (about 40 MiB)
+ * rather than SQLite's 1,000: batches rewrite the pages of the newest
+ * buckets, and each checkpoint copies a page once however many commits
+ * rewrote it since the last (storage.md, "Buckets").
+ */
+const INDEX_AUTOCHECKPOINT_PAGES = 10_000
 /** More roots than this changed while search was not attached: a rebuild (in the background) rather than a backlog writers would wait on. */
 const MAX_REPLAY_ROOTS = 4000
 
@@ -125,7 +132,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const dropped = ensureStoreSchema(kv)
     if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
     const storePath = path.resolve(kv.path)
-    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB }
+    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB, autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES }
     const startWorker = async (): Promise<IndexWorker> => await IndexWorker.start(files)
     // A missing index file is created by its writer (in WAL mode, with its tables) before the store's connection attaches it.
     let worker = fs.existsSync(files.indexPath) ? undefined : await startWorker()

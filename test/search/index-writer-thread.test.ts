@@ -22,7 +22,7 @@ describe('index writer thread', () => {
     const t = tmpDir('mc-thread-')
     const s: NodeStore = openNodeStore({ path: path.join(t.dir, 'store.db'), nodeId: 'n' })
     ensureStoreSchema(s.kv)
-    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048 }
+    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
     const first = await IndexWorker.start(files)
     s.kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(files.indexPath)
     const pending = new PendingRoots(s.kv, makeExcluder([]))
