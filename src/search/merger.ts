@@ -13,8 +13,8 @@
  * 3. rebuild step: the next `batchRoots` live roots, while a rebuild runs;
  * 4. renumber step: the `batchRoots` oldest documents' roots, indexed again
  *    under new document ids, once the ids from the oldest live document's
- *    to the newest's are more than four times the documents (and four
- *    buckets more). A value probe seeks every bucket in that span, and a
+ *    to the newest's are more than `renumberAt` (4) times the documents
+ *    (and four buckets more). A value probe seeks every bucket in that span, and a
  *    record never written again keeps its old id while the others take new
  *    ones, so churn would otherwise make every probe slower without bound.
  *    A round ends when the span is down to twice the documents (or one
@@ -55,6 +55,12 @@ export interface MergerOptions {
   backlogLimit?: number
   /** A backlog smaller than a batch waits this long for more before it is merged (default 100 ms): larger batches cost less per root. */
   delayMs?: number
+  /**
+   * A renumbering round starts once the live document ids span more than
+   * this many times the documents, and four buckets more (default 4, at
+   * least 2; Infinity: never).
+   */
+  renumberAt?: number
   /** Orphaned documents (re-indexed roots' old ones) that start a sweep, once they are also a tenth of all (default 1,000). */
   sweepMinOrphans?: number
   /** Progress lines while a backlog or a rebuild lasts, this often (default 5,000 ms). */
@@ -132,6 +138,7 @@ export class Merger {
       batchRoots: opts.batchRoots ?? 1000,
       backlogLimit: opts.backlogLimit ?? 4000,
       delayMs: opts.delayMs ?? 100,
+      renumberAt: Math.max(2, opts.renumberAt ?? 4),
       sweepMinOrphans: opts.sweepMinOrphans ?? 1000,
       progressEveryMs: opts.progressEveryMs ?? 5000,
       idleCloseMs: opts.idleCloseMs ?? 30_000
@@ -438,10 +445,10 @@ export class Merger {
     this.reportProgress()
   }
 
-  /** A renumbering round runs, or the span of live document ids has passed four times the documents and four spare buckets. */
+  /** A renumbering round runs, or the span of live document ids has passed `renumberAt` times the documents and four spare buckets. */
   private renumberDue (): boolean {
     if (this.stopped || this.rebuilding || this.clearDue || this.d.pending.size > 0) return false
-    return this.renumbering !== undefined || this.span - this.docs > Math.max(3 * this.docs, RENUMBER_MIN_BUCKETS * this.d.bucketDocs)
+    return this.renumbering !== undefined || this.span - this.docs > Math.max((this.o.renumberAt - 1) * this.docs, RENUMBER_MIN_BUCKETS * this.d.bucketDocs)
   }
 
   private sweepDue (): boolean {
