@@ -7,8 +7,9 @@
  * keeps its old id. So churn spreads the live ids, and without renumbering
  * (merger.ts) every probe would seek ever more empty buckets.
  *
- * Two stores, one after the other in the same process: renumbering off
- * (`renumberAt: Infinity`), then on (the default). Each takes N synthetic
+ * Two stores side by side in one process, renumbering off
+ * (`renumberAt: Infinity`) and on (the default), their rounds alternated
+ * (off first, then on) so both see the same machine. Each takes N synthetic
  * records as one peer's pages (`records.applyBatch`), then R rounds that
  * write a new title into nine in ten of them (one in ten is never written
  * again), each round merged before it is measured: the span of live
@@ -42,7 +43,9 @@ const RECORDS = Array.from({ length: N }, (_, i) => syntheticRecord(i))
 const QUERY_SET: SearchRequest[] = RECORDS.filter(r => r.fields.tmdbid !== undefined).slice(0, QUERIES)
   .map(r => ({ filters: [{ property: 'tmdbid', values: [r.fields.tmdbid], exact: true }] }))
 
-async function run (name: string, renumberAt: number): Promise<Variant> {
+interface Churned { variant: Variant, round: (round: number) => Promise<void>, close: () => Promise<void> }
+
+async function open (name: string, renumberAt: number): Promise<Churned> {
   const d = path.join(TMP, name)
   fs.rmSync(d, { recursive: true, force: true })
   fs.mkdirSync(d, { recursive: true })
@@ -75,26 +78,30 @@ async function run (name: string, renumberAt: number): Promise<Variant> {
     })
     return { round, span, docs, buckets: (span + (1 << SHIFT) - 1) >> SHIFT, p50Ms: Math.round(percentile(ms, 50) * 1000) / 1000, seconds: Math.round(seconds * 100) / 100 }
   }
-  const rounds: Round[] = []
-  let t = performance.now()
-  await write(0, () => true)
-  rounds.push(measure(0, (performance.now() - t) / 1000))
-  for (let round = 1; round <= ROUNDS; round++) {
-    t = performance.now()
-    await write(round, i => i % 10 !== 0)
-    const r = measure(round, (performance.now() - t) / 1000)
-    rounds.push(r)
-    process.stderr.write(`churn (${name}): round ${round}/${ROUNDS}, span ${r.span} ids for ${r.docs} documents, p50 ${r.p50Ms} ms\n`)
+  const variant: Variant = { name, rounds: [] }
+  return {
+    variant,
+    async round (round: number) {
+      const t = performance.now()
+      // Round 0 writes every record; later rounds nine in ten (one in ten is never written again).
+      await write(round, round === 0 ? () => true : i => i % 10 !== 0)
+      const r = measure(round, (performance.now() - t) / 1000)
+      variant.rounds.push(r)
+      process.stderr.write(`churn (${name}): round ${round}/${ROUNDS}, span ${r.span} ids for ${r.docs} documents, p50 ${r.p50Ms} ms, ${r.seconds} s\n`)
+    },
+    async close () {
+      await search.stop()
+      s.close()
+      removeUnlessKept(d)
+    }
   }
-  await search.stop()
-  s.close()
-  removeUnlessKept(d)
-  return { name, rounds }
 }
 
-const off = await run('renumbering-off', Infinity)
-const on = await run('renumbering-on', 4)
+const stores = [await open('renumbering-off', Infinity), await open('renumbering-on', 4)]
+for (let round = 0; round <= ROUNDS; round++) for (const st of stores) await st.round(round)
+for (const st of stores) await st.close()
 removeUnlessKept(TMP)
+const [off, on] = stores.map(st => st.variant)
 
 const row = (r: Round, o: Round): string =>
   `| ${r.round} | ${r.span.toLocaleString('en-US')} (${r.buckets}) | ${r.p50Ms} | ${r.seconds} | ${o.span.toLocaleString('en-US')} (${o.buckets}) | ${o.p50Ms} | ${o.seconds} |`
@@ -105,7 +112,7 @@ const sum = (v: Variant): number => v.rounds.slice(1).reduce((a, r) => a + r.sec
 report('churn', { benchmark: 'churn', machine: machineLine(), records: N, rounds: ROUNDS, bucketShift: SHIFT, variants: [off, on] }, `
 ## Churn: value probes while records are rewritten (\`npm run bench:churn\`)
 
-${machineLine()}. ${N.toLocaleString('en-US')} synthetic records applied as a peer's pages, then ${ROUNDS} rounds each writing a new title into nine in ten of them (one in ten is never written again), merged before each measurement. ${1 << SHIFT} documents per field-index bucket (\`bucketShift\` ${SHIFT}), so this store seeks as many buckets as one ${(4096 / (1 << SHIFT)).toLocaleString('en-US')} times larger would with the node's default 4,096. p50 of ${QUERIES} exact \`tmdbid\` filters after each round. Without renumbering, then with it (the default: a round starts once the span of live document ids passes four times the documents), one after the other in one process.
+${machineLine()}. ${N.toLocaleString('en-US')} synthetic records applied as a peer's pages, then ${ROUNDS} rounds each writing a new title into nine in ten of them (one in ten is never written again), merged before each measurement. ${1 << SHIFT} documents per field-index bucket (\`bucketShift\` ${SHIFT}), so this store seeks as many buckets as one ${(4096 / (1 << SHIFT)).toLocaleString('en-US')} times larger would with the node's default 4,096. p50 of ${QUERIES} exact \`tmdbid\` filters after each round. Without renumbering and with it (the default: a round starts once the span of live document ids passes four times the documents): two stores in one process, their rounds alternated.
 
 | round | without: span of live ids (buckets) | p50 ms | round s | with renumbering: span (buckets) | p50 ms | round s |
 |---|---|---|---|---|---|---|
