@@ -241,6 +241,22 @@ describe('rebuild', () => {
     expect(f.query({ query: 'v7' }).results).toHaveLength(30)
   })
 
+  it('leaves document ids as churn spread them when renumbering is off (renumberAt: Infinity)', async () => {
+    f = await openFixture({ merger: { batchRoots: 8, renumberAt: Infinity }, bucketShift: 2 })
+    const r = f.store.records
+    const rids = await Promise.all(Array.from({ length: 20 }, async (_, i) => await r.mint(`/files/o/${i}.mkv`, i, i, { title: `kept ${i}` })))
+    await f.search.whenIdle()
+    const first = f.store.kv.prepare('SELECT d FROM search_doc WHERE rid = ?').pluck().get(rids[0]) as number
+    for (let round = 0; round < 8; round++) {
+      await Promise.all(rids.slice(5).map(async (rid, i) => await r.mergeFlat(rid, { title: `kept ${i + 5} v${round}` })))
+      await f.search.whenIdle()
+    }
+    // 20 + 15 × 8 ids: well past four times the documents, and the oldest root keeps its first id.
+    expect(f.store.kv.prepare('SELECT max(d) - min(d) + 1 FROM search_doc').pluck().get()).toBe(140)
+    expect(f.store.kv.prepare('SELECT d FROM search_doc WHERE rid = ?').pluck().get(rids[0])).toBe(first)
+    f.query({ query: 'kept 3' })
+  })
+
   it('rebuilds the field index under a new bucket size, and refuses one out of range', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
