@@ -14,9 +14,10 @@
  * 4. renumber step: the `batchRoots` oldest documents' roots, indexed again
  *    under new document ids, once the ids from the oldest live document's
  *    to the newest's are more than `renumberAt` (4) times the documents
- *    (and four buckets more). A value probe seeks every bucket in that span, and a
- *    record never written again keeps its old id while the others take new
- *    ones, so churn would otherwise make every probe slower without bound.
+ *    (and four buckets more). A value probe seeks every bucket in that
+ *    span, and a record never written again keeps its old id while the
+ *    others take new ones, so churn would otherwise make every probe
+ *    slower without bound.
  *    A round ends when the span is down to twice the documents (or one
  *    bucket more than them), or when it has moved as many roots as there
  *    were documents. Churn spread evenly over the records seldom starts
@@ -63,7 +64,7 @@ export interface MergerOptions {
   renumberAt?: number
   /** Orphaned documents (re-indexed roots' old ones) that start a sweep, once they are also a tenth of all (default 1,000). */
   sweepMinOrphans?: number
-  /** Progress lines while a backlog or a rebuild lasts, this often (default 5,000 ms). */
+  /** Progress lines while a backlog, a rebuild or a renumbering round lasts, this often (default 5,000 ms). */
   progressEveryMs?: number
   /** The index writer's thread ends after this long without work (default 30,000 ms), and starts again with the next. */
   idleCloseMs?: number
