@@ -35,7 +35,7 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { makeExcluder, type Excluder } from './matchers.js'
 import {
-  SPAN_SQL, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, type IndexInfo
+  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, spanSql, type IndexInfo
 } from './search-schema.js'
 
 /** Entries one sweep step looks at. */
@@ -61,7 +61,7 @@ export class IndexWriter {
   private readonly r: RowReader
   private readonly excluded: Excluder
   private readonly st: Record<
-  'docOf' | 'docIns' | 'docDel' | 'docCount' | 'docSpan' | 'oldestDocs' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
+  'docOf' | 'docIns' | 'docDel' | 'docSpan' | 'oldestDocs' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
   'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
 
   private orphans: number
@@ -81,8 +81,7 @@ export class IndexWriter {
       docOf: p('SELECT d FROM search_doc WHERE rid = ?').pluck(),
       docIns: p('INSERT INTO search_doc (rid, g) VALUES (?, ?)'),
       docDel: p('DELETE FROM search_doc WHERE d = ?'),
-      docCount: p('SELECT count(*) FROM search_doc').pluck(),
-      docSpan: p(SPAN_SQL).pluck(),
+      docSpan: p(spanSql('main')).pluck(),
       oldestDocs: p('SELECT rid FROM search_doc ORDER BY d LIMIT ?').pluck(),
       ftsDel: p('DELETE FROM search_fts WHERE rowid = ?'),
       ftsGet: p('SELECT hay, ids FROM search_fts WHERE rowid = ?').raw(),

@@ -259,8 +259,8 @@ export interface IndexInfo {
   span: number
 }
 
-/** The document ids a value probe's buckets cover: from the oldest live document's to the newest's, 0 with none. */
-export const SPAN_SQL = 'SELECT coalesce(max(d) - min(d) + 1, 0) FROM search_doc'
+/** The document ids a value probe's buckets cover (from the oldest live document's to the newest's, 0 with none), in `schema`'s index. */
+export const spanSql = (schema: string): string => `SELECT coalesce(max(d) - min(d) + 1, 0) FROM ${schema}.search_doc`
 
 export function readIndexInfo (db: Pick<SideFile, 'prepare'>, schema: string, created: string[] = []): IndexInfo {
   const get = db.prepare(`SELECT v FROM ${schema}.search_info WHERE k = ?`).pluck()
@@ -273,7 +273,7 @@ export function readIndexInfo (db: Pick<SideFile, 'prepare'>, schema: string, cr
     gen: Number(get.get(STATE_GEN) ?? '0'),
     orphans: Number(get.get(STATE_ORPHANS) ?? '0'),
     docs: db.prepare(`SELECT count(*) FROM ${schema}.search_doc`).pluck().get() as number,
-    span: db.prepare(SPAN_SQL.replace('search_doc', `${schema}.search_doc`)).pluck().get() as number
+    span: db.prepare(spanSql(schema)).pluck().get() as number
   }
 }
 
