@@ -27,10 +27,13 @@ const isWellFormed: (s: string) => boolean = typeof (String.prototype as { isWel
 // Control characters (C0, DEL, C1) never belong in a field name; \x1f also separates idx:schema key parts.
 // eslint-disable-next-line no-control-regex
 const CONTROL_RE = /[\u0000-\u001f\u007f-\u009f]/
+/** The one path segment refused by name (see validateFieldPath). */
+const PROTO = '__proto__'
 
 /**
- * Checks a field path: `/`-separated, no empty segment, no control
- * characters, at most MAX_FIELD_LENGTH long and MAX_FIELD_BYTES in UTF-8.
+ * Checks a field path: `/`-separated, no empty segment, no `__proto__`
+ * segment, no control characters, at most MAX_FIELD_LENGTH long and
+ * MAX_FIELD_BYTES in UTF-8.
  * Throws InvalidFieldError.
  */
 export function validateFieldPath (field: unknown): asserts field is string {
@@ -42,6 +45,8 @@ export function validateFieldPath (field: unknown): asserts field is string {
   if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
   if (!isWellFormed(field)) throw new InvalidFieldError('field name contains a lone UTF-16 surrogate: text must be well-formed Unicode')
   if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
+  // A record reads back as JavaScript objects (flat and nested): a `__proto__` key would set an object's prototype instead of a property, and the field would vanish from every read and export.
+  if (field.includes(PROTO) && field.split('/').includes(PROTO)) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has the path segment "${PROTO}", which cannot be read back`)
 }
 
 /** Refuses the fields the cids/ key-set replaced: `cid_*`, `midhash256`, `canonical_cid`. */

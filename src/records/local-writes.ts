@@ -46,7 +46,7 @@ export class LocalWriter {
       const from = opts.inheritFrom === undefined ? undefined : this.reads.resolveRoot(opts.inheritFrom, tx)
       if (from !== undefined) {
         for (const [field, value] of Object.entries(this.reads.mergedFields(tx, from))) {
-          if (!isOwnedField(field) && fields[field] === undefined) list.push({ field, value, version })
+          if (!isOwnedField(field) && !Object.hasOwn(fields, field)) list.push({ field, value, version })
         }
       }
       for (const [field, value] of changes) list.push({ field, value, version })

@@ -82,6 +82,10 @@ describe('/meta records', () => {
     await expectRefused('PATCH', `/meta/${CID_A}`, { ['x'.repeat(513)]: 'x' }, 400, 'invalid_field')
     await expectRefused('PATCH', `/meta/${CID_A}`, { 'bad\u0001name': 'x' }, 400, 'invalid_field')
     await expectRefused('PATCH', `/meta/${CID_A}`, { 'cids/not-a-cid': 'true' }, 400, 'invalid_field')
+    // A __proto__ segment could never be read back (api.md, field names). As a key of the JSON body the parser refuses it first.
+    await expectRefused('PATCH', `/meta/${CID_A}`, '{"title": "x", "__proto__": "y"}', 400, 'schema_violation', { 'content-type': 'application/json' })
+    await expectRefused('PATCH', `/meta/${CID_A}`, { 'a/__proto__/b': 'x' }, 400, 'invalid_field')
+    await expectRefused('PUT', `/meta/${CID_A}/__proto__`, { value: 'x' }, 400, 'invalid_field')
     await expectRefused('PATCH', `/meta/${CID_A}`, { title: 'x'.repeat(256 * 1024 + 1) }, 400, 'invalid_value')
     await expectRefused('PATCH', `/meta/${CID_A}`, { title: 'x'.repeat(5 * 1024 * 1024) }, 413, 'payload_too_large')
     await expectRefused('PATCH', '/meta/not-a-cid', { title: 'x' }, 400, 'invalid_address')

@@ -16,6 +16,14 @@ describe('field paths', () => {
     expect(() => { validateFieldPath(42) }).toThrow(InvalidFieldError)
   })
 
+  it('refuses a __proto__ path segment, which objects cannot hold as a property; other names of Object.prototype are fields like any', () => {
+    for (const f of ['__proto__', '__proto__/x', 'a/__proto__', 'a/__proto__/b']) {
+      expect(() => { validateFieldPath(f) }, f).toThrow(InvalidFieldError)
+      expect(() => { checkWritableField(f) }, f).toThrow(InvalidFieldError)
+    }
+    for (const f of ['__proto__x', 'a/x__proto__', 'constructor', 'toString', 'a/hasOwnProperty', 'valueOf/0']) expect(() => { validateFieldPath(f) }, f).not.toThrow()
+  })
+
   it('refuses a name whose key would pass the 1 KiB peers enforce, counted in UTF-8 bytes', () => {
     // 496 × 2 bytes = 992: `file:` + root id + `/` + name is exactly 1024 bytes.
     expect(() => { validateFieldPath('é'.repeat(496)) }).not.toThrow()

@@ -88,6 +88,20 @@ describe('mint and aliases', () => {
 })
 
 describe('fields', () => {
+  it('keeps fields named like Object.prototype\'s members: read back, inherited by a new root, exported to peers', async () => {
+    const s = store()
+    const fields = { constructor: 'c', toString: 't', 'hasOwnProperty/0': 'h', title: 'x' }
+    const old = await s.records.mint('/files/a', 1, 1, { [`cids/${MID}`]: 'true', ...fields })
+    expect(s.records.getFlat(old)).toMatchObject(fields)
+    const next = await s.records.mint('/files/a', 2, 2, {}, { inheritFrom: old })
+    expect(s.records.getFlat(next)).toMatchObject(fields)
+    const exported = new Map(s.records.exportRange(undefined, { limit: Infinity }).entries.map(e => [e.key, e.value]))
+    for (const [f, v] of Object.entries(fields)) {
+      expect(exported.get(`file:${old}/${f}`), f).toBe(v)
+      expect(exported.get(`file:${next}/${f}`), f).toBe(v)
+    }
+  })
+
   it('merges, replaces (keeping owned fields) and reads single properties', async () => {
     const s = store()
     const rid = await s.records.mint('/files/a', 10, 20, { [`cids/${MID}`]: 'true' })
