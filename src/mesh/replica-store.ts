@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import {
-  checkRemoteEntry, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
+  checkRemoteEntry, newEntryChecks, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
@@ -71,9 +71,10 @@ export class RecordReplica implements ReplicaStore {
     return { entries: page.entries, next: page.next ?? null }
   }
 
-  checkEntry (e: RemoteEntry): string | undefined {
+  checkEntries (entries: readonly RemoteEntry[]): string | undefined {
+    const seen = newEntryChecks()
     try {
-      checkRemoteEntry(e)
+      for (const e of entries) checkRemoteEntry(e, seen)
       return undefined
     } catch (err) {
       return (err as Error).message

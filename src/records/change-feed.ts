@@ -15,7 +15,7 @@ import {
   compareEventIds, parseEventId, prefixEnd, type EventId, type EventIdParts, type KvStore, type SqlStatement
 } from '../kv/index.js'
 import { META_EVENTS, decodeChange, type ChangeLogEntry } from './change-log.js'
-import { FILE, VER, readFields, type Reader } from './layout.js'
+import { FILE, VER, readFieldsObject, type Reader } from './layout.js'
 import type { ReplicaDigest } from './surface.js'
 import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
@@ -68,12 +68,22 @@ export function entryBytes (e: RemoteEntry): number {
 /** The replicated state of one root in key order: its root tombstone first, then live keys and tombstones with their versions. */
 export function rootEntries (r: Reader, rid: string): RemoteEntry[] {
   const vm = VersionMap.parse(r.get(VER + rid))
-  const fields = readFields(r, rid)
+  const fields = readFieldsObject(r, rid)
   const out: RemoteEntry[] = []
   if (vm.root !== undefined) out.push({ key: `file:${rid}`, value: null, hlc: versionHlc(vm.root), origin: versionOrigin(vm.root) })
+  const prefix = `file:${rid}/`
+  // A record written in one go has one version: its clock and origin strings are cut once and shared.
+  let version: string | undefined
+  let hlc = ''
+  let origin = ''
   for (const f of [...vm.fields.keys()].sort()) {
     const v = vm.fields.get(f)!
-    out.push({ key: `file:${rid}/${f}`, value: fields.get(f) ?? null, hlc: versionHlc(v), origin: versionOrigin(v) })
+    if (v !== version) {
+      version = v
+      hlc = versionHlc(v)
+      origin = versionOrigin(v)
+    }
+    out.push({ key: prefix + f, value: Object.hasOwn(fields, f) ? fields[f] : null, hlc, origin })
   }
   return out
 }

@@ -56,7 +56,9 @@ describe('gossip frames', () => {
       ['a root that is not a record id', frame(EVIL, 3, [good, { ...good, key: 'file:cid:bafy/x' }]), {}],
       ['a deprecated field', frame(EVIL, 4, [good, { ...good, key: `file:${RID}/cid_sha256` }]), {}],
       ['a pull request on the gossip topic', encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 10 }), {}],
-      ['entries 60 s ahead', frame(EVIL, 5, [good, entry(c, 'future', 'x', EVIL, 60_000)]), { driftRefusals: 1 }]
+      ['entries 60 s ahead', frame(EVIL, 5, [good, entry(c, 'future', 'x', EVIL, 60_000)]), { driftRefusals: 1 }],
+      // A run of entries sharing one clock value ahead, then one in time: the run is counted, the entry after it is not.
+      ['a run of entries ahead, then one in time', frame(EVIL, 6, [entry(c, 'f1', 'x', EVIL, 60_000), entry(c, 'f2', 'x', EVIL, 60_000), good]), { driftRefusals: 3 }]
     ]
     const hlcBefore = a.replica.clock()
     for (const [what, bytes, counts] of bad) {

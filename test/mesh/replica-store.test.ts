@@ -1,13 +1,13 @@
 /**
  * The ReplicaStore over real record stores: the change log answers each key
  * once with its current version (root tombstones included), the range
- * export pages through everything exactly once, and the digest is equal
- * exactly when the replicated ranges are.
+ * export pages through everything exactly once, the digest is equal
+ * exactly when the replicated ranges are, and a page is checked whole.
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { RecordReplica } from '../../src/mesh/index.js'
-import { openNodeStore, VersionMap, type NodeStore, type RecordId, type RemoteEntry } from '../../src/records/index.js'
+import { formatHlc, newRecordId, openNodeStore, VersionMap, type NodeStore, type RecordId, type RemoteEntry } from '../../src/records/index.js'
 import { prng } from '../helpers/prng.js'
 import { randomRecordOp, testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -117,6 +117,24 @@ describe('RecordReplica', () => {
     expect(r.changesSince(early, { limit: 10, maxBytes: 1000 }).gap).toBe(true)
     expect(r.changesSince('9999999999999-0', { limit: 10, maxBytes: 1000 }).gap).toBe(true)
     expect(r.changesSince(r.head(), { limit: 10, maxBytes: 1000 })).toMatchObject({ changes: [], gap: false })
+  })
+
+  it('checks a page whole: what repeats across entries is checked once, and any malformed entry refuses it with its reason', async () => {
+    const { r } = open('n1')
+    const rid = newRecordId(Date.now())
+    const hlc = formatHlc({ ms: Date.now(), counter: 0 })
+    const at = (field: string, over: Partial<RemoteEntry> = {}): RemoteEntry => ({ key: `file:${rid}/${field}`, value: 'v', hlc, origin: 'peer-a', ...over })
+    const good = [at('title'), at('year'), at('cids/bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy', { value: '' })]
+    expect(r.checkEntries(good)).toBeUndefined()
+    expect(r.checkEntries([])).toBeUndefined()
+    // The same root, clock and origin as the entries before, each bad in another way: the cache must not let it through.
+    expect(r.checkEntries([...good, at('cid_sha256')])).toMatch(/deprecated|cid_sha256/)
+    expect(r.checkEntries([...good, at('a/__proto__')])).toMatch(/__proto__/)
+    expect(r.checkEntries([...good, at('title', { origin: 'bad origin!' })])).toMatch(/origin/)
+    expect(r.checkEntries([...good, at('title', { hlc: 'not-a-clock' })])).toMatch(/hlc/)
+    expect(r.checkEntries([...good, { ...at('title'), key: `file:${rid.slice(0, -1)}x/title` }])).toMatch(/record id/)
+    expect(r.checkEntries([...good, at('title', { value: 'a\uD800b' })])).toMatch(/surrogate/)
+    expect(r.checkEntries([at('cids/not-a-cid', { value: '' }), ...good])).toMatch(/cid/)
   })
 
   it('hears committed changes, local and remote, with their versions', async () => {

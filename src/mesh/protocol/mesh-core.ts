@@ -225,15 +225,22 @@ export class MeshCore {
    * far ahead are separated out and counted by the caller.
    */
   private screen (entries: readonly RemoteEntry[]): Screened {
+    const why = this.store.checkEntries(entries)
+    if (why !== undefined) return { bad: why }
     const limit = this.rt.now() + this.options.maxClockDriftMs
     const ok: RemoteEntry[] = []
     let drifted = 0
+    // A record's entries come together and share their clock: each run of one clock value is parsed once.
+    let hlc: string | undefined
+    let ahead = false
     for (const e of entries) {
-      const why = this.store.checkEntry(e)
-      if (why !== undefined) return { bad: why }
-      const h = parseHlc(e.hlc)
-      if (h === undefined) return { bad: 'bad hlc' }
-      if (h.ms > limit) drifted++
+      if (e.hlc !== hlc) {
+        const h = parseHlc(e.hlc)
+        if (h === undefined) return { bad: 'bad hlc' }
+        hlc = e.hlc
+        ahead = h.ms > limit
+      }
+      if (ahead) drifted++
       else ok.push(e)
     }
     return { ok, drifted }

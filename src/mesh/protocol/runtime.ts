@@ -97,7 +97,7 @@ export interface StoreDigest {
  * The store as the core sees it.
  *
  * Contract:
- * - Reads (`logId`, `head`, `changesSince`, `exportRange`, `checkEntry`,
+ * - Reads (`logId`, `head`, `changesSince`, `exportRange`, `checkEntries`,
  *   `digest`, `clock`, `getLocal`) are synchronous and see committed state.
  * - `apply` and `setLocal` are the only asynchronous calls; each is atomic
  *   (one transaction) and resolves after commit. `apply` is idempotent and
@@ -118,8 +118,13 @@ export interface ReplicaStore {
   changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number }) => ChangePage
   /** The replicated range after position `after` (null: from the start), about `maxBytes` per page (never fewer than one entry). */
   exportRange: (after: string | null, opts: { maxBytes: number }) => RangePage
-  /** Why the store would refuse this entry (root id, field grammar), or undefined when it is acceptable. */
-  checkEntry: (e: RemoteEntry) => string | undefined
+  /**
+   * Why the store would refuse these entries (root id, field grammar: the
+   * first malformed entry's reason), or undefined when all are acceptable.
+   * One call per frame or page, so what repeats across entries (a record's
+   * root, clock and origin) is checked once.
+   */
+  checkEntries: (entries: readonly RemoteEntry[]) => string | undefined
   apply: (entries: readonly RemoteEntry[]) => Promise<ApplyOutcome>
   /** Subscribes to committed changes; returns the unsubscribe function. */
   onChanges: (listener: (changes: readonly RemoteEntry[]) => void) => () => void
