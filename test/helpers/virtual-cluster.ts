@@ -1,5 +1,5 @@
 import path from 'node:path'
-import { MeshCore, RecordReplica, type MeshOptions } from '../../src/mesh/index.js'
+import { MeshCore, RecordReplica, type MeshOptions, type MeshRuntime } from '../../src/mesh/index.js'
 import { VirtualMesh, type LinkModel } from '../../src/mesh/testing/index.js'
 import { openNodeStore, type NodeStore, type NodeStoreOptions } from '../../src/records/index.js'
 import { tmpDir } from './tmp.js'
@@ -31,12 +31,14 @@ export async function virtualCluster (n: number, opts: {
   link?: Partial<LinkModel>
   mesh?: Partial<MeshOptions>
   store?: Partial<NodeStoreOptions>
+  /** Wraps a node's runtime (to watch what its core sends, say). */
+  runtime?: (id: string, rt: MeshRuntime) => MeshRuntime
 }): Promise<VirtualCluster> {
   const t = tmpDir('mc-mesh-')
   const mesh = new VirtualMesh({ seed: opts.seed, ...opts.link })
   const nodes: ClusterNode[] = []
   const makeCore = (id: string, replica: RecordReplica): MeshCore =>
-    new MeshCore({ selfId: id, runtime: mesh.runtime(id), store: replica, options: opts.mesh })
+    new MeshCore({ selfId: id, runtime: opts.runtime?.(id, mesh.runtime(id)) ?? mesh.runtime(id), store: replica, options: opts.mesh })
   for (let i = 0; i < n; i++) {
     const id = `peer${String.fromCharCode(65 + i)}`
     const store = openNodeStore({ ...opts.store, path: path.join(t.dir, `${id}.db`), nodeId: id, now: mesh.now, backgroundCheckpoint: false })

@@ -167,6 +167,74 @@ describe('serving pulls', () => {
   })
 })
 
+describe('pulls', () => {
+  it('asks for the next page before applying the one in hand, so the peer prepares it meanwhile, and ends with the same records', async () => {
+    // For each snapshot request after the first: had B already applied the page that ends where it starts?
+    const pageApplied: boolean[] = []
+    const appliedEnds = new Set<string>()
+    let requests = 0
+    // For each changes request: had B applied every changes page it had received? (Keys ending pages received, not yet applied.)
+    const changesApplied: boolean[] = []
+    const unapplied = new Set<string>()
+    const c = await twoNodes({
+      seed: 11,
+      mesh: { pageBytes: 2_000, antiEntropyMs: 60_000 },
+      runtime: (id, rt) => id !== 'peerB'
+        ? rt
+        : {
+            ...rt,
+            request: async (peer, body, o) => {
+              const m = decodeMessage(body)
+              requests++
+              if (m.t === 'snap' && m.after !== null) pageApplied.push(appliedEnds.has(m.after))
+              if (m.t === 'pull' && m.cursor !== null) changesApplied.push(unapplied.size === 0)
+              const reply = await rt.request(peer, body, o)
+              const r = decodeMessage(reply)
+              if (r.t === 'changes' && r.entries.length > 0) unapplied.add(r.entries[r.entries.length - 1].key)
+              return reply
+            }
+          }
+    })
+    const [a, b] = c.nodes
+    for (let i = 0; i < 30; i++) {
+      await a.store.records.mergeFlat(`01M8ME6YDNEBQ9WHRFBFD4HM${String(i).padStart(2, '0')}`, { title: `record ${i}`, year: String(1990 + i), note: 'x'.repeat(100) })
+    }
+    const apply = b.replica.apply.bind(b.replica)
+    b.replica.apply = async (entries) => {
+      const r = await apply(entries)
+      if (entries.length > 0) {
+        appliedEnds.add(entries[entries.length - 1].key)
+        unapplied.delete(entries[entries.length - 1].key)
+      }
+      return r
+    }
+    c.mesh.connectAll()
+    await c.mesh.runUntil(() => !peerStatus(c, 1, a.id).resyncing && peerStatus(c, 1, a.id).cursor === a.replica.head(), 60_000, 'B to pull A')
+    await c.mesh.runFor(1_000) // the round's last request (the changes since the resync's head) comes back
+    expect(new Set(c.digests()).size).toBe(1)
+    expect(peerStatus(c, 1, a.id).resyncs).toBe(1)
+    expect(pageApplied.length).toBeGreaterThan(4)
+    expect(pageApplied.every(x => !x), JSON.stringify(pageApplied)).toBe(true)
+    // Each page was asked for once: a page asked for ahead is the one the next step takes.
+    expect(requests).toBe(peerStatus(c, 1, a.id).pagesIn)
+
+    // Changes pages the same way: B misses writes, comes back and pulls them in several pages, each asked for once.
+    c.mesh.disconnect(a.id, b.id)
+    for (let i = 0; i < 30; i++) await a.store.records.mergeFlat(`01M8ME6YDNEBQ9WHRFBFD4HM${String(i).padStart(2, '0')}`, { note: 'y'.repeat(100) })
+    const [r0, p0] = [requests, peerStatus(c, 1, a.id).pagesIn]
+    changesApplied.length = 0
+    c.mesh.connect(a.id, b.id)
+    await c.mesh.runUntil(() => peerStatus(c, 1, a.id).cursor === a.replica.head(), 60_000, 'B to pull the changes it missed')
+    await c.mesh.runFor(1_000)
+    expect(peerStatus(c, 1, a.id).pagesIn - p0).toBeGreaterThan(3)
+    expect(requests - r0).toBe(peerStatus(c, 1, a.id).pagesIn - p0)
+    // The first request of the round follows the last round; each one after it went out with the page before it still in hand.
+    expect(changesApplied.slice(1).every(x => !x), JSON.stringify(changesApplied)).toBe(true)
+    expect(changesApplied.length).toBeGreaterThan(3)
+    expect(new Set(c.digests()).size).toBe(1)
+  })
+})
+
 describe('frame epochs', () => {
   it('a restarted node takes a new epoch and its frames are accepted from seq 1', async () => {
     const c = await twoNodes({ seed: 7, mesh: { antiEntropyMs: 3_600_000 } })

@@ -12,6 +12,11 @@
  * the log head the peer captured before the first snapshot page. The resync
  * position is kept too, so an interrupted resync resumes where it stopped.
  *
+ * Pages are asked for one ahead: when a page says where the next begins,
+ * the request for it goes out before the page in hand is applied, so the
+ * peer reads and sends it meanwhile. The cursor moves only past pages
+ * applied; a page asked for ahead and not taken is dropped with the round.
+ *
  * A page with an entry too far ahead of our clock is applied without it and
  * the cursor stays put: the round ends and the next one asks again, by when
  * our clock may have caught up.
@@ -62,6 +67,12 @@ export class PeerSync {
   private cancelTimer: (() => void) | undefined
   private retryAfterMs = 0
   private stopped = false
+  /**
+   * The next page, asked for before the page in hand is applied, so the
+   * peer reads and sends it meanwhile: where it starts (the request's
+   * position) and the reply to come.
+   */
+  private ahead: { at: string, reply: Promise<ChangesMessage | SnapshotMessage | undefined> } | undefined
 
   constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {
     this.since = d.rt.now()
@@ -130,17 +141,41 @@ export class PeerSync {
   }
 
   private async round (): Promise<void> {
-    for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
-      if (this.stopped || !this.connected) return
-      const s = this.load()
-      const step = s.snap !== undefined || s.log === null ? await this.snapStep(s) : await this.changesStep(s)
-      if (step !== 'more') return
+    try {
+      for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
+        if (this.stopped || !this.connected) return
+        const s = this.load()
+        const step = s.snap !== undefined || s.log === null ? await this.snapStep(s) : await this.changesStep(s)
+        if (step !== 'more') return
+      }
+    } finally {
+      // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
+      this.ahead = undefined
     }
   }
 
+  /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
+  private async page<T extends 'changes' | 'snapshot'> (at: string, req: Parameters<typeof encodeMessage>[0], want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+    const a = this.ahead
+    this.ahead = undefined
+    // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
+    if (a !== undefined && a.at === at) return await (a.reply as Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined>)
+    return await this.ask(req, want)
+  }
+
+  /** Asks for the page at `at` now, to be taken by the step that needs it (page()). */
+  private askAhead (at: string, req: Parameters<typeof encodeMessage>[0], want: 'changes' | 'snapshot'): void {
+    if (this.stopped || !this.connected) return
+    this.ahead = { at, reply: this.ask(req, want) }
+  }
+
   private async changesStep (s: CursorState): Promise<Step> {
-    const reply = await this.ask({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
+    const reply = await this.page(changesAt(s.log, s.cursor), { t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
     if (reply === undefined || this.stopped) return 'stop'
+    // More to come from where this page ends: ask for it now; the peer prepares it while this one is applied.
+    if (!reply.gap && reply.next !== null && reply.next !== reply.head && reply.next !== s.cursor) {
+      this.askAhead(changesAt(reply.log, reply.next), { t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }, 'changes')
+    }
     if (reply.gap) {
       this.d.log('peer cannot serve our cursor: full resync', { peer: this.peer, cursor: s.cursor })
       await this.save({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } })
@@ -159,8 +194,11 @@ export class PeerSync {
 
   private async snapStep (s: CursorState): Promise<Step> {
     const snap = s.snap ?? { log: null, head: null, after: null }
-    const reply = await this.ask({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+    const reply = await this.page(snapAt(snap.after), { t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
     if (reply === undefined || this.stopped) return 'stop'
+    if (reply.next !== null && (snap.after === null || reply.log === snap.log)) {
+      this.askAhead(snapAt(reply.next), { t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+    }
     let next = snap
     if (snap.after === null) {
       next = { log: reply.log, head: reply.head, after: null }
@@ -243,6 +281,11 @@ export class PeerSync {
     await this.d.track(this.d.store.setLocal(CURSOR_PREFIX + this.peer, JSON.stringify(s)))
   }
 }
+
+/** Where a changes page starts, as page() and askAhead() name it. */
+const changesAt = (log: string | null, cursor: Cursor | null): string => `changes ${log ?? ''} ${cursor ?? ''}`
+/** Where a snapshot page starts. */
+const snapAt = (after: string | null): string => `snap ${after ?? ''}`
 
 function parseState (raw: string | undefined): CursorState {
   if (raw === undefined) return { log: null, cursor: null }
