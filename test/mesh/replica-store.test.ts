@@ -93,6 +93,20 @@ describe('RecordReplica', () => {
     expect(r.digest().keys).toBe(whole.length)
   })
 
+  it('exports, a few dozen roots at a time, exactly what each root exports alone: tombstones, root tombstones and prototype-named fields included', async () => {
+    const { s, r } = open('nodeA')
+    for (let i = 0; i < 100; i++) {
+      await s.records.mergeFlat(testCid(i), { title: `t${i}`, constructor: `c${i}`, ...(i % 3 === 0 ? { year: String(1900 + i), 'a/toString': 'x' } : {}) })
+    }
+    for (let i = 0; i < 100; i += 7) await s.records.deleteProperty(testCid(i), 'title')
+    for (let i = 3; i < 100; i += 11) await s.records.deleteRoot(testCid(i))
+    const alone = s.kv.keys('ver:', 'ver;').flatMap(k => s.records.exportRoot(k.slice(4) as RecordId))
+    expect(alone.some(e => e.value === null && e.key.endsWith('/title'))).toBe(true)
+    expect(alone.some(e => e.value === null && e.key.split('/').length === 1)).toBe(true)
+    expect(alone.filter(e => e.key.endsWith('/constructor') && e.value !== null).length).toBeGreaterThan(80)
+    for (const maxBytes of [1, 700, 1 << 20]) expect(allRange(r, maxBytes)).toEqual(alone)
+  })
+
   it('has a digest equal exactly when the replicated ranges are: duplicates and derived rows do not count, versions do', async () => {
     const a = open('nodeA')
     const b = open('nodeB')
