@@ -31,7 +31,6 @@
 export { RecordStore } from './record-store.js'
 export { OWNED_FIELD_PREFIXES } from './local-writes.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
-export type { EntryChecks } from './remote-entry.js'
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
 export type {

@@ -21,7 +21,7 @@
  * the cursor stays put: the round ends and the next one asks again, by when
  * our clock may have caught up.
  */
-import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type SnapshotMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { PeerCounters } from './status.js'
@@ -155,26 +155,26 @@ export class PeerSync {
   }
 
   /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
-  private async page<T extends 'changes' | 'snapshot'> (at: string, req: Parameters<typeof encodeMessage>[0], want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+  private async page<T extends 'changes' | 'snapshot'> (req: RequestMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
     const a = this.ahead
     this.ahead = undefined
     // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
-    if (a !== undefined && a.at === at) return await (a.reply as Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined>)
+    if (a !== undefined && a.at === positionOf(req)) return await (a.reply as Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined>)
     return await this.ask(req, want)
   }
 
-  /** Asks for the page at `at` now, to be taken by the step that needs it (page()). */
-  private askAhead (at: string, req: Parameters<typeof encodeMessage>[0], want: 'changes' | 'snapshot'): void {
+  /** Asks for a page now, to be taken by the step that needs it (page()). */
+  private askAhead (req: RequestMessage, want: 'changes' | 'snapshot'): void {
     if (this.stopped || !this.connected) return
-    this.ahead = { at, reply: this.ask(req, want) }
+    this.ahead = { at: positionOf(req), reply: this.ask(req, want) }
   }
 
   private async changesStep (s: CursorState): Promise<Step> {
-    const reply = await this.page(changesAt(s.log, s.cursor), { t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
+    const reply = await this.page({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
     if (reply === undefined || this.stopped) return 'stop'
     // More to come from where this page ends: ask for it now; the peer prepares it while this one is applied.
     if (!reply.gap && reply.next !== null && reply.next !== reply.head && reply.next !== s.cursor) {
-      this.askAhead(changesAt(reply.log, reply.next), { t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }, 'changes')
+      this.askAhead({ t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }, 'changes')
     }
     if (reply.gap) {
       this.d.log('peer cannot serve our cursor: full resync', { peer: this.peer, cursor: s.cursor })
@@ -194,10 +194,10 @@ export class PeerSync {
 
   private async snapStep (s: CursorState): Promise<Step> {
     const snap = s.snap ?? { log: null, head: null, after: null }
-    const reply = await this.page(snapAt(snap.after), { t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+    const reply = await this.page({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
     if (reply === undefined || this.stopped) return 'stop'
     if (reply.next !== null && (snap.after === null || reply.log === snap.log)) {
-      this.askAhead(snapAt(reply.next), { t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+      this.askAhead({ t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes }, 'snapshot')
     }
     let next = snap
     if (snap.after === null) {
@@ -282,10 +282,8 @@ export class PeerSync {
   }
 }
 
-/** Where a changes page starts, as page() and askAhead() name it. */
-const changesAt = (log: string | null, cursor: Cursor | null): string => `changes ${log ?? ''} ${cursor ?? ''}`
-/** Where a snapshot page starts. */
-const snapAt = (after: string | null): string => `snap ${after ?? ''}`
+/** Where a page request starts (its log and cursor, or its range position): a page asked for ahead is taken by the request for the same place. */
+const positionOf = (req: RequestMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
 
 function parseState (raw: string | undefined): CursorState {
   if (raw === undefined) return { log: null, cursor: null }
