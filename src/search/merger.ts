@@ -54,7 +54,11 @@ export interface MergerOptions {
   batchRoots?: number
   /** Writers wait while this many roots are staged (default 4,000), until a batch brings it under three quarters of it. */
   backlogLimit?: number
-  /** A backlog smaller than a batch waits this long for more before it is merged (default 100 ms): larger batches cost less per root. */
+  /**
+   * A backlog smaller than a quarter of a batch waits this long for more
+   * before it is merged (default 100 ms): a trickle of writes is merged in
+   * a few batches, not one per write.
+   */
   delayMs?: number
   /**
    * A renumbering round starts once the live document ids span more than
@@ -249,10 +253,15 @@ export class Merger {
     if (head !== undefined && this.st.stateGet.get(STATE_LOG_MARK) !== head) this.st.statePut.run(STATE_LOG_MARK, head)
   }
 
-  /** Starts the next job at once when there is reason to hurry (a full batch, waiting writers or callers), else after the delay. */
+  /**
+   * Starts the next job at once when there is reason to hurry (a quarter of
+   * a batch staged, waiting writers or callers), else after the delay.
+   * Under a steady stream of writes the index writer then never idles: what
+   * was staged while a batch ran is the next batch.
+   */
   schedule (): void {
     if (this.stopped || this.retrying || this.spawning || this.inFlight !== undefined || !this.hasWork()) return
-    const soon = this.clearDue || this.rebuilding || this.sweeping || this.d.pending.size >= this.o.batchRoots ||
+    const soon = this.clearDue || this.rebuilding || this.sweeping || this.d.pending.size * 4 >= this.o.batchRoots ||
       this.writable !== undefined || this.idleWaiters.length > 0 || this.renumberDue() || this.sweepDue()
     if (soon) {
       if (this.timer !== undefined) clearTimeout(this.timer)

@@ -3,7 +3,7 @@
  * the merger works it down, and a backlog that lasts says so in the log.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/common/index.js'
+import { createLogger, sleep, waitFor } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -24,6 +24,22 @@ async function open (merger: MergerOptions, lines?: string[]): Promise<{ s: Node
 const same = (s: NodeStore, search: Search, req: SearchRequest): void => { expect(search.search(req)).toEqual(referenceSearch(s.records, req)) }
 
 describe('backlog', () => {
+  it('merges a quarter of a batch at once, and less after the delay', async () => {
+    const { s, search } = await open({ batchRoots: 40, backlogLimit: 100_000, delayMs: 3_600_000 })
+    let n = 0
+    const mint = async (count: number): Promise<void> => {
+      await Promise.all(Array.from({ length: count }, async () => { const i = n++; await s.records.mint(`/files/q/${i}.mkv`, i, i, { title: `q ${i}` }) }))
+    }
+    // Under a quarter of a batch: staged until the delay (an hour here).
+    await mint(9)
+    await sleep(300)
+    expect(search.pendingCount()).toBe(9)
+    // A quarter: merged at once.
+    await mint(1)
+    await waitFor(() => search.pendingCount() === 0, { timeoutMs: 4000, what: 'a quarter of a batch merged' })
+    same(s, search, { query: 'q 8' })
+  })
+
   it('makes writers wait at the bound instead of letting the backlog grow', async () => {
     // The merger starts only when writers wait on it: without the wait, all 200 writes would stay staged.
     const { s, search } = await open({ backlogLimit: 20, batchRoots: 1000, delayMs: 3_600_000 })
