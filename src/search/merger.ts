@@ -257,7 +257,7 @@ export class Merger {
    * Starts the next job at once when there is reason to hurry (a quarter of
    * a batch staged, waiting writers or callers), else after the delay.
    * Under a steady stream of writes the index writer then never idles: what
-   * was staged while a batch ran is the next batch.
+   * was staged while a batch ran, once a quarter of a batch, is the next one.
    */
   schedule (): void {
     if (this.stopped || this.retrying || this.spawning || this.inFlight !== undefined || !this.hasWork()) return
