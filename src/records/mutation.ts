@@ -29,8 +29,8 @@ import type { RecordId } from './record-id.js'
  * later, outside the writers' commits).
  */
 export interface RecordIndexer {
-  /** The live fields of `rid` changed (`fields` names them). */
-  onRecordChanged?: (tx: Tx, rid: RecordId, fields: ReadonlySet<string>) => void
+  /** The live fields of `rid` changed (`fields` names them, each once). */
+  onRecordChanged?: (tx: Tx, rid: RecordId, fields: Iterable<string>) => void
   /** `rid` has no live field left. */
   onRecordDeleted?: (tx: Tx, rid: RecordId) => void
   /** The group membership of these roots changed (a union or a split). */
@@ -97,6 +97,10 @@ export class Mutator {
     const cur = readFields(tx, rid)
     const verKey = VER + rid
     const verRaw = tx.get(verKey)
+    if (cur.size === 0 && verRaw === undefined && opts.rootTombstone === undefined) {
+      const r = this.mutateUnheld(tx, rid, changes, opts.remote === true)
+      if (r !== undefined) return r
+    }
     const vm = VersionMap.parse(verRaw)
     const wasLive = cur.size > 0
     const changed = new Set<string>()
@@ -223,6 +227,70 @@ export class Mutator {
 
     if (live && changed.size > 0) for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, changed)
     return { changed: changed.size, touched, live }
+  }
+
+  /**
+   * `mutate` for a root this store holds nothing of (no field, no version):
+   * what a resync or an import brings, root after root. With nothing held
+   * there is nothing to compare with, undo or delete: every change is
+   * taken (a local delete of a field never held is no change at all), so
+   * the rows, the change log and the derived state are built straight
+   * from the list, as the general path would build them, in the same
+   * order. A field named twice (set twice, or set and then deleted)
+   * needs the general path's ordering: then this returns undefined having
+   * written nothing.
+   */
+  private mutateUnheld (tx: Tx, rid: RecordId, changes: readonly FieldChange[], remote: boolean): MutationResult | undefined {
+    const vm = new VersionMap()
+    const log = new ChangeBatch()
+    // The rows to write ([key, value, old value: none]), and each field row's field and version.
+    const puts: Array<readonly [string, string, undefined]> = []
+    const fields: string[] = []
+    const versions: Version[] = []
+    let noops = 0
+    for (const ch of changes) {
+      const { field, value, version } = ch
+      if (value === null) {
+        // A tombstone for a key never held: a peer's is kept and passed on; a local one changes nothing,
+        // unless this list set the field before it.
+        if (!remote) {
+          if (vm.fields.has(field)) return undefined
+          noops++
+          continue
+        }
+        vm.fields.set(field, version)
+        log.del(ch.key ?? fieldKey(rid, field), version)
+        continue
+      }
+      puts.push([ch.key ?? fieldKey(rid, field), value, undefined])
+      fields.push(field)
+      versions.push(version)
+      vm.fields.set(field, version)
+    }
+    if (vm.fields.size + noops !== changes.length) return undefined
+    const touched = vm.fields.size
+    // As in the general path: the tombstones logged in list order, then the sets.
+    for (let i = 0; i < fields.length; i++) {
+      const [k, value] = puts[i]
+      log.set(k, value, versions[i])
+      tx.addCounter(schemaCounterKey(fields[i], value), 1)
+    }
+    this.changeLog.append(tx, log)
+    if (touched > 0) puts.push([VER + rid, vm.serialize(), undefined])
+    const live = fields.length > 0
+    if (!live) {
+      tx.putMany(puts)
+      return { changed: 0, touched, live }
+    }
+    puts.push([ROOTS + rid, '', undefined])
+    tx.putMany(puts)
+    if (canonOf(tx, rid) === rid) tx.addCounter(COUNT_ROOTS, 1)
+    for (const f of fields) {
+      const c = cidMemberOf(f)
+      if (c !== undefined) this.aliasAdded(tx, rid, c)
+    }
+    for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, fields)
+    return { changed: fields.length, touched, live }
   }
 
   // ------------------------------------------------------------ aliases and groups

@@ -68,7 +68,7 @@ export class PendingRoots implements RecordIndexer {
 
   // ------------------------------------------------------------ RecordIndexer
 
-  onRecordChanged (tx: Tx, rid: RecordId, fields: ReadonlySet<string>): void {
+  onRecordChanged (tx: Tx, rid: RecordId, fields: Iterable<string>): void {
     // Excluded fields are in no structure: a write of only those changes nothing search keeps.
     for (const f of fields) {
       if (!this.excluded(f)) {

@@ -6,6 +6,7 @@ import {
 import { prng, shuffle } from '../helpers/prng.js'
 import { OP_CIDS, randomRecordOp, testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
+import { Mutator } from '../../src/records/mutation.js'
 import { groupInvariantErrors } from './invariants.js'
 
 const cleanups: Array<() => void> = []
@@ -219,6 +220,98 @@ describe('applyBatch', () => {
     expect(r).toEqual({ applied: 1, skipped: 0, refused: 1 })
     expect(s.records.getFlat(RID)).toEqual({ title: 'x' })
     expect(s.records.driftRefusedCount).toBe(1)
+  })
+})
+
+describe('roots held nowhere yet', () => {
+  type Unheld = (this: Mutator, ...args: unknown[]) => unknown
+  const proto = Mutator.prototype as unknown as { mutateUnheld: Unheld }
+  const shortcut = proto.mutateUnheld
+
+  /** Runs `fn` with mutate's path for unheld roots counted (taken, or declined for the general path), or turned off. */
+  async function withUnheldPath<T> (mode: 'counted' | 'off', fn: () => Promise<T>): Promise<{ out: T, taken: number, declined: number }> {
+    let taken = 0
+    let declined = 0
+    proto.mutateUnheld = mode === 'off'
+      ? () => undefined
+      : function (this: Mutator, ...args: unknown[]) {
+        const r = shortcut.apply(this, args)
+        if (r === undefined) declined++
+        else taken++
+        return r
+      }
+    try {
+      return { out: await fn(), taken, declined }
+    } finally {
+      proto.mutateUnheld = shortcut
+    }
+  }
+
+  /** The state, every change-log entry in log order, and what the calls returned. */
+  function snapshot (s: NodeStore, results: unknown[]): unknown {
+    return { state: state(s), log: exportAll(s), results }
+  }
+
+  it('leaves rows, derived state and change log exactly as the general path does, for remote and local writes', async () => {
+    const t0 = 1_700_000_000_000
+    const rid = (n: number): RecordId => `01M8ME6YDNEBQ9WHRFBFD4H${String(n).padStart(3, '0')}` as RecordId
+    // A peer's history (groups, tombstones, root tombstones), then roots whose lists name a field twice:
+    // two versions of one field, a set and a later tombstone, one version twice, a tombstone before a set.
+    const src = store('src')
+    const rand = prng(7)
+    const known: RecordId[] = []
+    for (let i = 0; i < 400; i++) await randomRecordOp(src, rand, known, i)
+    // Its whole state, as a full resync pulls it (each key once), and its change log, as catch-up pulls it (a key once per change).
+    const entries: RemoteEntry[] = []
+    for (let after: string | undefined; ;) {
+      const page = src.records.exportRange(after, { limit: 50 })
+      entries.push(...page.entries)
+      if (page.next === undefined) break
+      after = page.next
+    }
+    const logged = exportAll(src)
+    const e = (n: number, field: string, value: string | null, ms: number, origin = 'peer'): RemoteEntry =>
+      ({ key: `file:${rid(n)}/${field}`, value, hlc: hlcAt(t0 + ms), origin })
+    const twice = [
+      e(1, 'title', 'old', 1), e(1, 'title', 'new', 2), e(1, 'year', '2001', 1),
+      e(2, 'title', 'gone', 1), e(2, 'title', null, 2), e(2, 'year', '1999', 1),
+      e(3, 'title', 'same', 1), e(3, 'title', 'same', 1),
+      e(4, 'title', null, 1), e(4, 'title', 'back', 2), e(4, `cids/${cid(1)}`, 'true', 2),
+      e(5, 'tmp', null, 3), e(5, 'other', null, 3)
+    ]
+    const apply = async (s: NodeStore): Promise<unknown[]> => [
+      await s.records.applyBatch(shuffle(prng(5), entries), { rootsPerTransaction: 9 }),
+      await s.records.applyRemote(twice),
+      await s.records.applyBatch(logged)
+    ]
+    const fast = store('fast')
+    const a = await withUnheldPath('counted', async () => await apply(fast))
+    const general = store('general')
+    const b = await withUnheldPath('off', async () => await apply(general))
+    expect(a.taken).toBeGreaterThanOrEqual(10)
+    // Roots 1 to 4 go the general way: each names a field twice.
+    expect(a.declined).toBeGreaterThanOrEqual(4)
+    expect(snapshot(fast, a.out)).toEqual(snapshot(general, b.out))
+    expect(groupInvariantErrors(fast)).toEqual([])
+
+    // Local writes: two stores with the same clock and id source make the same calls and mint the same roots.
+    const local = async (name: string, mode: 'counted' | 'off'): Promise<{ snap: unknown, taken: number }> => {
+      let ms = t0
+      const t = tmpDir()
+      const s = openNodeStore({ path: path.join(t.dir, `${name}.db`), nodeId: 'local', now: () => ms++, random: prng(11) })
+      cleanups.push(() => { s.close(); t.cleanup() })
+      const r = await withUnheldPath(mode, async () => {
+        const opRand = prng(13)
+        const mine: RecordId[] = []
+        for (let i = 0; i < 150; i++) await randomRecordOp(s, opRand, mine, i)
+        return mine
+      })
+      return { snap: snapshot(s, r.out), taken: r.taken }
+    }
+    const lf = await local('local-fast', 'counted')
+    const lg = await local('local-general', 'off')
+    expect(lf.taken).toBeGreaterThan(20)
+    expect(lf.snap).toEqual(lg.snap)
   })
 })
 
