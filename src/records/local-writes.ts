@@ -174,9 +174,13 @@ export class LocalWriter {
       if (isRecordId(addr)) {
         rid = addr // writing to a deleted root revives it (the new version beats its tombstone)
       } else {
-        // An unknown CID: a new record, addressed by that CID from now on.
+        // An unknown CID: a new record, addressed by that CID from now on. A client that named the member
+        // itself keeps its place in the list (the value is always 'true'), so the field is named once.
         rid = this.ctx.mintId(this.ctx.now())
-        list.push([`cids/${addr}`, 'true'])
+        const member = `cids/${addr}`
+        const named = list.findIndex(([f]) => f === member)
+        if (named >= 0) list[named] = [member, 'true']
+        else list.push([member, 'true'])
         created = true
       }
     }

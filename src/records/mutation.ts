@@ -247,27 +247,25 @@ export class Mutator {
     const puts: Array<readonly [string, string, undefined]> = []
     const fields: string[] = []
     const versions: Version[] = []
-    let noops = 0
     for (const ch of changes) {
       const { field, value, version } = ch
+      if (value === null && !remote) {
+        // A local delete of a field never held changes nothing, unless this list set the field before it.
+        if (vm.fields.has(field)) return undefined
+        continue
+      }
+      const named = vm.fields.size
+      vm.fields.set(field, version)
+      if (vm.fields.size === named) return undefined
       if (value === null) {
-        // A tombstone for a key never held: a peer's is kept and passed on; a local one changes nothing,
-        // unless this list set the field before it.
-        if (!remote) {
-          if (vm.fields.has(field)) return undefined
-          noops++
-          continue
-        }
-        vm.fields.set(field, version)
+        // A peer's tombstone for a key never held: kept and passed on.
         log.del(ch.key ?? fieldKey(rid, field), version)
         continue
       }
       puts.push([ch.key ?? fieldKey(rid, field), value, undefined])
       fields.push(field)
       versions.push(version)
-      vm.fields.set(field, version)
     }
-    if (vm.fields.size + noops !== changes.length) return undefined
     const touched = vm.fields.size
     // As in the general path: the tombstones logged in list order, then the sets.
     for (let i = 0; i < fields.length; i++) {

@@ -313,6 +313,22 @@ describe('roots held nowhere yet', () => {
     expect(lf.taken).toBeGreaterThan(20)
     expect(lf.snap).toEqual(lg.snap)
   })
+
+  it('takes a write to a new CID whose fields name that CID, the member once and true, in its place', async () => {
+    const c = cid(3)
+    const write = async (mode: 'counted' | 'off'): Promise<{ snap: unknown, taken: number }> => {
+      const t = tmpDir()
+      const s = openNodeStore({ path: path.join(t.dir, `own-${mode}.db`), nodeId: 'local', now: () => 1_700_000_000_000, random: prng(17) })
+      cleanups.push(() => { s.close(); t.cleanup() })
+      const r = await withUnheldPath(mode, async () => await s.records.mergeFlat(c, { title: 't', [`cids/${c}`]: 'x', year: '2001' }))
+      expect(s.records.getFlat(r.out.rid)).toEqual({ title: 't', [`cids/${c}`]: 'true', year: '2001' })
+      expect(exportAll(s).map(e => e.key.slice(32))).toEqual(['title', `cids/${c}`, 'year'])
+      return { snap: snapshot(s, [r.out]), taken: r.taken }
+    }
+    const fast = await write('counted')
+    expect(fast.taken).toBe(1)
+    expect(fast.snap).toEqual((await write('off')).snap)
+  })
 })
 
 describe('convergence (property)', () => {
