@@ -21,6 +21,8 @@ export const recordRows = {
   membersOf: (r: RowReader, canon: string): RecordId[] => membersOf(r, canon),
   /** The root is in a group of two or more. */
   inGroup: (r: RowReader, rid: string): boolean => r.get(GRP + rid) !== undefined,
+  /** The canonical root of the root's group, undefined when it is in none (one read for both of the above). */
+  groupOf: (r: RowReader, rid: string): RecordId | undefined => r.get(GRP + rid) as RecordId | undefined,
   /** One field of one root (not the group's merge). */
   field: (r: RowReader, rid: string, field: string): string | undefined => r.get(fieldKey(rid, field)),
   /** The document of the group whose canonical root is `canon`: its members' fields merged (its own fields when alone). */

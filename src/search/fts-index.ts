@@ -34,11 +34,17 @@ export function indexHaystack (get: (field: string) => string | undefined): stri
   return vals.filter((v, i) => !vals.some((w, j) => j !== i && w.includes(v) && (w !== v || j < i))).join('\n')
 }
 
-/** The row of canonical root `c` from the kv rows: its own fields, or the group's merged fields and member ids. */
-export function ftsRowOf (r: RowReader, c: string, excluded: Excluder): [hay: string, ids: string] {
-  const members = recordRows.membersOf(r, c)
+/**
+ * The row of canonical root `c` from the kv rows: its own fields, or the
+ * group's merged fields and member ids. A caller that has read them already
+ * passes the group's `members`, and for a root alone its haystack fields
+ * (`own`, excluded fields left out).
+ */
+export function ftsRowOf (
+  r: RowReader, c: string, excluded: Excluder, members: readonly string[] = recordRows.membersOf(r, c), own?: (field: string) => string | undefined
+): [hay: string, ids: string] {
   if (members.length === 1) {
-    return [indexHaystack(f => (excluded(f) ? undefined : recordRows.field(r, c, f))), c.toLowerCase()]
+    return [indexHaystack(own ?? (f => (excluded(f) ? undefined : recordRows.field(r, c, f)))), c.toLowerCase()]
   }
   const merged = recordRows.merged(r, c)
   const hay = indexHaystack(f => (excluded(f) || !Object.hasOwn(merged, f) ? undefined : merged[f]))

@@ -33,9 +33,10 @@
 import { prefixEnd, type SideFile, type SqlStatement } from '../kv/index.js'
 import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
-import { makeExcluder, type Excluder } from './matchers.js'
+import { HAY_FIELDS, makeExcluder, type Excluder } from './matchers.js'
 import {
-  STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, spanSql, type IndexInfo
+  FIELD_AT, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, spanSql,
+  type IndexInfo
 } from './search-schema.js'
 
 /** Entries one sweep step looks at. */
@@ -57,9 +58,15 @@ export interface JobResult {
 
 type Key = [string, number, string, number, string]
 
+/** What a batch learned of a live root it indexed: its group's canonical root (undefined: in no group) and its new document. */
+interface Indexed { group: string | undefined, d: number }
+
 export class IndexWriter {
   private readonly r: RowReader
   private readonly excluded: Excluder
+  /** The haystack fields that are not excluded, and a statement reading them of one root at once (none when all are). */
+  private readonly hayFields: readonly string[]
+  private readonly hayRows: SqlStatement | undefined
   private readonly st: Record<
   'docOf' | 'docIns' | 'docDel' | 'docSpan' | 'oldestDocs' | 'ftsDel' | 'ftsGet' | 'ftsPut' | 'fill' | 'fstatAdd' |
   'infoGet' | 'infoPut' | 'infoDel' | 'sweepPage' | 'fieldDel' | 'fstatDec' | 'fstatPrune', SqlStatement>
@@ -75,6 +82,10 @@ export class IndexWriter {
     const created = ensureIndexSchema(db)
     this.excluded = makeExcluder(excludePrefixes)
     this.r = storeReader(db)
+    this.hayFields = HAY_FIELDS.filter(f => !this.excluded(f))
+    this.hayRows = this.hayFields.length === 0
+      ? undefined
+      : db.prepare(`SELECT substr(k, ${FIELD_AT}), v FROM kv WHERE k IN (${this.hayFields.map(() => '?').join(', ')})`).raw()
     const p = (sql: string): SqlStatement => db.prepare(sql)
     const key = 'ORDER BY f, b, v, d, rf'
     this.st = {
@@ -180,9 +191,15 @@ export class IndexWriter {
     return { orphans: this.orphans, docs: this.docs, span: this.st.docSpan.get() as number }
   }
 
-  /** Inside a transaction: new documents, entries and FTS rows for `rids`. */
+  /**
+   * Inside a transaction: new documents, entries and FTS rows for `rids`.
+   * The store is read at the transaction's snapshot, so what the first
+   * pass reads of a root (live, its group, its new document) still holds
+   * when its FTS row is made, and is not read again.
+   */
   private index (rids: readonly string[]): void {
     const canon = new Set<string>()
+    const indexed = new Map<string, Indexed>()
     let orphans = 0
     let docs = 0
     const fill: Array<[string, number]> = []
@@ -195,10 +212,12 @@ export class IndexWriter {
         docs--
       }
       if (!recordRows.isLive(this.r, rid)) continue
-      const d = Number(this.st.docIns.run(rid, recordRows.inGroup(this.r, rid) ? 1 : 0).lastInsertRowid)
+      const group = recordRows.groupOf(this.r, rid)
+      const d = Number(this.st.docIns.run(rid, group === undefined ? 0 : 1).lastInsertRowid)
       fill.push([rid, d])
       docs++
-      canon.add(recordRows.canonOf(this.r, rid))
+      indexed.set(rid, { group, d })
+      canon.add(group ?? rid)
     }
     if (fill.length > 0) {
       const arg = { docs: JSON.stringify(fill) }
@@ -206,18 +225,40 @@ export class IndexWriter {
       this.st.fstatAdd.run(arg)
     }
     for (const c of [...canon].sort()) {
-      // Not canonical any more (it left the group since): its own staging brings its row.
-      if (!recordRows.isLive(this.r, c) || recordRows.canonOf(this.r, c) !== c) continue
-      const d = this.st.docOf.get(c) as number | undefined
-      if (d === undefined) continue
-      const [hay, ids] = ftsRowOf(this.r, c, this.excluded)
-      const old = this.st.ftsGet.get(d) as [string, string] | undefined
-      if (old !== undefined && old[0] === hay && old[1] === ids) continue
+      const known = indexed.get(c)
+      let d: number | undefined
+      if (known !== undefined) {
+        // Not canonical (another member is): that member's row, if it was staged too.
+        if ((known.group ?? c) !== c) continue
+        d = known.d
+      } else {
+        // Not canonical any more (it left the group since): its own staging brings its row.
+        if (!recordRows.isLive(this.r, c) || recordRows.canonOf(this.r, c) !== c) continue
+        d = this.st.docOf.get(c) as number | undefined
+        if (d === undefined) continue
+      }
+      const alone = known !== undefined && known.group === undefined
+      const [hay, ids] = ftsRowOf(this.r, c, this.excluded, alone ? [c] : undefined, alone ? this.hayOf(c) : undefined)
+      // A document made by this batch has no row yet (ids are never reused); an older one may already hold this one.
+      if (known === undefined) {
+        const old = this.st.ftsGet.get(d) as [string, string] | undefined
+        if (old !== undefined && old[0] === hay && old[1] === ids) continue
+      }
       this.st.ftsPut.run(d, hay, ids)
     }
     if (orphans > 0) this.st.infoPut.run(STATE_ORPHANS, String(this.orphans + orphans))
     this.orphans += orphans
     this.docs += docs
+  }
+
+  /** The haystack fields of one root, read with one statement. */
+  private hayOf (rid: string): (field: string) => string | undefined {
+    if (this.hayRows === undefined) return () => undefined
+    const rows = this.hayRows.all(...this.hayFields.map(f => `file:${rid}/${f}`)) as Array<[string, string]>
+    return field => {
+      for (const [f, v] of rows) if (f === field) return v
+      return undefined
+    }
   }
 }
 
