@@ -7,6 +7,7 @@ import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
 import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
+import { lazySerializerFactory } from './lazy-serializers.js'
 import { metricsHooks, metricsRoutes } from './metrics/metrics-routes.js'
 import { NodeMetrics } from './metrics/node-metrics.js'
 import { cidRoutes } from './routes/cid-routes.js'
@@ -71,6 +72,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
       // No coercion: a number where a string belongs is refused, not stored as "5".
       customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false }
     },
+    // Response schemas are compiled on first use, not while the node starts (lazy-serializers.ts).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory() } },
     frameworkErrors: (err, _req, reply) => { sendError(reply, err) }
   })
 
