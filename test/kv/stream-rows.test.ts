@@ -3,6 +3,7 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { type EventIdParts, type KvStore, openKv, padEventId, parseEventId, prefixEnd } from '../../src/kv/index.js'
 import { decodeEntries, encodeEntries, entryCountOf } from '../../src/kv/stream-rows.js'
+import { prng } from '../helpers/prng.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []
@@ -69,6 +70,26 @@ describe('stream rows: the compact form of packed rows', () => {
     for (const e of decodeEntries(a[1])) expect(Object.keys(e)).toEqual(['z', 'k', 'e', 'u', 's', 'constructor', 'toString', 'n'])
     expect(text(decodeEntries(encodeEntries(tricky)))).toBe(text(tricky))
     expect(entryCountOf(b[1])).toBe(40)
+  })
+
+  it('takes as each field\'s prefix the longest one its values share, short of a split surrogate pair', () => {
+    const rand = prng(21)
+    const alphabet = ['a', 'b', 'é', '😀', '~']
+    const word = (): string => Array.from({ length: Math.floor(rand() * 6) }, () => alphabet[Math.floor(rand() * alphabet.length)]).join('')
+    for (let round = 0; round < 300; round++) {
+      const stem = word()
+      const entries = Array.from({ length: 2 + Math.floor(rand() * 6) }, () => ({ k: stem + word(), t: 's' }))
+      const row = encodeEntries(entries)
+      expect(text(decodeEntries(row))).toBe(text(entries))
+      const values = entries.map(e => e.k)
+      if (values.every(v => v === values[0])) continue
+      let p = 0
+      while (values.every(v => p < v.length && v.charCodeAt(p) === values[0].charCodeAt(p))) p++
+      const c = values[0].charCodeAt(p - 1)
+      if (p > 0 && c >= 0xd800 && c <= 0xdbff) p--
+      const [, , prefix] = JSON.parse(row.slice(row.indexOf('~', 1) + 1)) as [string[], Record<string, string>, Record<string, string>]
+      expect(prefix.k ?? '', JSON.stringify(values)).toBe(values[0].slice(0, p))
+    }
   })
 
   it('keeps the JSON array for entries whose keys differ, in set or in order', async () => {
