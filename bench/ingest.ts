@@ -8,11 +8,17 @@
  *   per INSERT, 10k rows per transaction, nothing else), run before and
  *   after the store's variants; the figure is the mean of the two, so a
  *   change in the machine's load during the run moves both sides;
- * - at the small size the variants run in several rounds (3), each between
+ * - at the small size the variants run in several rounds (5), each between
  *   two ceiling runs (a round's ceiling is the mean of those two), and the
  *   figures are the medians over the rounds: a variant there lasts a few
  *   seconds, so one slow stretch of a shared machine would decide a single
  *   reading; every round is in the JSON;
+ * - before the first size's first ceiling run, one warm-up round (a ceiling
+ *   run and each variant once) whose figures are reported and not counted:
+ *   a process's first run of each is slower (code not yet optimised, files
+ *   not yet cached): in four of five earlier runs the first ceiling run
+ *   was 18-29 % slower than the next, which lowered the first round's
+ *   ceiling by a tenth or more and so raised its fractions;
  * - write path: 16 concurrent writers through `records.mergeFlat` (the PATCH
  *   /meta/{cid} path) with search attached; the clock stops when every write
  *   is acknowledged and search has merged its backlog (so deferred work is
@@ -31,7 +37,7 @@
  * The records are generated before any clock starts, each size's before its
  * own runs (only those are held while it runs).
  * Env: BENCH_INGEST_SMALL (10000), BENCH_INGEST_LARGE (169000; 0 skips it),
- * BENCH_INGEST_WRITERS (16), BENCH_INGEST_ROUNDS (3, at the small size), BENCH_NO_DOC=1 (leave docs/benchmarks.md alone),
+ * BENCH_INGEST_WRITERS (16), BENCH_INGEST_ROUNDS (5, at the small size), BENCH_INGEST_WARMUP (1; 0 skips the warm-up round), BENCH_NO_DOC=1 (leave docs/benchmarks.md alone),
  * BENCH_KEEP=1 (keep the stores in .bench-tmp/ingest/; removed otherwise).
  */
 import fs from 'node:fs'
@@ -46,7 +52,8 @@ import { syntheticRecord, type SyntheticRecord } from './lib/synthetic.js'
 const SMALL = Number(process.env.BENCH_INGEST_SMALL ?? 10_000)
 const LARGE = Number(process.env.BENCH_INGEST_LARGE ?? 169_000)
 const WRITERS = Number(process.env.BENCH_INGEST_WRITERS ?? 16)
-const ROUNDS = Math.max(1, Number(process.env.BENCH_INGEST_ROUNDS ?? 3))
+const ROUNDS = Math.max(1, Number(process.env.BENCH_INGEST_ROUNDS ?? 5))
+const WARM_UP = process.env.BENCH_INGEST_WARMUP !== '0'
 const TMP = path.resolve('.bench-tmp/ingest')
 /** Rows per INSERT statement in the ceiling: the store's own multi-row size. */
 const ROWS_PER_STATEMENT = 32
@@ -316,6 +323,8 @@ interface SizeResult {
   /** The medians of the rounds' fractions of their ceilings. */
   fractions: { writePath: number, batchApply: number, withoutSearch?: number }
   rounds: Round[]
+  /** The warm-up round's records/s (not counted), when one ran before this size's rounds. */
+  warmUp?: { ceiling: number, writePath: number, batchApply: number, withoutSearch?: number }
 }
 
 const median = (xs: readonly number[]): number => {
@@ -325,9 +334,18 @@ const median = (xs: readonly number[]): number => {
 /** The run with the median records/s (the lower middle one of an even count). */
 const medianRun = (runs: readonly Run[]): Run => [...runs].sort((a, b) => a.recordsPerSecond - b.recordsPerSecond)[Math.floor((runs.length - 1) / 2)]
 
-async function measure (n: number, withoutSearch: boolean, rounds: number): Promise<SizeResult> {
+async function measure (n: number, withoutSearch: boolean, rounds: number, warmUp: boolean): Promise<SizeResult> {
   generate(n)
   const loadBefore = load()
+  let warm: SizeResult['warmUp']
+  if (warmUp) {
+    process.stderr.write(`ingest: ${n} records, warm-up round (not counted)\n`)
+    const c = ceiling(n).recordsPerSecond
+    const wp = (await writePath(n, true)).recordsPerSecond
+    const ba = (await batchApply(n)).recordsPerSecond
+    const ns = withoutSearch ? (await writePath(n, false)).recordsPerSecond : undefined
+    warm = { ceiling: c, writePath: wp, batchApply: ba, ...(ns === undefined ? {} : { withoutSearch: ns }) }
+  }
   const first = ceiling(n)
   /** The latest ceiling run (the next round starts after it). */
   let prev = first
@@ -372,12 +390,13 @@ async function measure (n: number, withoutSearch: boolean, rounds: number): Prom
       batchApply: median(out.map(r => r.fractions.batchApply)),
       ...(nss.length === 0 ? {} : { withoutSearch: median(out.map(r => r.fractions.withoutSearch!)) })
     },
-    rounds: out
+    rounds: out,
+    ...(warm === undefined ? {} : { warmUp: warm })
   }
 }
 
-const results: SizeResult[] = [await measure(SMALL, true, ROUNDS)]
-if (LARGE > 0) results.push(await measure(LARGE, false, 1))
+const results: SizeResult[] = [await measure(SMALL, true, ROUNDS, WARM_UP)]
+if (LARGE > 0) results.push(await measure(LARGE, false, 1, false))
 if (!BENCH_KEEP) removeUnlessKept(TMP)
 
 const f0 = (x: number): string => Math.round(x).toLocaleString('en')
@@ -416,7 +435,7 @@ const small = results[0]
 const md = `
 ## Ingest (\`npm run bench:ingest\`)
 
-${machineLine()}. ${WRITERS} concurrent writers of realistic records (${small.writePath.fieldsPerRecord.toFixed(1)} fields on average: title, paths, sizes, 2–3 CIDs, ids, file info, streams) through \`records.mergeFlat\` (the PATCH /meta/{cid} path: fields, \`cid:\` aliases, versions, one change-log row, counters, the search staging row), search attached. The clock stops when every write is acknowledged **and search has merged its backlog**, so the deferred index work is counted. Batch apply: the same records as a peer's entries through \`records.applyBatch\`, pages of ${f0(PAGE_ROOTS)} roots, until merged. Ceiling: the same \`file:\` and \`cid:\` rows into a bare kv table, ${ROWS_PER_STATEMENT} rows per INSERT, 10k rows per transaction, nothing else; run before and after the store's variants, the mean of the two. At ${f0(small.records)} records the variants run in ${small.rounds.length} rounds, each between two ceiling runs, and the table gives medians: each variant's median round, the median of the rounds' ceilings and of the rounds' fractions of their own ceiling (so a fraction is not always the quotient of the two figures beside it); the latency target is checked against the worst round's p99. Records are generated before any clock starts, each size's just before its runs, and only those are held while it runs. Load average (1 min) of the shared two-core machine before → after each size.
+${machineLine()}. ${WRITERS} concurrent writers of realistic records (${small.writePath.fieldsPerRecord.toFixed(1)} fields on average: title, paths, sizes, 2–3 CIDs, ids, file info, streams) through \`records.mergeFlat\` (the PATCH /meta/{cid} path: fields, \`cid:\` aliases, versions, one change-log row, counters, the search staging row), search attached. The clock stops when every write is acknowledged **and search has merged its backlog**, so the deferred index work is counted. Batch apply: the same records as a peer's entries through \`records.applyBatch\`, pages of ${f0(PAGE_ROOTS)} roots, until merged. Ceiling: the same \`file:\` and \`cid:\` rows into a bare kv table, ${ROWS_PER_STATEMENT} rows per INSERT, 10k rows per transaction, nothing else; run before and after the store's variants, the mean of the two. ${small.warmUp === undefined ? '' : `A warm-up round (a ceiling run and each variant once) runs first and is not counted: a process's first run of each is slower (in four of five earlier runs the first ceiling run was 18–29 % slower than the next, which raised the first round's fractions). `}At ${f0(small.records)} records the variants run in ${small.rounds.length} rounds, each between two ceiling runs, and the table gives medians: each variant's median round, the median of the rounds' ceilings and of the rounds' fractions of their own ceiling (so a fraction is not always the quotient of the two figures beside it); the latency target is checked against the worst round's p99. Records are generated before any clock starts, each size's just before its runs, and only those are held while it runs. Load average (1 min) of the shared two-core machine before → after each size.
 
 | store | ceiling records/s | write path, acknowledged records/s | write path, merged records/s (of ceiling) | write ack p50 / p99 / max ms | batch apply records/s (of ceiling) | vs original (835/s) | store + index file | load |
 |---|---|---|---|---|---|---|---|---|
@@ -426,7 +445,9 @@ ${targets.map(t => `At ${f0(t.records)} records: ≥ ${f0(t.absolute.target)} re
 
 ${small.rounds.length > 1 ? `Rounds at ${f0(small.records)} records (ceiling; write path, batch apply and record layer alone in records/s and their fractions of that round's ceiling): ${small.rounds.map((x, i) => `${i + 1}: ${f0(x.ceiling)}; ${f0(x.writePath)} (${pct(x.fractions.writePath, 1)}), ${f0(x.batchApply)} (${pct(x.fractions.batchApply, 1)}), ${f0(x.withoutSearch ?? 0)} (${pct(x.fractions.withoutSearch ?? 0, 1)})`).join('; ')}.
 
-` : ''}The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s (median round), ${pct(small.fractions.withoutSearch!, 1)} of the ceiling (median); ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
+` : ''}${small.warmUp === undefined ? '' : `Warm-up round at ${f0(small.records)} records (not counted): ceiling ${f0(small.warmUp.ceiling)}, write path ${f0(small.warmUp.writePath)}, batch apply ${f0(small.warmUp.batchApply)}${small.warmUp.withoutSearch === undefined ? '' : `, record layer alone ${f0(small.warmUp.withoutSearch)}`} records/s.
+
+`}The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s (median round), ${pct(small.fractions.withoutSearch!, 1)} of the ceiling (median); ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
 
 ${results.some(r => r.batchApply.cpuMs !== undefined) ? `CPU while the clock ran (the median round's runs; the machine has ${os.cpus().length} cores): ${results.map(r => `at ${f0(r.records)} records, ${cpuPhrase('write path', r.writePath)}; ${cpuPhrase('batch apply', r.batchApply)}`).join('; ')}. The other threads are search's index writer, the store's checkpointer and V8's helper threads.
 
