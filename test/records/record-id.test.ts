@@ -40,4 +40,25 @@ describe('record ids', () => {
     for (let i = 25; i >= 0; i--) s += A[Number((asV4 >> BigInt(i * 5)) & 31n)]
     expect(isRecordId(s)).toBe(false)
   })
+
+  it('read version and variant from their characters as a full decode does, for every value of those characters', () => {
+    const A = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+    const base = newRecordId().split('')
+    let accepted = 0
+    for (let trial = 0; trial < 2000; trial++) {
+      const c = [...base]
+      // Random characters elsewhere, and every pair of values at the two positions that carry the bits.
+      for (let i = 1; i < 26; i++) c[i] = A[Math.floor(Math.random() * 32)]
+      c[10] = A[trial % 32]
+      c[13] = A[Math.floor(trial / 32) % 32]
+      const s = c.join('')
+      const v = decodeRecordId(s)
+      const expected = ((v >> 76n) & 0xfn) === 7n && ((v >> 62n) & 0x3n) === 2n
+      expect(isRecordId(s)).toBe(expected)
+      if (expected) accepted++
+    }
+    // 2 of the 32 values of character 10 and 8 of character 13 make a root id: both outcomes are exercised.
+    expect(accepted).toBeGreaterThan(0)
+    expect(accepted).toBeLessThan(2000)
+  })
 })
