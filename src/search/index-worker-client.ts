@@ -1,6 +1,8 @@
 /**
  * The scheduler's side of the index writer's thread: starts it, sends it
- * one job at a time and settles each job's promise with its answer.
+ * jobs (the thread runs them one by one, in the order sent) and roots to
+ * join a batch it has not started, and settles each job's promise with its
+ * answer.
  *
  * The thread runs the TypeScript sources through tsx's loader, as the node
  * itself does (bin/meta-core.js), so a clone runs with no build step.
@@ -31,6 +33,12 @@ export interface WorkerInit {
   /** The index file's WAL is checkpointed by the writer's commits once past this many pages. */
   autocheckpointPages: number
 }
+
+/** What the scheduler sends the thread: a job, roots to join a batch not yet started, or close. */
+export type WorkerMessage =
+  | { seq: number, job: IndexJob }
+  | { type: 'extend', gen: number, rids: readonly string[] }
+  | { type: 'close' }
 
 export type WorkerReply =
   | { type: 'ready', info: IndexInfo }
@@ -109,26 +117,35 @@ export class IndexWorker {
     return this.exited !== undefined
   }
 
+  /**
+   * Roots to join batch `gen` if the thread has not started it yet; the
+   * batch's answer says how many such messages it took.
+   */
+  extend (gen: number, rids: readonly string[]): void {
+    if (this.exited === undefined) this.worker.postMessage({ type: 'extend', gen, rids } satisfies WorkerMessage)
+  }
+
   async run (job: IndexJob): Promise<JobResult> {
     if (this.exited !== undefined) throw this.exited
     const seq = ++this.seq
     return await new Promise<JobResult>((resolve, reject) => {
       this.waiting.set(seq, { resolve, reject })
       this.worker.ref()
-      this.worker.postMessage({ seq, job })
+      this.worker.postMessage({ seq, job } satisfies WorkerMessage)
     })
   }
 
   /**
-   * Closes the connection after the job in progress (its transaction
-   * commits or is not started), then the thread ends. After `deadlineMs`
+   * Closes the connection once the job running (if any) has finished (its
+   * transaction commits); jobs sent and not started are dropped, and their
+   * promises reject when the thread ends. After `deadlineMs`
    * the thread is terminated: an unfinished transaction is rolled back
    * when the index file is next opened.
    */
   async close (deadlineMs = 10_000): Promise<void> {
     if (this.exited === undefined) {
       this.worker.ref()
-      this.worker.postMessage({ type: 'close' })
+      this.worker.postMessage({ type: 'close' } satisfies WorkerMessage)
     }
     let timer: ReturnType<typeof setTimeout> | undefined
     const late = new Promise<'late'>(resolve => { timer = setTimeout(() => { resolve('late') }, deadlineMs) })

@@ -54,6 +54,8 @@ export interface JobResult {
   done?: boolean
   /** Sweep step: whether more of the index remains to be swept. */
   more?: boolean
+  /** Batch: how many of the roots sent to join it (in the order sent) it took. */
+  extra?: number
 }
 
 type Key = [string, number, string, number, string]

@@ -43,7 +43,7 @@ import { FieldIndex } from './field-index.js'
 import { FtsIndex } from './fts-index.js'
 import { IndexedSearch, type QueryPlan } from './indexed-search.js'
 import { DEFAULT_EXCLUDE_PREFIXES, makeExcluder } from './matchers.js'
-import { Merger } from './merger.js'
+import { MAX_BATCHES_IN_FLIGHT, Merger } from './merger.js'
 import { PendingRoots } from './pending-roots.js'
 import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
@@ -187,7 +187,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format, excluded prefixes or bucket size changed')
       : info.id !== indexId
         ? 'the index file belongs to another store'
-        : info.gen !== gen && info.gen !== gen + 1
+        : info.gen < gen || info.gen > gen + MAX_BATCHES_IN_FLIGHT
           ? 'the index file is not level with the store'
           : changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
     if (typeof rebuild === 'string') {

@@ -9,7 +9,15 @@
  * 2. batch: up to `batchRoots` staged roots, in key order, indexed in one
  *    transaction of the index file; when it has committed, one small write
  *    of the store removes the batch's staged rows (those staged again since
- *    the batch began stay) with the batch's number and the change-log mark;
+ *    the batch began stay) with the batch's number and the change-log mark.
+ *    A second batch of other staged roots may wait at the index writer
+ *    behind the one it is indexing (`batchesInFlight`), so the writer
+ *    starts it as soon as the first commits instead of idling until this
+ *    thread, busy with a write, has read the answer and sent the next job.
+ *    Until the writer starts it, roots staged meanwhile join it (up to
+ *    `batchRoots`): the writer takes those that reached it before it began,
+ *    and says how many, so it indexes what is staged then in one batch, as
+ *    it would have if it had waited;
  * 3. rebuild step: the next `batchRoots` live roots, while a rebuild runs;
  * 4. renumber step: the `batchRoots` oldest documents' roots, indexed again
  *    under new document ids, once the ids from the oldest live document's
@@ -31,8 +39,11 @@
  * next open indexes them again; a half-written batch is rolled back by
  * SQLite). The index file records the number of the last batch it
  * committed and the store the number of the last batch it unstaged: at
- * open, an index file that is neither level with the store nor one batch
- * ahead of it (a crash between the two commits) is rebuilt.
+ * open, an index file that is neither level with the store nor at most
+ * MAX_BATCHES_IN_FLIGHT batches ahead of it (a crash between a batch's two
+ * commits, with the batch behind it committed too) is rebuilt. Batch
+ * numbers are given out in the order the writer runs the jobs, and never
+ * more than that many past the store's.
  *
  * The index writer's thread starts with the first job and ends after
  * `idleCloseMs` without one: a node at rest runs none.
@@ -46,12 +57,22 @@ import { KvClosedError, type KvStore, type SqlStatement, type Tx } from '../kv/i
 import { countLiveRoots, type IndexedRecords } from '../records/index.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexJob, IndexWorker } from './index-worker-client.js'
-import type { PendingRoots } from './pending-roots.js'
+import type { PendingBatch, PendingRoots } from './pending-roots.js'
 import { STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
+
+/** Most batches at the index writer at once: the index file is at most this many batches ahead of the store. */
+export const MAX_BATCHES_IN_FLIGHT = 2
 
 export interface MergerOptions {
   /** Most roots per batch (default 1,000). */
   batchRoots?: number
+  /**
+   * Batches at the index writer at once, 1 or 2 (default 2): with 2, a
+   * second batch (once a quarter of a batch is staged outside the first, or
+   * sooner when writers or callers wait) is queued behind the one being
+   * indexed. Other jobs always run alone.
+   */
+  batchesInFlight?: number
   /** Writers wait while this many roots are staged (default 4,000), until a batch brings it under three quarters of it. */
   backlogLimit?: number
   /**
@@ -75,7 +96,7 @@ export interface MergerOptions {
 }
 
 type InFlight =
-  | { kind: 'batch', rids: string[], gen: number }
+  | { kind: 'batch', gen: number, batch: PendingBatch, extra: string[][] }
   | { kind: 'clear' | 'rebuild' | 'renumber' | 'sweep' }
 
 interface Deps {
@@ -108,12 +129,18 @@ export class Merger {
   private readonly o: Required<MergerOptions>
   private readonly log: Logger
   private readonly st: Record<'stateGet' | 'statePut', SqlStatement>
-  private inFlight: InFlight | undefined
+  /** Jobs sent to the index writer and not yet answered, in the order it runs them. */
+  private readonly inFlight: InFlight[] = []
   private worker: IndexWorker | undefined
   /** An index writer's thread is starting. */
   private spawning = false
   private idleTimer: ReturnType<typeof setTimeout> | undefined
+  /** The number of the last batch the store unstaged. */
   private gen: number
+  /** The number of the last batch sent to the index writer (back to `gen` whenever none is in flight). */
+  private sentGen: number
+  /** An extension of the queued batch is due at the end of the current task. */
+  private extendDue = false
   private clearDue = false
   /** Set while a rebuild runs: the last live root it indexed ('' before the first). */
   private rebuildAfter: string | undefined
@@ -141,6 +168,7 @@ export class Merger {
   constructor (private readonly d: Deps, opts: MergerOptions = {}) {
     this.o = {
       batchRoots: opts.batchRoots ?? 1000,
+      batchesInFlight: Math.min(MAX_BATCHES_IN_FLIGHT, Math.max(1, Math.floor(opts.batchesInFlight ?? MAX_BATCHES_IN_FLIGHT))),
       backlogLimit: opts.backlogLimit ?? 4000,
       delayMs: opts.delayMs ?? 100,
       renumberAt: Math.max(2, opts.renumberAt ?? 4),
@@ -150,6 +178,7 @@ export class Merger {
     }
     this.log = d.logger ?? silentLogger
     this.gen = d.gen
+    this.sentGen = d.gen
     this.worker = d.worker
     this.docs = d.docs
     this.orphanDocs = d.orphanDocs
@@ -216,9 +245,10 @@ export class Merger {
   }
 
   /**
-   * Stops scheduling and closes the index writer after the job in progress
-   * (whose outcome is then dropped: its roots stay staged, and the next open
-   * indexes them). Records the change-log mark.
+   * Stops scheduling and closes the index writer once the job it is running
+   * has finished (the outcomes of the jobs in flight are dropped: their
+   * roots stay staged, and the next open indexes them). Records the
+   * change-log mark.
    */
   async stop (): Promise<void> {
     if (this.stopped) return
@@ -260,7 +290,13 @@ export class Merger {
    * was staged while a batch ran, once a quarter of a batch, is the next one.
    */
   schedule (): void {
-    if (this.stopped || this.retrying || this.spawning || this.inFlight !== undefined || !this.hasWork()) return
+    if (this.stopped || this.retrying || this.spawning) return
+    if (this.inFlight.length > 0) {
+      if (this.secondBatchDue()) this.run()
+      else this.extendSoon()
+      return
+    }
+    if (!this.hasWork()) return
     const soon = this.clearDue || this.rebuilding || this.sweeping || this.d.pending.size * 4 >= this.o.batchRoots ||
       this.writable !== undefined || this.idleWaiters.length > 0 || this.renumberDue() || this.sweepDue()
     if (soon) {
@@ -275,28 +311,70 @@ export class Merger {
   // ------------------------------------------------------------ jobs
 
   private hasWork (): boolean {
-    return this.inFlight !== undefined || this.d.pending.size > 0 || this.clearDue || this.rebuilding || this.sweeping ||
+    return this.inFlight.length > 0 || this.d.pending.size > 0 || this.clearDue || this.rebuilding || this.sweeping ||
       this.renumberDue() || this.sweepDue()
   }
 
-  private nextJob (): [InFlight, IndexJob] | undefined {
-    if (this.clearDue) return [{ kind: 'clear' }, { type: 'clear', id: this.d.indexId, gen: this.gen }]
-    if (this.d.pending.size > 0) {
-      const rids = [...this.d.pending.set].sort().slice(0, this.o.batchRoots)
-      const gen = this.gen + 1
-      return [{ kind: 'batch', rids, gen }, { type: 'batch', rids, gen }]
-    }
-    if (this.rebuildAfter !== undefined) return [{ kind: 'rebuild' }, { type: 'rebuild', after: this.rebuildAfter, n: this.o.batchRoots }]
-    if (this.renumberDue()) return [{ kind: 'renumber' }, { type: 'renumber', n: this.o.batchRoots }]
-    if (this.sweeping || this.sweepDue()) return [{ kind: 'sweep' }, { type: 'sweep' }]
+  private nextJob (): IndexJob | undefined {
+    if (this.clearDue) return { type: 'clear', id: this.d.indexId, gen: this.gen }
+    if (this.d.pending.size > 0) return this.nextBatch()
+    if (this.rebuildAfter !== undefined) return { type: 'rebuild', after: this.rebuildAfter, n: this.o.batchRoots }
+    if (this.renumberDue()) return { type: 'renumber', n: this.o.batchRoots }
+    if (this.sweeping || this.sweepDue()) return { type: 'sweep' }
     return undefined
   }
 
+  /** Up to `batchRoots` staged roots in no batch in flight, in key order, under the next batch number. */
+  private nextBatch (): IndexJob | undefined {
+    const { pending } = this.d
+    if (pending.freeRoots.size === 0) return undefined
+    return { type: 'batch', rids: [...pending.freeRoots].sort().slice(0, this.o.batchRoots), gen: this.sentGen + 1 }
+  }
+
+  /** Once the hooks of the commit that called have all run: one message for every root it staged (each staged root calls). */
+  private extendSoon (): void {
+    if (this.extendDue) return
+    this.extendDue = true
+    queueMicrotask(() => {
+      this.extendDue = false
+      if (!this.stopped) this.extendQueued()
+    })
+  }
+
+  /** Free staged roots join the batch queued behind the one the index writer runs, up to `batchRoots` (the writer takes those that reach it before it starts that batch). */
+  private extendQueued (): void {
+    const worker = this.worker
+    const job = this.inFlight.length < 2 ? undefined : this.inFlight[this.inFlight.length - 1]
+    if (worker === undefined || job?.kind !== 'batch') return
+    const room = this.o.batchRoots - job.batch.rids.size
+    const { pending } = this.d
+    if (room <= 0 || pending.freeRoots.size === 0) return
+    const rids = [...pending.freeRoots].sort().slice(0, room)
+    pending.extendBatch(job.batch, rids)
+    job.extra.push(rids)
+    worker.extend(job.gen, rids)
+  }
+
+  /**
+   * A second batch may be queued behind the one in flight: only batches
+   * pair, never past MAX_BATCHES_IN_FLIGHT numbers ahead of the store (after
+   * a failed batch the next waits for the one still in flight), and only
+   * when a quarter of a batch is staged outside it or someone waits.
+   */
+  private secondBatchDue (): boolean {
+    if (this.inFlight.length >= this.o.batchesInFlight || this.clearDue || this.inFlight.some(j => j.kind !== 'batch')) return false
+    if (this.sentGen - this.gen >= MAX_BATCHES_IN_FLIGHT) return false
+    const free = this.d.pending.freeRoots.size
+    return free > 0 && (free * 4 >= this.o.batchRoots || this.writable !== undefined || this.idleWaiters.length > 0)
+  }
+
   private run (): void {
-    if (this.stopped || this.spawning || this.inFlight !== undefined) return
-    const next = this.nextJob()
-    if (next === undefined) {
-      this.settle()
+    if (this.stopped || this.spawning) return
+    const beside = this.inFlight.length > 0
+    if (beside && !this.secondBatchDue()) return
+    const msg = beside ? this.nextBatch() : this.nextJob()
+    if (msg === undefined) {
+      if (!beside) this.settle()
       return
     }
     if (this.idleTimer !== undefined) clearTimeout(this.idleTimer)
@@ -306,9 +384,14 @@ export class Merger {
       this.spawn()
       return
     }
-    const [job, msg] = next
-    this.inFlight = job
-    if (job.kind === 'batch') this.d.pending.beginBatch(job.rids)
+    let job: InFlight
+    if (msg.type === 'batch') {
+      job = { kind: 'batch', gen: msg.gen, batch: this.d.pending.beginBatch(msg.rids), extra: [] }
+      this.sentGen = msg.gen
+    } else {
+      job = { kind: msg.type }
+    }
+    this.inFlight.push(job)
     if (job.kind === 'renumber' && this.renumbering === undefined) {
       this.renumbering = { moved: 0, most: this.docs }
       this.log.info('search: renumbering the oldest documents', { docs: this.docs, span: this.span })
@@ -318,21 +401,29 @@ export class Merger {
       this.log.info('search: sweeping entries of re-indexed records', { orphanDocs: this.orphanDocs })
     }
     worker.run(msg).then(result => {
-      this.inFlight = undefined
       if (this.stopped) return
       try {
         this.finish(job, result)
       } catch (err) {
+        this.ended(job)
         this.failed(job, err)
         return
       }
+      this.ended(job)
       this.settle()
       this.schedule()
     }, err => {
-      this.inFlight = undefined
       if (this.stopped) return
+      this.ended(job)
       this.failed(job, err)
     })
+  }
+
+  /** A job's answer has been taken in; with none left in flight, batch numbers go on from the store's. */
+  private ended (job: InFlight): void {
+    const i = this.inFlight.indexOf(job)
+    if (i >= 0) this.inFlight.splice(i, 1)
+    if (this.inFlight.length === 0) this.sentGen = this.gen
   }
 
   /** A job committed in the index file: its outcome in the store and in memory. */
@@ -345,9 +436,11 @@ export class Merger {
         this.clearDue = false
         break
       case 'batch': {
-        const n = job.rids.length
+        // Roots that joined after the writer had started the batch were not indexed by it.
+        for (const rids of job.extra.slice(r.extra ?? 0)) this.d.pending.releaseFromBatch(job.batch, rids)
+        const n = job.batch.rids.size
         this.d.kv.writeSync(tx => {
-          this.d.pending.finishBatch(tx, job.rids)
+          this.d.pending.finishBatch(tx, job.batch)
           this.st.statePut.run(STATE_GEN, String(job.gen))
           this.recordMark(tx)
           tx.afterCommit(() => { this.merged += n })
@@ -385,7 +478,7 @@ export class Merger {
   }
 
   private failed (job: InFlight, err: unknown): void {
-    if (job.kind === 'batch') this.d.pending.endBatch()
+    if (job.kind === 'batch') this.d.pending.endBatch(job.batch)
     if (err instanceof KvClosedError) { void this.stop(); return }
     const dead = this.worker?.dead === true
     this.log.error(dead
@@ -402,6 +495,8 @@ export class Merger {
 
   private retry (): void {
     this.retrying = true
+    // Both jobs in flight may fail (a dead thread): one retry.
+    if (this.timer !== undefined) clearTimeout(this.timer)
     this.timer = setTimeout(() => {
       this.timer = undefined
       this.retrying = false
@@ -433,7 +528,7 @@ export class Merger {
     if (this.stopped || this.worker === undefined || this.idleTimer !== undefined) return
     this.idleTimer = setTimeout(() => {
       this.idleTimer = undefined
-      if (this.stopped || this.hasWork() || this.inFlight !== undefined || this.worker === undefined) return
+      if (this.stopped || this.hasWork() || this.worker === undefined) return
       const w = this.worker
       this.worker = undefined
       void w.close()

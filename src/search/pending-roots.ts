@@ -18,10 +18,11 @@ import type { Excluder } from './matchers.js'
 
 export class PendingRoots implements RecordIndexer {
   private readonly roots = new Set<string>()
+  /** The staged roots in no batch being merged. */
+  private readonly free = new Set<string>()
   private readonly st: Record<'ins' | 'del' | 'all', SqlStatement>
-  /** Roots of the batch being merged; one staged again meanwhile stays pending when the batch finishes. */
-  private inFlight: ReadonlySet<string> | undefined
-  private readonly restaged = new Set<string>()
+  /** The batches being merged (disjoint): a root of one staged again meanwhile stays pending when it finishes. */
+  private readonly inFlight = new Set<PendingBatch>()
   /** Told after every commit that staged something (the merger schedules itself). */
   onStaged: () => void = () => {}
   /** The merger's backlog bound (RecordIndexer.whenWritable). */
@@ -47,10 +48,19 @@ export class PendingRoots implements RecordIndexer {
     return this.roots.size
   }
 
+  /** The staged roots in no batch being merged. */
+  get freeRoots (): ReadonlySet<string> {
+    return this.free
+  }
+
   /** Reads the table into the mirror (at open). */
   load (): void {
     this.roots.clear()
-    for (const r of this.st.all.iterate() as IterableIterator<string>) this.roots.add(r)
+    this.free.clear()
+    for (const r of this.st.all.iterate() as IterableIterator<string>) {
+      this.roots.add(r)
+      this.free.add(r)
+    }
   }
 
   /** Inside a write: stages roots; they join the mirror when the write commits. */
@@ -60,7 +70,14 @@ export class PendingRoots implements RecordIndexer {
     tx.afterCommit(() => {
       for (const r of list) {
         this.roots.add(r)
-        if (this.inFlight?.has(r) === true) this.restaged.add(r)
+        let held = false
+        for (const b of this.inFlight) {
+          if (b.rids.has(r)) {
+            b.restaged.add(r)
+            held = true
+          }
+        }
+        if (!held) this.free.add(r)
       }
       this.onStaged()
     })
@@ -94,25 +111,51 @@ export class PendingRoots implements RecordIndexer {
 
   // ------------------------------------------------------------ the merger's side
 
-  /** A batch of these roots starts: from now on a root of it staged again is remembered. */
-  beginBatch (rids: readonly string[]): void {
-    this.inFlight = new Set(rids)
-    this.restaged.clear()
+  /** A batch of these roots (free ones) starts: from now on a root of it staged again is remembered. */
+  beginBatch (rids: readonly string[]): PendingBatch {
+    const b: PendingBatch = { rids: new Set(), restaged: new Set() }
+    this.inFlight.add(b)
+    this.extendBatch(b, rids)
+    return b
+  }
+
+  /** More free roots join a batch that has not started. */
+  extendBatch (b: PendingBatch, rids: readonly string[]): void {
+    for (const r of rids) {
+      b.rids.add(r)
+      this.free.delete(r)
+    }
+  }
+
+  /** Roots a batch did not take after all (it had started before they reached it): free again. */
+  releaseFromBatch (b: PendingBatch, rids: readonly string[]): void {
+    for (const r of rids) {
+      b.rids.delete(r)
+      b.restaged.delete(r)
+      if (this.roots.has(r)) this.free.add(r)
+    }
   }
 
   /** Inside the batch's last write: unstages its roots, except those staged again since it began. */
-  finishBatch (tx: Tx, rids: readonly string[]): void {
-    const done = rids.filter(r => !this.restaged.has(r))
+  finishBatch (tx: Tx, b: PendingBatch): void {
+    const done: string[] = []
+    for (const r of b.rids) if (!b.restaged.has(r)) done.push(r)
     for (const r of done) this.st.del.run(r)
     tx.afterCommit(() => {
       for (const r of done) this.roots.delete(r)
-      this.endBatch()
+      this.endBatch(b)
     })
   }
 
-  /** The batch ended (finished, or abandoned: its roots stay staged). */
-  endBatch (): void {
-    this.inFlight = undefined
-    this.restaged.clear()
+  /** The batch ended (finished, or abandoned: its roots stay staged): those still staged are free again. */
+  endBatch (b: PendingBatch): void {
+    if (!this.inFlight.delete(b)) return
+    for (const r of b.rids) if (this.roots.has(r)) this.free.add(r)
   }
+}
+
+/** A batch being merged: its roots, and those of them staged again since they joined it. */
+export interface PendingBatch {
+  readonly rids: Set<string>
+  readonly restaged: Set<string>
 }

@@ -12,6 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
 import { openNodeStore } from '../../src/records/index.js'
 import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
+import { MAX_BATCHES_IN_FLIGHT } from '../../src/search/merger.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { indexState, openFixture, type Fixture } from './fixture.js'
 
@@ -88,6 +89,14 @@ describe('index file', () => {
     })
     expect(lines.some(l => l.includes('rebuilding the index') && l.includes('not level'))).toBe(true)
     expect(indexState(f.store.kv)).toEqual(before)
+    // The index file three batches ahead of the store: more than the merger ever has at the index writer (MAX_BATCHES_IN_FLIGHT).
+    lines = await reopenAfter(fx, () => {
+      const db = new Database(fx.dbPath)
+      db.prepare("UPDATE search_state SET v = CAST(v AS INTEGER) - ? WHERE k = 'batch'").run(MAX_BATCHES_IN_FLIGHT + 1)
+      db.close()
+    })
+    expect(lines.some(l => l.includes('rebuilding the index') && l.includes('not level'))).toBe(true)
+    expect(indexState(f.store.kv)).toEqual(before)
     // Another store's index file copied over this one's.
     const other = await openFixture()
     try {
@@ -109,16 +118,16 @@ describe('index file', () => {
     }
   })
 
-  it('takes an index file one batch ahead of the store (a crash between the two commits) as it is, and indexes the batch again', async () => {
+  it.each([1, MAX_BATCHES_IN_FLIGHT])('takes an index file %i batch(es) ahead of the store (a crash between the two commits) as it is, and indexes the roots again', async (ahead) => {
     f = await openFixture()
     await fill(f, 30)
     await f.search.whenIdle()
     const fx = f
     const restaged: string[] = []
     const lines = await reopenAfter(fx, () => {
-      // As if the store's unstaging write of the last batch never committed: its roots staged again, its number back by one.
+      // As if the store's unstaging writes of the last batches never committed: their roots staged again, the number back.
       const db = new Database(fx.dbPath)
-      db.prepare("UPDATE search_state SET v = CAST(v AS INTEGER) - 1 WHERE k = 'batch'").run()
+      db.prepare("UPDATE search_state SET v = CAST(v AS INTEGER) - ? WHERE k = 'batch'").run(ahead)
       for (const k of db.prepare("SELECT k FROM kv WHERE k >= 'idx:roots/' AND k < 'idx:roots0' LIMIT 5").pluck().all() as string[]) {
         restaged.push(k.slice('idx:roots/'.length))
         db.prepare('INSERT INTO search_pending (rid) VALUES (?)').run(k.slice('idx:roots/'.length))
