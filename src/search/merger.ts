@@ -6,10 +6,11 @@
  *
  * Jobs, most urgent first:
  * 1. clear: a rebuild empties the structures first;
- * 2. batch: up to `batchRoots` staged roots, in key order, indexed in one
- *    transaction of the index file; when it has committed, one small write
- *    of the store removes the batch's staged rows (those staged again since
- *    the batch began stay) with the batch's number and the change-log mark.
+ * 2. batch: up to `batchRoots` staged roots (the longest staged first),
+ *    indexed in key order in one transaction of the index file; when it
+ *    has committed, one small write of the store removes the batch's
+ *    staged rows (those staged again since the batch began stay) with the
+ *    batch's number and the change-log mark.
  *    A second batch of other staged roots may wait at the index writer
  *    behind the one it is indexing (`batchesInFlight`), so the writer
  *    starts it as soon as the first commits instead of idling until this
@@ -324,11 +325,25 @@ export class Merger {
     return undefined
   }
 
-  /** Up to `batchRoots` staged roots in no batch in flight, in key order, under the next batch number. */
+  /** Up to `batchRoots` staged roots in no batch in flight, the longest staged first, in key order, under the next batch number. */
   private nextBatch (): IndexJob | undefined {
-    const { pending } = this.d
-    if (pending.freeRoots.size === 0) return undefined
-    return { type: 'batch', rids: [...pending.freeRoots].sort().slice(0, this.o.batchRoots), gen: this.sentGen + 1 }
+    const rids = this.takeFree(this.o.batchRoots)
+    return rids.length === 0 ? undefined : { type: 'batch', rids: rids.sort(), gen: this.sentGen + 1 }
+  }
+
+  /**
+   * Up to `n` free staged roots, the longest staged first (the set keeps
+   * staging order). Never the whole set sorted: with a large backlog that
+   * would cost more than the batch, and an extension runs at every commit.
+   */
+  private takeFree (n: number): string[] {
+    const out: string[] = []
+    if (n <= 0) return out
+    for (const r of this.d.pending.freeRoots) {
+      out.push(r)
+      if (out.length >= n) break
+    }
+    return out
   }
 
   /** Once the hooks of the commit that called have all run: one message for every root it staged (each staged root calls). */
@@ -346,11 +361,9 @@ export class Merger {
     const worker = this.worker
     const job = this.inFlight.length < 2 ? undefined : this.inFlight[this.inFlight.length - 1]
     if (worker === undefined || job?.kind !== 'batch') return
-    const room = this.o.batchRoots - job.batch.rids.size
-    const { pending } = this.d
-    if (room <= 0 || pending.freeRoots.size === 0) return
-    const rids = [...pending.freeRoots].sort().slice(0, room)
-    pending.extendBatch(job.batch, rids)
+    const rids = this.takeFree(this.o.batchRoots - job.batch.rids.size)
+    if (rids.length === 0) return
+    this.d.pending.extendBatch(job.batch, rids)
     job.extra.push(rids)
     worker.extend(job.gen, rids)
   }
