@@ -54,7 +54,7 @@ export interface JobResult {
   done?: boolean
   /** Sweep step: whether more of the index remains to be swept. */
   more?: boolean
-  /** Batch: how many of the roots sent to join it (in the order sent) it took. */
+  /** Batch: how many of the `extend` messages sent to join it it took (the first ones sent). */
   extra?: number
 }
 

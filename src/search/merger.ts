@@ -289,6 +289,8 @@ export class Merger {
    * a batch staged, waiting writers or callers), else after the delay.
    * Under a steady stream of writes the index writer then never idles: what
    * was staged while a batch ran, once a quarter of a batch, is the next one.
+   * With a batch in flight, a second one is sent when due, and otherwise the
+   * roots just staged join the one waiting (if any).
    */
   schedule (): void {
     if (this.stopped || this.retrying || this.spawning) return
