@@ -190,7 +190,19 @@ interface Run {
   backlogAtLastAck?: number
   /** CPU while the clock ran (ms): the main thread, and every other thread together (search's index writer, the checkpointer, V8's helpers). Linux only. */
   cpuMs?: ThreadCpu
+  /** The largest the store's WAL file grew while the clock ran (looked at every 100 ms). */
+  walPeakMiB: number
   sizes: Sizes
+}
+
+/** Looks at the size of `file`'s WAL every 100 ms until `stop()`, which answers the largest seen (MiB). */
+function walPeak (file: string): { stop: () => number } {
+  let peak = 0
+  const look = (): void => {
+    try { peak = Math.max(peak, fs.statSync(`${file}-wal`).size) } catch { /* not there yet */ }
+  }
+  const timer = setInterval(look, 100)
+  return { stop: () => { clearInterval(timer); look(); return round2(peak / MiB) } }
 }
 
 async function writePath (n: number, withSearch: boolean): Promise<Run> {
@@ -202,6 +214,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
   let next = 0
   let fields = 0
   const ack: number[] = []
+  const wal = walPeak(file)
   const cpu0 = threadCpu()
   const t0 = performance.now()
   let lastLog = t0
@@ -227,6 +240,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
   await search?.whenIdle()
   const t1 = performance.now()
   const cpu = cpuBetween(cpu0, threadCpu())
+  const walPeakMiB = wal.stop()
   if (s.records.countRecords() !== n) throw new Error(`expected ${n} records, store has ${s.records.countRecords()}`)
   await search?.stop()
   s.close()
@@ -239,6 +253,7 @@ async function writePath (n: number, withSearch: boolean): Promise<Run> {
     ackMs: { p50: round2(percentile(ack, 50)), p99: round2(percentile(ack, 99)), max: round2(percentile(ack, 100)) },
     backlogAtLastAck: backlog,
     ...(cpu === undefined ? {} : { cpuMs: cpu }),
+    walPeakMiB,
     sizes: sizes(file)
   }
   done(d)
@@ -273,6 +288,7 @@ async function batchApply (n: number): Promise<Run> {
     cpu = cpu === undefined || d === undefined ? undefined : { main: cpu.main + d.main, others: cpu.others + d.others }
   }
   let lastLog = performance.now()
+  const wal = walPeak(file)
   for (let from = 0; from < n; from += PAGE_ROOTS) {
     const page = entriesOf(from, Math.min(n, from + PAGE_ROOTS), baseMs) // generated off the clock
     const c0 = threadCpu()
@@ -290,10 +306,11 @@ async function batchApply (n: number): Promise<Run> {
   await search.whenIdle()
   ms += performance.now() - t
   add(c0, threadCpu())
+  const walPeakMiB = wal.stop()
   if (s.records.countRecords() !== n) throw new Error(`expected ${n} records, store has ${s.records.countRecords()}`)
   await search.stop()
   s.close()
-  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000, ...(cpu === undefined ? {} : { cpuMs: cpu }), sizes: sizes(file) }
+  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000, ...(cpu === undefined ? {} : { cpuMs: cpu }), walPeakMiB, sizes: sizes(file) }
   done(d)
   return out
 }
@@ -451,7 +468,9 @@ ${small.rounds.length > 1 ? `Rounds at ${f0(small.records)} records (ceiling; wr
 
 ${results.some(r => r.batchApply.cpuMs !== undefined) ? `CPU while the clock ran (the median round's runs; the machine has ${os.cpus().length} cores): ${results.map(r => `at ${f0(r.records)} records, ${cpuPhrase('write path', r.writePath)}; ${cpuPhrase('batch apply', r.batchApply)}`).join('; ')}. The other threads are search's index writer, the store's checkpointer and V8's helper threads.
 
-` : ''}Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
+` : ''}The store's WAL file at its largest while the clock ran (the checkpointer starts it over past 256 MiB and cuts it back to 64 MiB: docs/storage.md): ${results.map(r => `at ${f0(r.records)} records, write path ${f0(r.writePath.walPeakMiB)} MiB, batch apply ${f0(r.batchApply.walPeakMiB)} MiB`).join('; ')}.
+
+Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
 
 | structure | write path store | batch-applied store |
 |---|---|---|

@@ -54,7 +54,18 @@ export interface GroupCommitOptions {
   maxBatch: number
   /** True once the store is closed: queued work is refused. */
   isClosed: () => boolean
+  /**
+   * True while writes should hold off (the checkpointer starts the WAL over:
+   * checkpointer.ts). Queued writes wait, the event loop runs on; after
+   * MAX_HOLD_MS of one hold they go ahead whatever it says.
+   */
+  holdWrites?: () => boolean
 }
+
+/** Longest a hold keeps queued writes waiting (the checkpointer's own wait is shorter: this covers a worker that died holding). */
+const MAX_HOLD_MS = 2000
+/** How often a held queue looks again. */
+const HOLD_POLL_MS = 2
 
 export class GroupCommit {
   private readonly o: GroupCommitOptions
@@ -62,6 +73,8 @@ export class GroupCommit {
   private scheduled = false
   private readonly listeners = new Set<CommitListener>()
   private readonly batchListeners = new Set<BatchListener>()
+  /** When the current hold started keeping queued writes back (holdWrites). */
+  private heldSince: number | undefined
   /** The frame of the write function currently running, if any. */
   private frame: Frame | undefined
   private readonly tx: Tx
@@ -99,14 +112,25 @@ export class GroupCommit {
     return () => { this.batchListeners.delete(listener) }
   }
 
-  /** Commits everything queued (close does this before closing the file). */
+  /** Commits everything queued (close does this before closing the file), hold or not: a transaction then waits for the lock. */
   drain (): void {
-    while (this.queue.length > 0) this.flush()
+    while (this.queue.length > 0) this.flush(true)
   }
 
-  private flush (): void {
+  private flush (drain = false): void {
     this.scheduled = false
     if (this.queue.length === 0) return
+    if (!drain && this.o.holdWrites?.() === true && !this.o.isClosed()) {
+      const now = performance.now()
+      this.heldSince ??= now
+      if (now - this.heldSince < MAX_HOLD_MS) {
+        this.scheduled = true
+        setTimeout(() => { this.flush() }, HOLD_POLL_MS)
+        return
+      }
+    } else {
+      this.heldSince = undefined
+    }
     const max = this.o.maxBatch
     const batch = this.queue.length <= max ? this.queue : this.queue.slice(0, max)
     this.queue = this.queue.length <= max ? [] : this.queue.slice(max)
@@ -169,7 +193,9 @@ export class GroupCommit {
     const failAll = (e: unknown): { results: Outcome[], total: Frame } => ({ results: batch.map(() => ({ ok: false as const, error: e })), total: emptyFrame() })
     try {
       st.begin.run()
+      st.lockStore.run()
     } catch (err) {
+      try { st.rollback.run() } catch { /* no transaction left open */ }
       return failAll(new StorageError(`cannot begin transaction: ${(err as Error).message}`, { cause: err }))
     }
     try {

@@ -23,7 +23,7 @@
 export { KvStore, openKv } from './kv-store.js'
 export { openSideFile } from './side-file.js'
 export type { SideFile, SideFileOptions } from './side-file.js'
-export type { KvOptions, KvReader, Tx, StreamEntry, EntryRun, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
+export type { CheckpointTuning, KvOptions, KvReader, Tx, StreamEntry, EntryRun, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
 export { entriesOf } from './streams.js'
 export { SchemaGateError, KvClosedError, StorageError, AsyncWriteError, ForeignStoreError, StoreInUseError } from './errors.js'
 export type { StoreOwner } from './errors.js'

@@ -84,7 +84,8 @@ export class KvStore {
       streams: this.streams,
       log: this.log,
       maxBatch: opts.maxBatch ?? 2_000,
-      isClosed: () => this.closed
+      isClosed: () => this.closed,
+      holdWrites: () => this.checkpointer?.holdsWrites() === true
     })
     try {
       checkSchema(this.st, this.path, opts.checkUnversioned)
@@ -95,7 +96,10 @@ export class KvStore {
     }
     if (opts.path !== ':memory:' && opts.backgroundCheckpoint !== false) {
       this.db.pragma('wal_autocheckpoint = 0')
+      // When the WAL starts over after a burst of writes (checkpointer.ts), the next commit cuts the file back to this.
+      this.db.pragma(`journal_size_limit = ${opts.checkpoint?.keepBytes ?? 64 * 2 ** 20}`)
       this.checkpointer = new Checkpointer({
+        ...opts.checkpoint,
         path: path.resolve(opts.path),
         logger: this.log,
         onFailure: () => {
@@ -104,6 +108,15 @@ export class KvStore {
         }
       })
     }
+  }
+
+  /**
+   * Set while the WAL starts over (checkpointer.ts), for a reader of this
+   * store on another thread: its transactions wait for it to clear
+   * (SideFileOptions.storeHold). Undefined without a background checkpointer.
+   */
+  walHold (): SharedArrayBuffer | undefined {
+    return this.checkpointer?.holdBuffer
   }
 
   // ---------------------------------------------------------------- reads

@@ -20,7 +20,18 @@ export interface SideFileOptions {
   cacheKiB: number
   /** Commits check the WAL against this many pages and checkpoint it once past them (SQLite's default: 1,000). */
   autocheckpointPages?: number
+  /**
+   * The store's `walHold()`: set while the store's WAL starts over
+   * (checkpointer.ts). A transaction waits for it to clear before it
+   * begins (at most HOLD_WAIT_MS), so its snapshot of the store does not
+   * keep the WAL from starting over; a transaction running when it is set
+   * is waited for.
+   */
+  storeHold?: SharedArrayBuffer
 }
+
+/** Longest a transaction waits for the store's hold to clear (the checkpointer gives up sooner). */
+const HOLD_WAIT_MS = 2000
 
 export interface SideFile {
   prepare: (sql: string) => SqlStatement
@@ -44,10 +55,19 @@ export function openSideFile (o: SideFileOptions): SideFile {
     db.close()
     throw err
   }
+  const hold = o.storeHold === undefined ? undefined : new Int32Array(o.storeHold)
+  const waitForHold = (): void => {
+    if (hold === undefined || Atomics.load(hold, 0) === 0) return
+    const until = Date.now() + HOLD_WAIT_MS
+    for (let left = HOLD_WAIT_MS; left > 0 && Atomics.load(hold, 0) !== 0; left = until - Date.now()) Atomics.wait(hold, 0, 1, left)
+  }
   return {
     prepare: sql => db.prepare(sql),
     exec: sql => { db.exec(sql) },
-    transaction: fn => db.transaction(fn).deferred(),
+    transaction: fn => {
+      waitForHold()
+      return db.transaction(fn).deferred()
+    },
     close: () => { db.close() }
   }
 }

@@ -18,6 +18,7 @@ export interface Statements {
   delRange: Database.Statement
   count: Database.Statement
   begin: Database.Statement
+  lockStore: Database.Statement
   beginRead: Database.Statement
   commit: Database.Statement
   rollback: Database.Statement
@@ -50,8 +51,11 @@ export function prepareStatements (db: Database.Database): Statements {
     count: p('SELECT count(*) FROM kv WHERE k >= ? AND k < ?').pluck(),
     // Deferred: the write lock is taken by the first write, on the files written only. BEGIN IMMEDIATE would also
     // lock every attached file (search's index file, attached for queries, which its own writer fills meanwhile).
-    // The store file has one writer, this connection, so a deferred transaction never finds it locked.
     begin: p('BEGIN DEFERRED'),
+    // Right after BEGIN, a write that changes nothing takes the store file's write lock (no other file's): the
+    // checkpointer holds that lock while it starts the WAL over (checkpointer.ts), and a transaction that read
+    // first and then wrote would fail at once with SQLITE_BUSY there instead of waiting (busy_timeout).
+    lockStore: p('UPDATE main.kv SET v = v WHERE 0'),
     beginRead: p('BEGIN DEFERRED'),
     commit: p('COMMIT'),
     rollback: p('ROLLBACK'),

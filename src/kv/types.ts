@@ -19,6 +19,8 @@ export interface KvOptions {
   logger?: Logger
   /** Checkpoint the WAL on a worker thread instead of inside commits (default true). */
   backgroundCheckpoint?: boolean
+  /** The background checkpointer's sizes and pace (checkpointer.ts; the defaults suit a node). */
+  checkpoint?: CheckpointTuning
   /** Wall clock in ms, injectable for tests of clock steps. */
   now?: () => number
   /**
@@ -28,6 +30,19 @@ export interface KvOptions {
    * know what their rows look like; kv does not.
    */
   checkUnversioned?: (r: KvReader) => string | undefined
+}
+
+export interface CheckpointTuning {
+  /** Checkpoint once the WAL file is this large (default 16 MiB). */
+  thresholdBytes?: number
+  /** Start the WAL over once it holds this much since it last did (default 256 MiB). */
+  restartBytes?: number
+  /** How long a start-over waits for the writer and the readers before it gives up until the next look (default 1,000 ms). */
+  restartWaitMs?: number
+  /** How often the worker looks at the WAL (default 250 ms). */
+  intervalMs?: number
+  /** The WAL file is cut back to this size when the WAL starts over (default 64 MiB): a node's usual writes reuse it, a burst's growth is given back. */
+  keepBytes?: number
 }
 
 /** Reads offered to the schema check before the store is usable. */

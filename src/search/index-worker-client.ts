@@ -32,6 +32,8 @@ export interface WorkerInit {
   cacheKiB: number
   /** The index file's WAL is checkpointed by the writer's commits once past this many pages. */
   autocheckpointPages: number
+  /** Set while the store's WAL starts over: the writer's transactions wait for it (SideFileOptions.storeHold). */
+  storeHold?: SharedArrayBuffer
 }
 
 /** What the scheduler sends the thread: a job, roots to join a batch not yet started, or close. */

@@ -21,7 +21,12 @@ const init = workerData as WorkerInit
 const port = parentPort!
 // FULL: a batch's commit is on disk before the store unstages its roots (one fsync per batch).
 const db = openSideFile({
-  path: init.indexPath, store: { path: init.storePath, as: 'store' }, synchronous: 'FULL', cacheKiB: init.cacheKiB, autocheckpointPages: init.autocheckpointPages
+  path: init.indexPath,
+  store: { path: init.storePath, as: 'store' },
+  synchronous: 'FULL',
+  cacheKiB: init.cacheKiB,
+  autocheckpointPages: init.autocheckpointPages,
+  ...(init.storeHold === undefined ? {} : { storeHold: init.storeHold })
 })
 const writer = new IndexWriter(db, init.excludePrefixes, init.marker, init.bucketShift)
 const reply = (m: WorkerReply): void => { port.postMessage(m) }

@@ -132,7 +132,9 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
     const dropped = ensureStoreSchema(kv)
     if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
     const storePath = path.resolve(kv.path)
-    const files: WorkerInit = { indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB, autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES }
+    const files: WorkerInit = {
+      indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB, autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES, storeHold: kv.walHold()
+    }
     const startWorker = async (): Promise<IndexWorker> => await IndexWorker.start(files)
     // A missing index file is created by its writer (in WAL mode, with its tables) before the store's connection attaches it.
     let worker = fs.existsSync(files.indexPath) ? undefined : await startWorker()

@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
+import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openKv, openSideFile } from '../../src/kv/index.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -40,5 +41,36 @@ describe('side file', () => {
     const told = fill(4000)
     expect(told.setting).toBe(4000)
     expect(told.walMiB).toBeGreaterThan(10)
+  })
+})
+
+describe('side file and the store\'s hold', () => {
+  it('waits to begin a transaction while the store holds its readers off, and begins once the hold clears', async () => {
+    const t = tmpDir('mc-side-')
+    const store = path.join(t.dir, 'store.db')
+    openKv({ path: store }).close()
+    const hold = new SharedArrayBuffer(4)
+    const flag = new Int32Array(hold)
+    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeHold: hold })
+    cleanups.push(() => { side.close(); t.cleanup() })
+    const read = side.prepare("SELECT count(*) FROM store.kv WHERE k = 'meta-core:schema-version'").pluck()
+    // No hold: no wait.
+    let t0 = performance.now()
+    expect(side.transaction(() => read.get())).toBe(1)
+    expect(performance.now() - t0).toBeLessThan(50)
+    // Held, and cleared 150 ms later from another thread (as the checkpointer's thread does).
+    Atomics.store(flag, 0, 1)
+    const clearer = new Worker(`
+      const { workerData } = require('node:worker_threads')
+      const flag = new Int32Array(workerData)
+      setTimeout(() => { Atomics.store(flag, 0, 0); Atomics.notify(flag, 0) }, 150)
+    `, { eval: true, workerData: hold })
+    await new Promise(resolve => clearer.once('online', resolve))
+    t0 = performance.now()
+    expect(side.transaction(() => read.get())).toBe(1)
+    const waited = performance.now() - t0
+    expect(waited).toBeGreaterThan(100)
+    expect(waited).toBeLessThan(1500)
+    await clearer.terminate()
   })
 })
