@@ -25,7 +25,8 @@ import type { CheckpointTuning } from './types.js'
  * transactions (group-commit.ts), so the lock is free once the one running
  * now commits, and keeps search's index writer from starting its next one
  * (side-file.ts), so the reader still in the WAL leaves it. A start-over
- * that cannot finish within `restartWaitMs` gives up until the next look.
+ * that cannot finish within `restartWaitMs` gives up until the next look;
+ * five in a row (a reader that stays in the WAL) log a warning.
  * `journal_size_limit` on the writer's connection (kv-store.ts) then cuts
  * the file back.
  *
@@ -73,7 +74,7 @@ function restart () {
   try {
     const [r] = db.pragma('wal_checkpoint(RESTART)')
     if (r.busy === 0) leftAt = r.log
-    parentPort.postMessage({ restart: { done: r.busy === 0, frames: r.log, ms: Date.now() - t0 } })
+    parentPort.postMessage({ restart: { done: r.busy === 0, frames: r.log, walMiB: Math.round(r.log * frameBytes / 2 ** 20), ms: Date.now() - t0 } })
   } finally {
     Atomics.store(hold, 0, 0)
     Atomics.notify(hold, 0)
@@ -89,9 +90,13 @@ export interface CheckpointerOptions extends CheckpointTuning {
   onFailure: () => void
 }
 
+/** Start-overs given up in a row before the store warns (each has held writers back for up to `restartWaitMs`). */
+const WARN_AFTER_GIVEN_UP = 5
+
 export class Checkpointer {
   private readonly worker: Worker
   private stopped = false
+  private givenUp = 0
   /** Non-zero while the worker starts the WAL over: writers hold off. */
   private readonly hold = new Int32Array(new SharedArrayBuffer(4))
 
@@ -111,10 +116,14 @@ export class Checkpointer {
     })
     // The worker must not keep the process alive on its own.
     this.worker.unref()
-    this.worker.on('message', (m: { error?: string, restart?: { done: boolean, frames: number, ms: number } }) => {
+    this.worker.on('message', (m: { error?: string, restart?: { done: boolean, frames: number, walMiB: number, ms: number } }) => {
       if (m.error !== undefined) opts.logger.warn('background checkpoint failed; retrying', { error: m.error })
       if (m.restart !== undefined) {
-        opts.logger.debug(m.restart.done ? 'WAL started over' : 'WAL start-over given up until the next look (a reader stayed)', { frames: m.restart.frames, ms: m.restart.ms })
+        const { done, frames, walMiB, ms } = m.restart
+        opts.logger.debug(done ? 'WAL started over' : 'WAL start-over given up until the next look (a reader stayed)', { frames, ms })
+        this.givenUp = done ? 0 : this.givenUp + 1
+        // Once per run of failures: the WAL grows again until a start-over succeeds.
+        if (this.givenUp === WARN_AFTER_GIVEN_UP) opts.logger.warn('the WAL cannot start over: a reader of the store stays in it, and it grows meanwhile', { attempts: this.givenUp, walMiB })
       }
     })
     this.worker.on('error', (err) => {

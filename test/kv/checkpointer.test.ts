@@ -12,6 +12,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/common/index.js'
 import { openKv, type CheckpointTuning } from '../../src/kv/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -163,4 +164,58 @@ describe('writes while the WAL starts over', () => {
     expect(again.get('b')).toBe('2')
     again.close()
   })
+})
+
+describe('a reader that stays in the WAL', () => {
+  it('makes start-overs give up, and the store warns once after five in a row; writes go on, and the WAL starts over once it leaves', async () => {
+    const t = tmpDir('mc-ckpt-')
+    const file = path.join(t.dir, 'store.db')
+    const lines: string[] = []
+    const kv = openKv({
+      path: file,
+      checkpoint: { ...SMALL, restartWaitMs: 50 },
+      logger: createLogger({ level: 'warn', write: line => { lines.push(line) } })
+    })
+    // One read transaction held open until told to stop (it honours no hold).
+    const driver = createRequire(import.meta.url).resolve('better-sqlite3')
+    const reader = new Worker(`
+      const { parentPort, workerData } = require('node:worker_threads')
+      const db = new (require(workerData.driver))(workerData.path, { readonly: true })
+      db.prepare('BEGIN').run()
+      db.prepare('SELECT count(*) FROM kv').pluck().get()
+      parentPort.postMessage('in')
+      parentPort.on('message', () => { db.prepare('COMMIT').run(); db.close(); parentPort.postMessage('out') })
+    `, { eval: true, workerData: { path: file, driver } })
+    let left = false
+    const leave = async (): Promise<void> => {
+      if (left) return
+      left = true
+      const out = new Promise(resolve => reader.once('message', resolve))
+      reader.postMessage('stop')
+      await out
+    }
+    cleanups.push(async () => { await leave(); kv.close(); t.cleanup() })
+    await new Promise(resolve => reader.once('message', resolve))
+    const warned = (): boolean => lines.some(l => l.includes('the WAL cannot start over'))
+    const value = 'x'.repeat(1000)
+    let n = 0
+    const until = Date.now() + 15_000
+    while (!warned() && Date.now() < until) {
+      await kv.write(tx => { for (let i = 0; i < 64; i++) tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
+      await new Promise(resolve => setTimeout(resolve, 5))
+    }
+    expect(warned()).toBe(true)
+    expect(lines.filter(l => l.includes('the WAL cannot start over'))).toHaveLength(1)
+    expect(lines.join('\n')).toMatch(/attempts=5/)
+    // The reader leaves: the next looks start the WAL over, and the next commit cuts the file back.
+    await leave()
+    const wal = `${file}-wal`
+    const deadline = Date.now() + 10_000
+    while (fs.statSync(wal).size > (SMALL.keepBytes ?? 0) + 64 * 1024 && Date.now() < deadline) {
+      await kv.write(tx => { tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
+      await new Promise(resolve => setTimeout(resolve, 20))
+    }
+    expect(fs.statSync(wal).size).toBeLessThanOrEqual((SMALL.keepBytes ?? 0) + 64 * 1024)
+    expect(kv.keys('k/', 'k0').length).toBe(n)
+  }, 60_000)
 })
