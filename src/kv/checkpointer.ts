@@ -25,8 +25,10 @@ import type { CheckpointTuning } from './types.js'
  * transactions (group-commit.ts), so the lock is free once the one running
  * now commits, and keeps search's index writer from starting its next one
  * (side-file.ts), so the reader still in the WAL leaves it. A start-over
- * that cannot finish within `restartWaitMs` gives up until the next look;
- * five in a row (a reader that stays in the WAL) log a warning.
+ * that cannot finish within `restartWaitMs` gives up, and the next one
+ * waits twice as long as the last (from one look's interval to 30 s), so
+ * a reader that stays in the WAL holds writers back a few per cent of the
+ * time at most; five in a row log a warning.
  * `journal_size_limit` on the writer's connection (kv-store.ts) then cuts
  * the file back.
  *
@@ -40,6 +42,7 @@ const fs = require('node:fs')
 const Database = require(workerData.driver)
 const db = new Database(workerData.path)
 const BUSY_MS = 5000
+const MAX_BACKOFF_MS = 30000
 db.pragma('busy_timeout = ' + BUSY_MS)
 const wal = workerData.path + '-wal'
 // A WAL frame: a 24-byte header and a page.
@@ -47,6 +50,9 @@ const frameBytes = db.pragma('page_size', { simple: true }) + 24
 let busy = false
 // The frames of the WAL the last RESTART left for the writer to start over: a look before the writer's next commit finds them again.
 let leftAt = -1
+// After start-overs that gave up, the next waits longer each time (each held the writers back for up to restartWaitMs).
+let failures = 0
+let nextTry = 0
 function tick () {
   if (busy) return
   busy = true
@@ -56,7 +62,7 @@ function tick () {
     if (size < workerData.thresholdBytes) return
     // log: the frames the WAL holds since it last started over.
     const [r] = db.pragma('wal_checkpoint(PASSIVE)')
-    if (r.log * frameBytes >= workerData.restartBytes && r.log !== leftAt) restart()
+    if (r.log * frameBytes >= workerData.restartBytes && r.log !== leftAt && Date.now() >= nextTry) restart()
   } catch (err) {
     parentPort.postMessage({ error: String(err && err.message || err) })
   } finally {
@@ -73,7 +79,14 @@ function restart () {
   Atomics.store(hold, 0, 1)
   try {
     const [r] = db.pragma('wal_checkpoint(RESTART)')
-    if (r.busy === 0) leftAt = r.log
+    if (r.busy === 0) {
+      leftAt = r.log
+      failures = 0
+      nextTry = 0
+    } else {
+      failures++
+      nextTry = Date.now() + Math.min(MAX_BACKOFF_MS, workerData.intervalMs * 2 ** failures)
+    }
     parentPort.postMessage({ restart: { done: r.busy === 0, frames: r.log, walMiB: Math.round(r.log * frameBytes / 2 ** 20), ms: Date.now() - t0 } })
   } finally {
     Atomics.store(hold, 0, 0)
