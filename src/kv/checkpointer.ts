@@ -133,7 +133,7 @@ export class Checkpointer {
       if (m.error !== undefined) opts.logger.warn('background checkpoint failed; retrying', { error: m.error })
       if (m.restart !== undefined) {
         const { done, frames, walMiB, ms } = m.restart
-        opts.logger.debug(done ? 'WAL started over' : 'WAL start-over given up until the next look (a reader stayed)', { frames, ms })
+        opts.logger.debug(done ? 'WAL started over' : 'WAL start-over given up (a reader stayed); the next try waits longer', { frames, ms })
         this.givenUp = done ? 0 : this.givenUp + 1
         // Once per run of failures: the WAL grows again until a start-over succeeds.
         if (this.givenUp === WARN_AFTER_GIVEN_UP) opts.logger.warn('the WAL cannot start over: a reader of the store stays in it, and it grows meanwhile', { attempts: this.givenUp, walMiB })

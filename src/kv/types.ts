@@ -37,7 +37,7 @@ export interface CheckpointTuning {
   thresholdBytes?: number
   /** Start the WAL over once it holds this much since it last did (default 256 MiB). */
   restartBytes?: number
-  /** How long a start-over waits for the writer and the readers before it gives up until the next look (default 1,000 ms). */
+  /** How long a start-over waits for the writer and the readers before it gives up (default 1,000 ms); the next try then waits twice as long as the last (up to 30 s). */
   restartWaitMs?: number
   /** How often the worker looks at the WAL (default 250 ms). */
   intervalMs?: number
