@@ -468,7 +468,7 @@ ${small.rounds.length > 1 ? `Rounds at ${f0(small.records)} records (ceiling; wr
 
 ${results.some(r => r.batchApply.cpuMs !== undefined) ? `CPU while the clock ran (the median round's runs; the machine has ${os.cpus().length} cores): ${results.map(r => `at ${f0(r.records)} records, ${cpuPhrase('write path', r.writePath)}; ${cpuPhrase('batch apply', r.batchApply)}`).join('; ')}. The other threads are search's index writer, the store's checkpointer and V8's helper threads.
 
-` : ''}The store's WAL file at its largest while the clock ran (the checkpointer starts it over past 256 MiB and cuts it back to 64 MiB: docs/storage.md): ${results.map(r => `at ${f0(r.records)} records, write path ${f0(r.writePath.walPeakMiB)} MiB, batch apply ${f0(r.batchApply.walPeakMiB)} MiB`).join('; ')}.
+` : ''}The store's WAL file at its largest while the clock ran (the checkpointer starts the WAL over past 256 MiB, in the same file, and gives the file back once writes are quiet: docs/storage.md): ${results.map(r => `at ${f0(r.records)} records, write path ${f0(r.writePath.walPeakMiB)} MiB, batch apply ${f0(r.batchApply.walPeakMiB)} MiB`).join('; ')}.
 
 Where the bytes go at ${f0(last.records)} records (MiB; dbstat, the kv table split by key class in proportion to its rows' bytes; \`index file:\` rows are search's index file beside the store):
 

@@ -20,7 +20,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { silentLogger, type Logger } from '../common/index.js'
-import { Checkpointer } from './checkpointer.js'
+import { Checkpointer, DEFAULT_KEEP_BYTES } from './checkpointer.js'
 import { KvClosedError, StorageError } from './errors.js'
 import type { EventId, EventIdParts } from './event-id.js'
 import { GroupCommit } from './group-commit.js'
@@ -95,24 +95,27 @@ export class KvStore {
       throw err
     }
     if (opts.path !== ':memory:' && opts.backgroundCheckpoint !== false) {
+      // No journal_size_limit: the checkpointer gives a burst's growth back once writes are quiet, not in a commit (checkpointer.ts).
       this.db.pragma('wal_autocheckpoint = 0')
-      // When the WAL starts over after a burst of writes (checkpointer.ts), the next commit cuts the file back to this.
-      this.db.pragma(`journal_size_limit = ${opts.checkpoint?.keepBytes ?? 64 * 2 ** 20}`)
       this.checkpointer = new Checkpointer({
         ...opts.checkpoint,
         path: path.resolve(opts.path),
         logger: this.log,
         onFailure: () => {
           this.checkpointer = undefined
-          if (!this.closed) this.db.pragma('wal_autocheckpoint = 1000')
+          if (this.closed) return
+          this.db.pragma('wal_autocheckpoint = 1000')
+          this.db.pragma(`journal_size_limit = ${opts.checkpoint?.keepBytes ?? DEFAULT_KEEP_BYTES}`)
         }
       })
     }
   }
 
   /**
-   * Set while the WAL starts over (checkpointer.ts), for a reader of this
-   * store on another thread: its transactions wait for it to clear
+   * The flags a start-over of the WAL shares (checkpointer.ts, wal-hold.ts),
+   * for a reader of this store on another thread: its transactions wait
+   * while a start-over holds readers off, and count themselves in so that a
+   * start-over waits for them before it holds writers
    * (SideFileOptions.storeHold). Undefined without a background checkpointer.
    */
   walHold (): SharedArrayBuffer | undefined {

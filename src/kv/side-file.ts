@@ -10,6 +10,7 @@
  */
 import Database from 'better-sqlite3'
 import type { SqlStatement } from './types.js'
+import { enterRead, leaveRead } from './wal-hold.js'
 
 export interface SideFileOptions {
   path: string
@@ -21,11 +22,11 @@ export interface SideFileOptions {
   /** Commits check the WAL against this many pages and checkpoint it once past them (SQLite's default: 1,000). */
   autocheckpointPages?: number
   /**
-   * The store's `walHold()`: set while the store's WAL starts over
-   * (checkpointer.ts). A transaction waits for it to clear before it
-   * begins (at most HOLD_WAIT_MS), so its snapshot of the store does not
-   * keep the WAL from starting over; a transaction running when it is set
-   * is waited for.
+   * The store's `walHold()` (wal-hold.ts): while the store's WAL starts over
+   * (checkpointer.ts), a transaction waits before it begins (at most
+   * HOLD_WAIT_MS), so its snapshot of the store does not keep the WAL from
+   * starting over; a start-over waits for the transaction running when it
+   * began, with the store's writers still going on.
    */
   storeHold?: SharedArrayBuffer
 }
@@ -56,17 +57,17 @@ export function openSideFile (o: SideFileOptions): SideFile {
     throw err
   }
   const hold = o.storeHold === undefined ? undefined : new Int32Array(o.storeHold)
-  const waitForHold = (): void => {
-    if (hold === undefined || Atomics.load(hold, 0) === 0) return
-    const until = Date.now() + HOLD_WAIT_MS
-    for (let left = HOLD_WAIT_MS; left > 0 && Atomics.load(hold, 0) !== 0; left = until - Date.now()) Atomics.wait(hold, 0, 1, left)
-  }
   return {
     prepare: sql => db.prepare(sql),
     exec: sql => { db.exec(sql) },
     transaction: fn => {
-      waitForHold()
-      return db.transaction(fn).deferred()
+      if (hold === undefined) return db.transaction(fn).deferred()
+      enterRead(hold, HOLD_WAIT_MS)
+      try {
+        return db.transaction(fn).deferred()
+      } finally {
+        leaveRead(hold)
+      }
     },
     close: () => { db.close() }
   }

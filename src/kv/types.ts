@@ -41,7 +41,7 @@ export interface CheckpointTuning {
   restartWaitMs?: number
   /** How often the worker looks at the WAL (default 250 ms). */
   intervalMs?: number
-  /** The WAL file is cut back to this size when the WAL starts over (default 64 MiB): a node's usual writes reuse it, a burst's growth is given back. */
+  /** Once writes are quiet (less than a sixteenth of this over eight looks), a WAL file larger than this is cut back to nothing (default 64 MiB): a node's usual writes reuse their file, a burst's growth is given back. */
   keepBytes?: number
 }
 
