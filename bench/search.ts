@@ -9,7 +9,10 @@
  * child process (src/node/main.ts, or a minimal node:http server over the same
  * search service if the node cannot start), and measures the time from spawn
  * to the first successful /health, the same queries over HTTP, and the
- * child's resident memory (VmRSS / VmHWM from /proc).
+ * child's resident memory (VmRSS / VmHWM from /proc). Each server is started
+ * once before that and stopped, its start time reported too: the first start
+ * after a source change includes tsx transforming the changed files (0.8 s
+ * more in alternated spawns on a 169k store), which the target is not about.
  *
  * The store is built once per size through the record write path with search
  * attached (so the FTS rows come from the same hooks as in production) and
@@ -233,9 +236,20 @@ async function fetchJson (url: string, body?: unknown): Promise<{ status: number
 }
 
 interface Served { child: ChildProcess, port: number, startMs: number, server: string, filesDir: string }
-interface ServerRun { server: string, startToHealthMs: number, rssMiB: number, hwmMiB: number, latencyMs: Record<keyof Workload, { p50: number, p95: number }> }
+interface ServerRun {
+  server: string
+  /** The first start of the run: tsx transforms (and caches) whatever source changed since its last start. */
+  firstStartToHealthMs: number
+  /** The start measured against the target, with tsx's cache warm, as every start but the first after an upgrade. */
+  startToHealthMs: number
+  rssMiB: number
+  hwmMiB: number
+  latencyMs: Record<keyof Workload, { p50: number, p95: number }>
+}
 
 async function measureServer (dbPath: string, kind: 'node' | 'minimal', w: Workload): Promise<ServerRun> {
+  const first = await startServer(dbPath, kind)
+  await stopServer(first)
   const served = await startServer(dbPath, kind)
   try {
     const base = `http://127.0.0.1:${served.port}`
@@ -249,7 +263,7 @@ async function measureServer (dbPath: string, kind: 'node' | 'minimal', w: Workl
       text: await timeAllAsync(w.text.slice(0, n), run),
       both: await timeAllAsync(w.both.slice(0, n), run)
     }
-    return { server: served.server, startToHealthMs: served.startMs, ...memoryOf(served.child.pid!), latencyMs }
+    return { server: served.server, firstStartToHealthMs: first.startMs, startToHealthMs: served.startMs, ...memoryOf(served.child.pid!), latencyMs }
   } finally {
     await stopServer(served)
   }
@@ -418,9 +432,11 @@ ${QUERIES} queries per kind drawn from the stored records; baseline: the scan-ev
 
 Over HTTP: ${main.server} in its default configuration (file watcher on, over an empty library folder), sequential requests on 127.0.0.1. createSearch on the built store: ${openMs} ms.
 
-| serving process | spawn → first /health ms (target ≤ 2000) | RSS after the queries MiB (target ≤ 250) | peak RSS MiB |
-|---|---|---|---|
-${runs.map(r => `| ${r.server} | ${r.startToHealthMs} | ${r.rssMiB} | ${r.hwmMiB} |`).join('\n')}
+| serving process | spawn → first /health ms (target ≤ 2000) | the run's first start ms | RSS after the queries MiB (target ≤ 250) | peak RSS MiB |
+|---|---|---|---|---|
+${runs.map(r => `| ${r.server} | ${r.startToHealthMs} | ${r.firstStartToHealthMs} | ${r.rssMiB} | ${r.hwmMiB} |`).join('\n')}
+
+Each server is started twice, and the second start is the one measured against the target: the first start after a change to the sources also has tsx transform the changed files (the node runs its TypeScript through tsx's loader, which caches what it transformed), as the first start after an upgrade does.
 
 The original's Redis era used about 6.6 GB for 169k records.
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s (${rate} records/s through the record write path, search attached).`}`
