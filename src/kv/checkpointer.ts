@@ -73,7 +73,7 @@ let leftAt = -1
 // The WAL's frames at the last look, and the frames it took at each of the last QUIET_LOOKS looks.
 let lastLog = -1
 let recent = []
-// After start-overs that gave up, the next waits longer each time (each held the writers back for up to restartWaitMs).
+// After start-overs that gave up, the next waits longer each time (one that gave up in its RESTART held the writers back for up to restartWaitMs).
 let failures = 0
 let nextTry = 0
 function tick () {
@@ -107,7 +107,7 @@ const HOLD_WRITERS = ${HOLD_WRITERS}
 const HOLD_READERS = ${HOLD_READERS}
 const READERS_INSIDE = ${READERS_INSIDE}
 // mode: RESTART (the WAL is past restartBytes: the writers start it over from its first frame, in the file as it is)
-// or TRUNCATE (writes have paused: the same, and the file is cut to nothing).
+// or TRUNCATE (writes are quiet: the same, and the file is cut to nothing).
 function startOver (mode, log) {
   const fd = fs.openSync(workerData.path, 'r')
   try { fs.fdatasyncSync(fd) } finally { fs.closeSync(fd) }
@@ -169,7 +169,7 @@ export interface CheckpointerOptions extends CheckpointTuning {
 /** What a WAL file may keep of a burst's growth once writes are quiet (CheckpointTuning.keepBytes). */
 export const DEFAULT_KEEP_BYTES = 64 * 2 ** 20
 
-/** Start-overs given up in a row before the store warns (each has held writers back for up to `restartWaitMs`). */
+/** Start-overs given up in a row before the store warns (one that gives up in its RESTART has held writers back for up to `restartWaitMs`). */
 const WARN_AFTER_GIVEN_UP = 5
 
 export class Checkpointer {

@@ -2,9 +2,10 @@
  * The flags a start-over of the store's WAL (checkpointer.ts) shares with
  * the threads that use the store: one SharedArrayBuffer of Int32 slots.
  *
- * - HOLD_WRITERS: set while the RESTART checkpoint itself runs. The group
- *   commit keeps queued writes back meanwhile (group-commit.ts), so the
- *   RESTART gets the write lock once the transaction running now commits.
+ * - HOLD_WRITERS: set while the RESTART (or TRUNCATE) checkpoint runs.
+ *   The group commit keeps queued writes back meanwhile (group-commit.ts),
+ *   so the checkpoint gets the write lock once the transaction running now
+ *   commits.
  * - HOLD_READERS: set for the whole start-over. A reader that takes part
  *   (a side file: search's index writer) begins no transaction meanwhile.
  * - READERS_INSIDE: how many such readers are in a transaction now.
