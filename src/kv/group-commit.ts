@@ -55,8 +55,9 @@ export interface GroupCommitOptions {
   /** True once the store is closed: queued work is refused. */
   isClosed: () => boolean
   /**
-   * True while writes should hold off (the checkpointer starts the WAL over:
-   * checkpointer.ts). Queued writes wait, the event loop runs on; after
+   * True while writes should hold off (the checkpointer's RESTART or
+   * TRUNCATE checkpoint runs: checkpointer.ts, wal-hold.ts). Queued writes
+   * wait, the event loop runs on; after
    * MAX_HOLD_MS of one hold they go ahead whatever it says.
    */
   holdWrites?: () => boolean

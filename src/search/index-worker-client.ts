@@ -32,7 +32,7 @@ export interface WorkerInit {
   cacheKiB: number
   /** The index file's WAL is checkpointed by the writer's commits once past this many pages. */
   autocheckpointPages: number
-  /** Set while the store's WAL starts over: the writer's transactions wait for it (SideFileOptions.storeHold). */
+  /** The store's start-over flags (kv's wal-hold.ts): the writer's transactions count themselves in, and wait while a start-over holds readers off (SideFileOptions.storeHold). */
   storeHold?: SharedArrayBuffer
 }
 
