@@ -2,7 +2,7 @@ import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import type { Logger } from '../common/index.js'
 import type { CheckpointTuning } from './types.js'
-import { HOLD_READERS, HOLD_WRITERS, READERS_INSIDE, newWalHold, releaseHolds } from './wal-hold.js'
+import { FIRST_READER, HOLD_READERS, HOLD_WRITERS, READER_SLOTS, newWalHold, releaseHolds } from './wal-hold.js'
 
 /**
  * Runs WAL checkpoints on a worker thread with its own connection, so the
@@ -105,7 +105,13 @@ function quiet () {
 const hold = new Int32Array(workerData.hold)
 const HOLD_WRITERS = ${HOLD_WRITERS}
 const HOLD_READERS = ${HOLD_READERS}
-const READERS_INSIDE = ${READERS_INSIDE}
+const FIRST_READER = ${FIRST_READER}
+const LAST_READER = FIRST_READER + ${READER_SLOTS} - 1
+// True when no reader that takes part is in a transaction (each has a slot: 1 while it is in one).
+function readersOut () {
+  for (let i = FIRST_READER; i <= LAST_READER; i++) if (Atomics.load(hold, i) !== 0) return false
+  return true
+}
 // mode: RESTART (the WAL is past restartBytes: the writers start it over from its first frame, in the file as it is)
 // or TRUNCATE (writes are quiet: the same, and the file is cut to nothing).
 function startOver (mode, log) {
@@ -119,10 +125,13 @@ function startOver (mode, log) {
   Atomics.store(hold, HOLD_READERS, 1)
   try {
     // The readers that take part finish the transactions they are in; writers go on meanwhile.
-    for (let n = Atomics.load(hold, READERS_INSIDE); n !== 0 && Date.now() < until; n = Atomics.load(hold, READERS_INSIDE)) {
-      Atomics.wait(hold, READERS_INSIDE, n, Math.max(1, until - Date.now()))
+    // (A reader that finds the hold set steps back out at once; the look at every slot is repeated until none is in.)
+    while (!readersOut() && Date.now() < until) {
+      for (let i = FIRST_READER; i <= LAST_READER && Date.now() < until; i++) {
+        if (Atomics.load(hold, i) !== 0) Atomics.wait(hold, i, 1, Math.max(1, until - Date.now()))
+      }
     }
-    if (Atomics.load(hold, READERS_INSIDE) === 0) {
+    if (readersOut()) {
       // No reader of ours in the WAL: this copies everything committed so far, writers still going on, and leaves the last frames to copy while they wait.
       db.pragma('wal_checkpoint(PASSIVE)')
       db.pragma('busy_timeout = ' + Math.max(1, until - Date.now()))

@@ -22,6 +22,7 @@
  */
 export { KvStore, openKv } from './kv-store.js'
 export { openSideFile } from './side-file.js'
+export { acquireReaderSlot, releaseReaderSlot } from './wal-hold.js'
 export type { SideFile, SideFileOptions } from './side-file.js'
 export type { CheckpointTuning, KvOptions, KvReader, Tx, StreamEntry, EntryRun, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
 export { entriesOf } from './streams.js'

@@ -22,13 +22,15 @@ export interface SideFileOptions {
   /** Commits check the WAL against this many pages and checkpoint it once past them (SQLite's default: 1,000). */
   autocheckpointPages?: number
   /**
-   * The store's `walHold()` (wal-hold.ts): while the store's WAL starts over
+   * The store's `walHold()` (wal-hold.ts) and the reader slot its owner took
+   * there for this connection (acquireReaderSlot; the owner gives it back
+   * once the connection's thread is gone): while the store's WAL starts over
    * (checkpointer.ts), a transaction waits before it begins (at most
    * HOLD_WAIT_MS), so its snapshot of the store does not keep the WAL from
    * starting over; a start-over waits for the transaction running when it
    * began, with the store's writers still going on.
    */
-  storeHold?: SharedArrayBuffer
+  storeReader?: { hold: SharedArrayBuffer, slot: number }
 }
 
 /** Longest a transaction waits for the store's hold to clear (the checkpointer gives up sooner). */
@@ -56,17 +58,18 @@ export function openSideFile (o: SideFileOptions): SideFile {
     db.close()
     throw err
   }
-  const hold = o.storeHold === undefined ? undefined : new Int32Array(o.storeHold)
+  const hold = o.storeReader === undefined ? undefined : new Int32Array(o.storeReader.hold)
+  const slot = o.storeReader?.slot ?? -1
   return {
     prepare: sql => db.prepare(sql),
     exec: sql => { db.exec(sql) },
     transaction: fn => {
       if (hold === undefined) return db.transaction(fn).deferred()
-      enterRead(hold, HOLD_WAIT_MS)
+      enterRead(hold, slot, HOLD_WAIT_MS)
       try {
         return db.transaction(fn).deferred()
       } finally {
-        leaveRead(hold)
+        leaveRead(hold, slot)
       }
     },
     close: () => { db.close() }

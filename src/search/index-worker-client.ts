@@ -11,7 +11,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { Worker } from 'node:worker_threads'
-import { StorageError } from '../kv/index.js'
+import { StorageError, acquireReaderSlot, releaseReaderSlot } from '../kv/index.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexInfo } from './search-schema.js'
 
@@ -32,8 +32,16 @@ export interface WorkerInit {
   cacheKiB: number
   /** The index file's WAL is checkpointed by the writer's commits once past this many pages. */
   autocheckpointPages: number
-  /** The store's start-over flags (kv's wal-hold.ts): the writer's transactions count themselves in, and wait while a start-over holds readers off (SideFileOptions.storeHold). */
+  /**
+   * The store's start-over flags (kv's wal-hold.ts): the writer's
+   * transactions mark themselves in, and wait while a start-over holds
+   * readers off (SideFileOptions.storeReader). `start` takes a reader slot
+   * there for the thread, and gives it back when the thread ends, however
+   * it ends.
+   */
   storeHold?: SharedArrayBuffer
+  /** The reader slot `start` took for the thread (set by `start`, not by its caller). */
+  storeReaderSlot?: number
 }
 
 /** What the scheduler sends the thread: a job, roots to join a batch not yet started, or close. */
@@ -98,7 +106,21 @@ export class IndexWorker {
     const tsx = ENTRY.pathname.endsWith('.ts') ? tsxApi() : undefined
     // Like the checkpointer's thread, it does not keep the process alive on its own, except while a caller awaits it
     // (starting, or a job in flight): a process whose only work left is a job must not exit before its answer.
-    const worker = new Worker(BOOT, { eval: true, workerData: { ...init, entry: ENTRY.href, tsx } })
+    // A reader slot in the store's start-over flags, given back once the thread has ended, however it ended: a
+    // thread terminated inside a transaction never marks itself out, and a slot left marked in would make every
+    // later start-over wait for it and give up. (With no slot free, the thread reads outside the protocol: a
+    // start-over that meets its transaction gives up and tries again later.)
+    const hold = init.storeHold === undefined ? undefined : new Int32Array(init.storeHold)
+    const slot = hold === undefined ? undefined : acquireReaderSlot(hold)
+    const reader = slot === undefined ? { storeHold: undefined, storeReaderSlot: undefined } : { storeHold: init.storeHold, storeReaderSlot: slot }
+    let worker: Worker
+    try {
+      worker = new Worker(BOOT, { eval: true, workerData: { ...init, ...reader, entry: ENTRY.href, tsx } })
+    } catch (err) {
+      if (slot !== undefined) releaseReaderSlot(hold!, slot)
+      throw err
+    }
+    if (slot !== undefined) worker.once('exit', () => { releaseReaderSlot(hold!, slot) })
     return await new Promise<IndexWorker>((resolve, reject) => {
       const onError = (err: Error): void => { reject(new IndexJobError(`cannot start the search index writer: ${err.message}`, { cause: err })) }
       const onExit = (): void => { worker.unref(); reject(new IndexJobError('the search index writer stopped while starting')) }

@@ -26,7 +26,7 @@ const db = openSideFile({
   synchronous: 'FULL',
   cacheKiB: init.cacheKiB,
   autocheckpointPages: init.autocheckpointPages,
-  ...(init.storeHold === undefined ? {} : { storeHold: init.storeHold })
+  ...(init.storeHold === undefined || init.storeReaderSlot === undefined ? {} : { storeReader: { hold: init.storeHold, slot: init.storeReaderSlot } })
 })
 const writer = new IndexWriter(db, init.excludePrefixes, init.marker, init.bucketShift)
 const reply = (m: WorkerReply): void => { port.postMessage(m) }

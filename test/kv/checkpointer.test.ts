@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
 import { openKv, type CheckpointTuning } from '../../src/kv/index.js'
-import { HOLD_READERS, READERS_INSIDE } from '../../src/kv/wal-hold.js'
+import { HOLD_READERS, acquireReaderSlot } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const MiB = 2 ** 20
@@ -24,15 +24,15 @@ afterEach(async () => { while (cleanups.length > 0) await cleanups.pop()!() })
 /**
  * Back-to-back read transactions of `txMs` each on the store, until told to
  * stop. With `hold` the reader takes part in a start-over as a side file
- * does (wal-hold.ts): it counts itself in before each transaction and steps
- * back out while a start-over holds readers off.
+ * does (wal-hold.ts): it marks itself in its reader slot before each
+ * transaction and steps back out while a start-over holds readers off.
  */
 const READER = `
 const { parentPort, workerData } = require('node:worker_threads')
 const Database = require(workerData.driver)
 const db = new Database(workerData.path, { readonly: true })
 const hold = workerData.hold === undefined ? undefined : new Int32Array(workerData.hold)
-const { readers, inside } = workerData.slots
+const { readers, slot } = workerData.slots
 const begin = db.prepare('BEGIN')
 const read = db.prepare('SELECT count(*) FROM kv').pluck()
 const commit = db.prepare('COMMIT')
@@ -41,12 +41,12 @@ let stop = false
 parentPort.on('message', () => { stop = true })
 let reads = 0
 function leave () {
-  Atomics.sub(hold, inside, 1)
-  Atomics.notify(hold, inside)
+  Atomics.store(hold, slot, 0)
+  Atomics.notify(hold, slot)
 }
 function enter () {
   for (;;) {
-    Atomics.add(hold, inside, 1)
+    Atomics.store(hold, slot, 1)
     if (Atomics.load(hold, readers) === 0) return
     leave()
     Atomics.wait(hold, readers, 1, 100)
@@ -92,7 +92,7 @@ async function sustainedWrites (checkpoint: CheckpointTuning, totalMiB: number, 
   const lines: Run['lines'] = []
   const kv = openKv({ path: file, checkpoint, logger: createLogger({ level: 'debug', write: line => { lines.push({ at: Date.now(), line }) } }) })
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const slots = { readers: HOLD_READERS, inside: READERS_INSIDE }
+  const slots = { readers: HOLD_READERS, slot: acquireReaderSlot(new Int32Array(kv.walHold()!)) }
   const reader = new Worker(READER, { eval: true, workerData: { path: file, driver, hold: kv.walHold(), slots, txMs } })
   const readerDone = new Promise<number>(resolve => { reader.once('message', resolve) })
   let stopped = false

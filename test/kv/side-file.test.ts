@@ -8,7 +8,7 @@ import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openKv, openSideFile } from '../../src/kv/index.js'
-import { HOLD_READERS, READERS_INSIDE, newWalHold } from '../../src/kv/wal-hold.js'
+import { HOLD_READERS, acquireReaderSlot, newWalHold, readersOut } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []
@@ -46,33 +46,35 @@ describe('side file', () => {
 })
 
 describe('side file and the store\'s hold', () => {
-  it('counts its transactions in; while a start-over holds readers off it waits, counted out, and begins once the hold clears', async () => {
+  it('marks its transactions in its reader slot; while a start-over holds readers off it waits, marked out, and begins once the hold clears', async () => {
     const t = tmpDir('mc-side-')
     const store = path.join(t.dir, 'store.db')
     openKv({ path: store }).close()
     const hold = newWalHold()
-    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeHold: hold.buffer as SharedArrayBuffer })
+    const slot = acquireReaderSlot(hold)!
+    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeReader: { hold: hold.buffer as SharedArrayBuffer, slot } })
     cleanups.push(() => { side.close(); t.cleanup() })
     const read = side.prepare("SELECT count(*) FROM store.kv WHERE k = 'meta-core:schema-version'").pluck()
-    // No hold: no wait; counted in while the transaction runs, out after it, also when it throws.
+    // No hold: no wait; marked in while the transaction runs, out after it, also when it throws.
     let t0 = performance.now()
-    expect(side.transaction(() => [read.get(), Atomics.load(hold, READERS_INSIDE)])).toEqual([1, 1])
+    expect(side.transaction(() => [read.get(), Atomics.load(hold, slot), readersOut(hold)])).toEqual([1, 1, false])
     expect(performance.now() - t0).toBeLessThan(50)
-    expect(Atomics.load(hold, READERS_INSIDE)).toBe(0)
+    expect(Atomics.load(hold, slot)).toBe(0)
     expect(() => side.transaction(() => { throw new Error('boom') })).toThrow('boom')
-    expect(Atomics.load(hold, READERS_INSIDE)).toBe(0)
+    expect(Atomics.load(hold, slot)).toBe(0)
+    expect(readersOut(hold)).toBe(true)
     // Held, and cleared 150 ms later from another thread (as the checkpointer's thread does), which first
-    // reports how many readers were counted in: none, so a start-over would not wait for the one waiting.
+    // reports whether the reader was marked in: it was not, so a start-over would not wait for the one waiting.
     Atomics.store(hold, HOLD_READERS, 1)
     const clearer = new Worker(`
       const { parentPort, workerData } = require('node:worker_threads')
       const hold = new Int32Array(workerData.buffer)
       setTimeout(() => {
-        parentPort.postMessage(Atomics.load(hold, workerData.inside))
+        parentPort.postMessage(Atomics.load(hold, workerData.slot))
         Atomics.store(hold, workerData.readers, 0)
         Atomics.notify(hold, workerData.readers)
       }, 150)
-    `, { eval: true, workerData: { buffer: hold.buffer, readers: HOLD_READERS, inside: READERS_INSIDE } })
+    `, { eval: true, workerData: { buffer: hold.buffer, readers: HOLD_READERS, slot } })
     const inside = new Promise(resolve => clearer.once('message', resolve))
     await new Promise(resolve => clearer.once('online', resolve))
     t0 = performance.now()
@@ -81,7 +83,7 @@ describe('side file and the store\'s hold', () => {
     expect(waited).toBeGreaterThan(100)
     expect(waited).toBeLessThan(1500)
     expect(await inside).toBe(0)
-    expect(Atomics.load(hold, READERS_INSIDE)).toBe(0)
+    expect(Atomics.load(hold, slot)).toBe(0)
     await clearer.terminate()
   })
 })

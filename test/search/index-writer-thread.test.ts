@@ -1,12 +1,15 @@
 /**
  * The index writer's thread, seen from the merger: a thread that ends under
  * it (here closed behind its back) fails the job in hand; the staged roots
- * stay staged and a new thread takes the work a second later.
+ * stay staged and a new thread takes the work a second later. And seen from
+ * the store's WAL: a thread terminated inside a transaction leaves no mark
+ * in the start-over flags.
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
-import { openNodeStore, type NodeStore } from '../../src/records/index.js'
+import { READERS_TAKEN, readersOut } from '../../src/kv/wal-hold.js'
+import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-client.js'
 import { makeExcluder } from '../../src/search/matchers.js'
 import { Merger } from '../../src/search/merger.js'
@@ -62,4 +65,53 @@ describe('index writer thread', () => {
     const docs = s.kv.prepare(`SELECT count(*) FROM ${INDEX_SCHEMA}.search_doc`).pluck().get()
     expect(docs).toBe(5)
   })
+
+  it('gives its reader slot in the store\'s start-over flags back when it is terminated inside a transaction, and the WAL starts over again', async () => {
+    const t = tmpDir('mc-thread-')
+    const file = path.join(t.dir, 'store.db')
+    const lines: string[] = []
+    // Start-overs past 2 MiB of WAL, each giving up on a reader after 200 ms.
+    const s: NodeStore = openNodeStore({
+      path: file,
+      nodeId: 'n',
+      checkpoint: { thresholdBytes: 256 * 1024, restartBytes: 2 * 2 ** 20, keepBytes: 2 ** 20, restartWaitMs: 200, intervalMs: 20 },
+      logger: createLogger({ level: 'debug', write: l => { lines.push(l) } })
+    })
+    ensureStoreSchema(s.kv)
+    const baseMs = Date.now() - 100_000
+    const entries: RemoteEntry[] = []
+    for (let i = 0; i < 4000; i++) {
+      const rid = newRecordId(baseMs + i)
+      const hlc = formatHlc({ ms: baseMs + i, counter: 0 })
+      for (const [f, v] of Object.entries({ title: `Stone ${i}`, year: String(2000 + (i % 9)), path: `/files/s/${i}.mkv` })) entries.push({ key: `file:${rid}/${f}`, value: v, hlc, origin: 'peer-b' })
+    }
+    await s.records.applyBatch(entries)
+    const hold = new Int32Array(s.kv.walHold()!)
+    const w = await IndexWorker.start({ indexPath: indexFileOf(file), storePath: file, excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000, storeHold: s.kv.walHold() })
+    cleanup = async () => { await w.close(); s.close(); t.cleanup() }
+    expect(Atomics.load(hold, READERS_TAKEN)).not.toBe(0)
+
+    // One rebuild step over every root: one long transaction. Once the thread is in it, it is terminated.
+    const job = w.run({ type: 'rebuild', after: '', n: 100_000 })
+    const until = Date.now() + 10_000
+    while (readersOut(hold) && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 1))
+    expect(readersOut(hold)).toBe(false)
+    await w.close(1)
+    await expect(job).rejects.toThrow('search index writer')
+    // Its slot is marked out and free again.
+    expect(readersOut(hold)).toBe(true)
+    expect(Atomics.load(hold, READERS_TAKEN)).toBe(0)
+
+    // Writes past the threshold: the WAL starts over, instead of every start-over waiting for the thread and giving up.
+    const from = lines.length
+    const startedOver = (): boolean => lines.slice(from).some(l => l.includes('WAL started over'))
+    const value = 'x'.repeat(1000)
+    let n = 0
+    const deadline = Date.now() + 10_000
+    while (!startedOver() && Date.now() < deadline) {
+      await s.kv.write(tx => { for (let i = 0; i < 64; i++) tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
+      await new Promise(resolve => setTimeout(resolve, 2))
+    }
+    expect(startedOver()).toBe(true)
+  }, 60_000)
 })
