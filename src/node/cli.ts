@@ -75,7 +75,7 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
           io.out(cliUsage() + '\n\n' + usage() + '\n')
           return 0
         }
-        const parsed = parseConfig(args, env)
+        const parsed = await parseConfig(args, env)
         if (parsed.kind === 'help') {
           io.out(parsed.text + '\n')
           return 0

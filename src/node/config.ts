@@ -7,7 +7,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
-import { isLoopback, optionLines, optionName, parseOptions, type OptionSpec } from './options.js'
+import { isLoopback, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
 
 export { isLoopback } from './options.js'
 
@@ -80,8 +80,8 @@ export type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help
  * Throws ConfigError listing every problem. `--help` returns the usage text
  * instead.
  */
-export function parseConfig (argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd = process.cwd()): ParseResult {
-  const r = parseNodeOptions([], argv, env, cwd)
+export async function parseConfig (argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd = process.cwd()): Promise<ParseResult> {
+  const r = await parseNodeOptions([], argv, env, cwd)
   if (r.help) return { kind: 'help', text: usage() }
   if (r.problems.length > 0) throw new ConfigError(r.problems.join('\n'))
   return { kind: 'config', config: r.config }
@@ -91,14 +91,14 @@ export function parseConfig (argv: readonly string[], env: Readonly<Record<strin
  * The node's options plus a subcommand's own (`extra`), with the checks
  * that span options. `config` is complete only when `problems` is empty.
  */
-export function parseNodeOptions<E extends string> (extra: ReadonlyArray<OptionSpec<E>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): {
+export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<OptionSpec<E>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<{
   config: NodeConfig
   extra: Partial<Record<E, unknown>>
   problems: string[]
   help: boolean
-} {
+}> {
   const specs: Array<OptionSpec<keyof NodeConfig | E>> = [...OPTIONS, ...extra]
-  const { values, explicit, problems, help } = parseOptions(specs, argv, env, cwd)
+  const { values, explicit, problems, help } = await parseChecked(specs, argv, env, cwd)
   const out = values as Partial<Record<keyof NodeConfig, unknown>>
   const host = out.httpHost as string | undefined
   if (host !== undefined && !isLoopback(host) && out.apiToken === undefined) {

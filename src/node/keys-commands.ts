@@ -88,7 +88,7 @@ export function keygen (args: readonly string[], io: Output): number {
 }
 
 export async function printId (args: readonly string[], env: Readonly<Record<string, string | undefined>>, io: Output): Promise<number> {
-  const r = parseNodeOptions(ID_OPTIONS, args, env, process.cwd())
+  const r = await parseNodeOptions(ID_OPTIONS, args, env, process.cwd())
   if (r.help) { io.out(idUsage() + '\n'); return 0 }
   if (r.problems.length > 0) throw new ConfigError(r.problems.join('\n'))
   const { keyPath, p2pListen, swarmKeyPath } = r.config

@@ -8,7 +8,6 @@
 import fs from 'node:fs'
 import net from 'node:net'
 import path from 'node:path'
-import { isPeerId, multiaddrProblem } from '../mesh/libp2p/addresses.js'
 import { parseSwarmKey } from '../mesh/libp2p/swarm-key.js'
 
 export type Kind =
@@ -44,6 +43,32 @@ export interface ParsedOptions<K extends string> {
   problems: string[]
   /** `--help` or `-h` was given. */
   help: boolean
+  /**
+   * Parsed without AddressChecks, a multiaddr or peer id option was given:
+   * its value is not checked. Parse again with the checks (parseChecked).
+   */
+  addressChecksNeeded: boolean
+}
+
+/**
+ * The mesh's checks of multiaddrs and peer ids (mesh/libp2p/addresses.ts).
+ * They load libp2p's parsers, about a third of a second of a node's start,
+ * so a command loads them only when it is given such an option: a
+ * standalone node, `status` and `keygen` start without them.
+ */
+export interface AddressChecks {
+  isPeerId: (id: string) => boolean
+  multiaddrProblem: (a: string, dial: boolean) => string | undefined
+}
+
+export async function loadAddressChecks (): Promise<AddressChecks> {
+  return await import('../mesh/libp2p/addresses.js')
+}
+
+/** parseOptions, with the address checks loaded when an option needs them. */
+export async function parseChecked<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<ParsedOptions<K>> {
+  const r = parseOptions(specs, argv, env, cwd)
+  return r.addressChecksNeeded ? parseOptions(specs, argv, env, cwd, await loadAddressChecks()) : r
 }
 
 /** How an option is named in messages: its variable and its flag. */
@@ -54,9 +79,12 @@ export function optionName (o: OptionSpec): string {
 /**
  * Parses `argv` (options only: a subcommand was taken off already) over
  * `env`. Never throws: problems are returned, each naming the option, the
- * bad value (a secret is never shown) and where it came from.
+ * bad value (a secret is never shown) and where it came from. Multiaddrs
+ * and peer ids are checked with `checks`; without them a given one is left
+ * unchecked (`addressChecksNeeded`), and a default one is taken as it is
+ * (the tables' defaults are valid: test/node/config.test.ts).
  */
-export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): ParsedOptions<K> {
+export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string, checks?: AddressChecks): ParsedOptions<K> {
   const problems: string[] = []
   const fromFlags = new Map<OptionSpec<K>, { value: string, used: string }>()
   const byFlag = new Map<string, OptionSpec<K>>()
@@ -81,6 +109,7 @@ export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<
 
   const values: Partial<Record<K, unknown>> = {}
   const explicit = new Set<K>()
+  let addressChecksNeeded = false
   for (const o of specs) {
     const flag = fromFlags.get(o)
     const envValue = o.env === undefined ? undefined : env[o.env]
@@ -88,20 +117,21 @@ export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<
     const raw = flag?.value ?? (envValue === '' && o.kind.type !== 'list' ? undefined : envValue) ?? o.def
     const source = flag !== undefined ? flag.used : envValue !== undefined && raw === envValue ? o.env : 'default'
     if (source !== 'default') explicit.add(o.key)
-    const r = convert(o.kind, raw, cwd)
+    if (checks === undefined && source !== 'default' && (o.kind.type === 'multiaddrs' || o.kind.type === 'peerids') && listOf(raw).length > 0) addressChecksNeeded = true
+    const r = convert(o.kind, raw, cwd, checks)
     // A token is never echoed, even a malformed one.
     const shown = o.kind.type === 'secret' ? '(value hidden)' : JSON.stringify(raw)
     if (typeof r === 'object' && r !== null && 'problem' in r) problems.push(`invalid ${optionName(o)} ${shown} from ${source}: ${(r as { problem: string }).problem}`)
     else values[o.key] = r
   }
-  return { values, explicit, problems, help }
+  return { values, explicit, problems, help, addressChecksNeeded }
 }
 
 function isBoolWord (s: string | undefined): boolean {
   return s !== undefined && /^(true|false|1|0|yes|no|on|off)$/i.test(s)
 }
 
-function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
+function convert (kind: Kind, raw: string | undefined, cwd: string, checks: AddressChecks | undefined): unknown {
   switch (kind.type) {
     case 'secret':
       if (raw === undefined) return undefined
@@ -112,10 +142,10 @@ function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
       if (raw.includes('\u0000')) return { problem: 'contains a NUL character' }
       return path.resolve(cwd, raw)
     case 'optpath':
-      return raw === undefined ? undefined : convert({ type: 'path' }, raw, cwd)
+      return raw === undefined ? undefined : convert({ type: 'path' }, raw, cwd, checks)
     case 'swarmkey': {
       if (raw === undefined) return undefined
-      const file = convert({ type: 'path' }, raw, cwd)
+      const file = convert({ type: 'path' }, raw, cwd, checks)
       if (typeof file !== 'string') return file
       let text: string
       try {
@@ -127,11 +157,11 @@ function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
       return file
     }
     case 'multiaddrs':
-      return multiaddrList(raw, kind.dial)
+      return multiaddrList(raw, kind.dial, checks)
     case 'peerids': {
-      const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+      const list = listOf(raw)
       for (const id of list) {
-        if (!isPeerId(id)) return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
+        if (checks !== undefined && !checks.isPeerId(id)) return { problem: `${JSON.stringify(id.slice(0, 80))} is not a peer id` }
       }
       return list
     }
@@ -170,11 +200,16 @@ function convert (kind: Kind, raw: string | undefined, cwd: string): unknown {
   }
 }
 
-/** A comma-separated list of TCP multiaddrs (mesh/libp2p/addresses.ts says what a usable one is). */
-function multiaddrList (raw: string | undefined, dial: boolean): string[] | { problem: string } {
-  const list = (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+/** The items of a comma-separated list, trimmed, empty ones left out. */
+function listOf (raw: string | undefined): string[] {
+  return (raw ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+}
+
+/** A comma-separated list of TCP multiaddrs (mesh/libp2p/addresses.ts says what a usable one is; unchecked without `checks`). */
+function multiaddrList (raw: string | undefined, dial: boolean, checks: AddressChecks | undefined): string[] | { problem: string } {
+  const list = listOf(raw)
   for (const a of list) {
-    const problem = multiaddrProblem(a, dial)
+    const problem = checks?.multiaddrProblem(a, dial)
     if (problem !== undefined) return { problem }
   }
   return list

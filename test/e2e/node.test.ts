@@ -31,8 +31,8 @@ function tmp (): string {
   return d
 }
 
-function config (dir: string, extra: string[] = []): NodeConfig {
-  const r = parseConfig(['--port', '0', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', path.join(dir, 'files'), ...extra], {})
+async function config (dir: string, extra: string[] = []): Promise<NodeConfig> {
+  const r = await parseConfig(['--port', '0', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', path.join(dir, 'files'), ...extra], {})
   if (r.kind !== 'config') throw new Error('config')
   return r.config
 }
@@ -40,7 +40,7 @@ function config (dir: string, extra: string[] = []): NodeConfig {
 describe('a node over HTTP', () => {
   it('registers, describes, serves and announces a file; survives a restart', async () => {
     const dir = tmp()
-    const cfg = config(dir, ['--api-token', TOKEN, '--enable-file-watcher=false'])
+    const cfg = await config(dir, ['--api-token', TOKEN, '--enable-file-watcher=false'])
     let node = await startNode(cfg, { logger: silentLogger })
     nodes.push(node)
     const auth = { authorization: `Bearer ${TOKEN}` }

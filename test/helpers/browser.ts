@@ -57,7 +57,7 @@ async function startIn (dir: string, flags: string[]): Promise<TestNode> {
   const filesPath = path.join(dir, 'files')
   let node: RunningNode
   try {
-    const r = parseConfig(['--port', '0', '--host', '127.0.0.1', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', filesPath, ...flags], {})
+    const r = await parseConfig(['--port', '0', '--host', '127.0.0.1', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', filesPath, ...flags], {})
     if (r.kind !== 'config') throw new Error('bad test node configuration')
     const config: NodeConfig = r.config
     node = await startNode(config, { logger: silentLogger })

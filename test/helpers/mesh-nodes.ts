@@ -39,7 +39,7 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
     ...(o.bootstrap !== undefined && o.bootstrap.length > 0 ? ['--bootstrap', o.bootstrap.join(',')] : []),
     ...(o.extraFlags ?? [])
   ]
-  const parsed = parseConfig(argv, {})
+  const parsed = await parseConfig(argv, {})
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
   return await startNode(parsed.config, { logger: silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError, OPTIONS, isLoopback, parseConfig, type NodeConfig } from '../../src/node/index.js'
+import { loadAddressChecks, parseOptions } from '../../src/node/options.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const CWD = '/srv/mc'
@@ -11,15 +12,15 @@ afterAll(() => { tmp.cleanup() })
 const SWARM_KEY = path.join(tmp.dir, 'swarm.key')
 fs.writeFileSync(SWARM_KEY, `/key/swarm/psk/1.0.0/\n/base16/\n${'0f'.repeat(32)}\n`)
 
-function cfg (argv: string[], env: Record<string, string> = {}): NodeConfig {
-  const r = parseConfig(argv, env, CWD)
+async function cfg (argv: string[], env: Record<string, string> = {}): Promise<NodeConfig> {
+  const r = await parseConfig(argv, env, CWD)
   if (r.kind !== 'config') throw new Error('expected a config')
   return r.config
 }
 
-function problems (argv: string[], env: Record<string, string> = {}): string {
+async function problems (argv: string[], env: Record<string, string> = {}): Promise<string> {
   try {
-    parseConfig(argv, env, CWD)
+    await parseConfig(argv, env, CWD)
   } catch (err) {
     expect(err).toBeInstanceOf(ConfigError)
     return (err as Error).message
@@ -28,8 +29,8 @@ function problems (argv: string[], env: Record<string, string> = {}): string {
 }
 
 describe('parseConfig', () => {
-  it('uses the agreed defaults', () => {
-    expect(cfg([])).toEqual({
+  it('uses the agreed defaults', async () => {
+    expect(await cfg([])).toEqual({
       dbPath: path.resolve(CWD, 'data/meta-core.db'),
       httpHost: '127.0.0.1',
       httpPort: 9000,
@@ -53,7 +54,7 @@ describe('parseConfig', () => {
     })
   })
 
-  it('reads every option from its environment variable and from its flag, the flag winning', () => {
+  it('reads every option from its environment variable and from its flag, the flag winning', async () => {
     const env = {
       META_CORE_DB_PATH: '/db/x.db',
       META_CORE_HTTP_HOST: '0.0.0.0',
@@ -76,7 +77,7 @@ describe('parseConfig', () => {
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
       META_CORE_METRICS_PUBLIC: 'true'
     }
-    expect(cfg([], env)).toEqual({
+    expect(await cfg([], env)).toEqual({
       dbPath: '/db/x.db',
       httpHost: '0.0.0.0',
       httpPort: 8080,
@@ -103,7 +104,7 @@ describe('parseConfig', () => {
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
       '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
       '--shutdown-timeout-ms', '1000', '--metrics-public=false']
-    expect(cfg(flags, env)).toEqual({
+    expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
       httpPort: 0,
@@ -132,20 +133,20 @@ describe('parseConfig', () => {
     }
   })
 
-  it('treats an empty variable as unset, except the exclude list where empty means none', () => {
-    expect(cfg([], { META_CORE_HTTP_PORT: '', META_CORE_API_TOKEN: '' })).toMatchObject({ httpPort: 9000, apiToken: undefined })
-    expect(cfg([], { META_CORE_INDEX_EXCLUDE_PREFIXES: '' }).indexExcludePrefixes).toEqual([])
+  it('treats an empty variable as unset, except the exclude list where empty means none', async () => {
+    expect(await cfg([], { META_CORE_HTTP_PORT: '', META_CORE_API_TOKEN: '' })).toMatchObject({ httpPort: 9000, apiToken: undefined })
+    expect((await cfg([], { META_CORE_INDEX_EXCLUDE_PREFIXES: '' })).indexExcludePrefixes).toEqual([])
   })
 
-  it('accepts boolean spellings', () => {
-    expect(cfg(['--enable-file-watcher', 'false']).enableFileWatcher).toBe(false)
-    expect(cfg(['--enable-file-watcher', '--port', '1']).enableFileWatcher).toBe(true)
-    expect(cfg([], { ENABLE_FILE_WATCHER: 'NO' }).enableFileWatcher).toBe(false)
-    expect(cfg([], { ENABLE_FILE_WATCHER: '1' }).enableFileWatcher).toBe(true)
+  it('accepts boolean spellings', async () => {
+    expect((await cfg(['--enable-file-watcher', 'false'])).enableFileWatcher).toBe(false)
+    expect((await cfg(['--enable-file-watcher', '--port', '1'])).enableFileWatcher).toBe(true)
+    expect((await cfg([], { ENABLE_FILE_WATCHER: 'NO' })).enableFileWatcher).toBe(false)
+    expect((await cfg([], { ENABLE_FILE_WATCHER: '1' })).enableFileWatcher).toBe(true)
   })
 
-  it('reports every bad value at once, naming the variable, the flag and where the value came from', () => {
-    const msg = problems(['--port', '70000', '--hash-concurrency=0', '--bogus', 'stray'], {
+  it('reports every bad value at once, naming the variable, the flag and where the value came from', async () => {
+    const msg = await problems(['--port', '70000', '--hash-concurrency=0', '--bogus', 'stray'], {
       META_CORE_LOG_LEVEL: 'loud', ENABLE_FILE_WATCHER: 'maybe', META_CORE_SETTLE_MS: '-1', META_CORE_HTTP_HOST: 'bad host!'
     })
     expect(msg).toContain('invalid META_CORE_HTTP_PORT (--http-port) "70000" from --port: must be an integer from 0 to 65535')
@@ -157,42 +158,64 @@ describe('parseConfig', () => {
     expect(msg).toContain('META_CORE_SETTLE_MS (--settle-ms) "-1"')
     expect(msg).toContain('META_CORE_HTTP_HOST (--http-host) "bad host!"')
     expect(msg.split('\n')).toHaveLength(8)
-    expect(problems(['--port'])).toContain('--port needs a value')
+    expect(await problems(['--port'])).toContain('--port needs a value')
   })
 
-  it('refuses a non-loopback address without a token, and never echoes a token', () => {
+  it('refuses a non-loopback address without a token, and never echoes a token', async () => {
     for (const host of ['0.0.0.0', '192.168.1.10', '::', 'example.org']) {
-      expect(problems(['--host', host])).toContain('is not a loopback address: set META_CORE_API_TOKEN (--api-token)')
-      expect(cfg(['--host', host, '--api-token', 'tok']).httpHost).toBe(host)
+      expect(await problems(['--host', host])).toContain('is not a loopback address: set META_CORE_API_TOKEN (--api-token)')
+      expect((await cfg(['--host', host, '--api-token', 'tok'])).httpHost).toBe(host)
     }
-    const msg = problems(['--api-token', 'has space inside'])
+    const msg = await problems(['--api-token', 'has space inside'])
     expect(msg).toContain('(value hidden)')
     expect(msg).not.toContain('has space')
   })
 
-  it('checks the mesh options: a readable swarm key, multiaddrs, peer ids, and no p2p option without a key', () => {
+  it('checks the mesh options: a readable swarm key, multiaddrs, peer ids, and no p2p option without a key', async () => {
     const bad = path.join(tmp.dir, 'not-a-key')
     fs.writeFileSync(bad, 'hello')
-    const msg = problems(['--swarm-key', bad, '--p2p-listen', '/ip4/1.2.3.4/tcp', '--bootstrap', '/ip4/10.0.0.2/udp/4001', '--blocked-peers', 'nope'])
+    const msg = await problems(['--swarm-key', bad, '--p2p-listen', '/ip4/1.2.3.4/tcp', '--bootstrap', '/ip4/10.0.0.2/udp/4001', '--blocked-peers', 'nope'])
     expect(msg).toContain('META_CORE_SWARM_KEY (--swarm-key)')
     expect(msg).toContain('is not a swarm key')
     expect(msg).toContain('META_CORE_P2P_LISTEN (--p2p-listen) "/ip4/1.2.3.4/tcp" from --p2p-listen: "/ip4/1.2.3.4/tcp" is not a multiaddr')
     expect(msg).toContain('"/ip4/10.0.0.2/udp/4001" is not a TCP address')
     expect(msg).toContain('"nope" is not a peer id')
-    expect(problems(['--swarm-key', path.join(tmp.dir, 'missing')])).toContain('cannot read it (ENOENT)')
-    const standalone = problems(['--bootstrap', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '--p2p-listen', '/ip4/127.0.0.1/tcp/0'])
+    expect(await problems(['--swarm-key', path.join(tmp.dir, 'missing')])).toContain('cannot read it (ENOENT)')
+    const standalone = await problems(['--bootstrap', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '--p2p-listen', '/ip4/127.0.0.1/tcp/0'])
     expect(standalone).toContain('META_CORE_BOOTSTRAP (--bootstrap) needs META_CORE_SWARM_KEY (--swarm-key)')
     expect(standalone).toContain('META_CORE_P2P_LISTEN (--p2p-listen) needs META_CORE_SWARM_KEY (--swarm-key)')
-    expect(cfg(['--swarm-key', SWARM_KEY, '--db-path', '/var/lib/mc/node.sqlite']).keyPath).toBe('/var/lib/mc/node.key')
+    expect((await cfg(['--swarm-key', SWARM_KEY, '--db-path', '/var/lib/mc/node.sqlite'])).keyPath).toBe('/var/lib/mc/node.key')
     // A bootstrap address may name its peer or leave it to the handshake; a listen address names none.
     const dial = ['/dns4/peer2/tcp/4001', `/ip4/10.0.0.2/tcp/4001/p2p/${PEER}`, '/ip6/::1/tcp/4001']
-    expect(cfg(['--swarm-key', SWARM_KEY, '--bootstrap', dial.join(',')]).bootstrap).toEqual(dial)
-    expect(problems(['--swarm-key', SWARM_KEY, '--p2p-listen', `/ip4/0.0.0.0/tcp/4001/p2p/${PEER}`])).toContain('is not a TCP address')
-    expect(problems(['--swarm-key', SWARM_KEY, '--bootstrap', `/p2p/${PEER}`])).toContain('is not a TCP address')
+    expect((await cfg(['--swarm-key', SWARM_KEY, '--bootstrap', dial.join(',')])).bootstrap).toEqual(dial)
+    expect(await problems(['--swarm-key', SWARM_KEY, '--p2p-listen', `/ip4/0.0.0.0/tcp/4001/p2p/${PEER}`])).toContain('is not a TCP address')
+    expect(await problems(['--swarm-key', SWARM_KEY, '--bootstrap', `/p2p/${PEER}`])).toContain('is not a TCP address')
   })
 
-  it('prints usage for --help', () => {
-    const r = parseConfig(['--port', 'x', '--help'], {}, CWD)
+  it('loads the address checks only for a given multiaddr or peer id, and its defaults pass them', async () => {
+    // Without the checks (libp2p's parsers, a third of a second of a start), a standalone node's options parse whole.
+    const standalone = parseOptions(OPTIONS, ['--port', '0'], {}, CWD)
+    expect(standalone.addressChecksNeeded).toBe(false)
+    expect(standalone.problems).toEqual([])
+    for (const given of [['--p2p-listen', '/ip4/0.0.0.0/tcp/4001'], ['--bootstrap', 'nope'], ['--blocked-peers', PEER]]) {
+      expect(parseOptions(OPTIONS, given, {}, CWD).addressChecksNeeded, given[0]).toBe(true)
+    }
+    expect(parseOptions(OPTIONS, [], { META_CORE_BOOTSTRAP: 'nope' }, CWD).addressChecksNeeded).toBe(true)
+    // An empty list needs none.
+    expect(parseOptions(OPTIONS, ['--bootstrap='], {}, CWD).addressChecksNeeded).toBe(false)
+    // The defaults are taken without the checks: they must pass them.
+    const checks = await loadAddressChecks()
+    let defaults = 0
+    for (const o of OPTIONS) {
+      const list = (o.def ?? '').split(',').map(x => x.trim()).filter(x => x !== '')
+      if (o.kind.type === 'multiaddrs') for (const a of list) { expect(checks.multiaddrProblem(a, o.kind.dial), a).toBeUndefined(); defaults++ }
+      if (o.kind.type === 'peerids') for (const id of list) { expect(checks.isPeerId(id), id).toBe(true); defaults++ }
+    }
+    expect(defaults).toBeGreaterThan(0)
+  })
+
+  it('prints usage for --help', async () => {
+    const r = await parseConfig(['--port', 'x', '--help'], {}, CWD)
     expect(r.kind).toBe('help')
     if (r.kind === 'help') for (const o of OPTIONS) expect(r.text).toContain(o.env)
   })

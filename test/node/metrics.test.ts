@@ -23,7 +23,7 @@ beforeAll(async () => {
   const dir = tmp.dir
   fs.mkdirSync(path.join(dir, 'files'), { recursive: true })
   fs.writeFileSync(path.join(dir, 'files', 'a.bin'), Buffer.alloc(4096, 1))
-  const r = parseConfig(['--port', '0', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', path.join(dir, 'files'),
+  const r = await parseConfig(['--port', '0', '--db-path', path.join(dir, 'db', 'm.db'), '--files-path', path.join(dir, 'files'),
     '--api-token', TOKEN, '--settle-ms', '0', '--log-level', 'silent'], {})
   if (r.kind !== 'config') throw new Error('config')
   node = await startNode(r.config, { logger: silentLogger })
@@ -110,7 +110,7 @@ describe('/metrics', () => {
 describe('/metrics with META_CORE_METRICS_PUBLIC', () => {
   it('answers without the token while every other internal read still needs it', async () => {
     const dir = path.join(tmp.dir, 'public')
-    const r = parseConfig(['--port', '0', '--db-path', path.join(dir, 'm.db'), '--files-path', path.join(dir, 'files'),
+    const r = await parseConfig(['--port', '0', '--db-path', path.join(dir, 'm.db'), '--files-path', path.join(dir, 'files'),
       '--api-token', TOKEN, '--metrics-public', '--enable-file-watcher=false', '--log-level', 'silent'], {})
     if (r.kind !== 'config') throw new Error('config')
     const open = await startNode(r.config, { logger: silentLogger })
