@@ -70,7 +70,7 @@ describe.skipIf(!HAVE_CHROMIUM || !ENABLED)(`web page on ${N.toLocaleString('en'
 
   beforeAll(async () => {
     build = await buildStore(path.join(DIR, 'meta-core.db'))
-    const r = parseConfig(['--port', '0', '--db-path', path.join(DIR, 'meta-core.db'), '--files-path', path.join(DIR, 'files'), '--enable-file-watcher=false'], {})
+    const r = await parseConfig(['--port', '0', '--db-path', path.join(DIR, 'meta-core.db'), '--files-path', path.join(DIR, 'files'), '--enable-file-watcher=false'], {})
     if (r.kind !== 'config') throw new Error('config')
     ;[browser, node] = await Promise.all([launchBrowser(), startNode(r.config, { logger: silentLogger })])
   }, 1_800_000)
