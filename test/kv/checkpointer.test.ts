@@ -84,9 +84,11 @@ interface Run {
  * running; the largest size the WAL file reached meanwhile, and its size
  * once writes stopped and the checkpointer had had time to give the file
  * back. With `warmUp`, writes first until the WAL has started over once
- * (the checkpointer's thread is up), and only then counts.
+ * (the checkpointer's thread is up), and only then counts. With `pauseMs`,
+ * each group of commits is followed by that pause, warm-up included (a
+ * steady pace rather than as fast as the machine allows).
  */
-async function sustainedWrites (checkpoint: CheckpointTuning, totalMiB: number, warmUp: boolean, txMs = 20, trickle = false): Promise<Run> {
+async function sustainedWrites (checkpoint: CheckpointTuning, totalMiB: number, warmUp: boolean, txMs = 20, trickle = false, pauseMs = 0): Promise<Run> {
   const t = tmpDir('mc-ckpt-')
   const file = path.join(t.dir, 'store.db')
   const lines: Run['lines'] = []
@@ -115,7 +117,7 @@ async function sustainedWrites (checkpoint: CheckpointTuning, totalMiB: number, 
     }))
     acked.push(Date.now())
     // The reader and the checkpointer run meanwhile (their threads), and the event loop turns.
-    await new Promise(resolve => setImmediate(resolve))
+    await new Promise(resolve => (pauseMs > 0 ? setTimeout(resolve, pauseMs) : setImmediate(resolve)))
   }
   const startedOver = (): number => lines.filter(l => l.line.includes('WAL started over')).length
   if (warmUp) {
@@ -157,14 +159,17 @@ describe('background checkpointer', () => {
   }, 60_000)
 
   it('starts the WAL over past restartBytes, so it stays bounded, and gives the file back once writes pause', async () => {
-    const r = await sustainedWrites(SMALL, 24, true)
+    // At a steady pace: a 5 ms pause after each group of four commits, warm-up included.
+    const r = await sustainedWrites(SMALL, 24, true, 20, false, 5)
     // Few: with a 2 MiB threshold the WAL starts over every few tens of ms here, and the reader waits each one out.
     expect(r.reads).toBeGreaterThan(0)
-    // restartBytes, and what the writes add while a look copies, syncs, waits for the reader and starts the
-    // WAL over (writers go on until its last step): a few tenths of a second of writes at this pace, some
-    // 80 MB/s of WAL (32.6-39.3 MiB in five runs on a 2-core machine), against the 122 MiB the same writes
-    // leave without the RESTART step (the test above). The file keeps its largest size until writes pause.
-    expect(r.largestWalMiB).toBeLessThan(70)
+    // restartBytes, and what the writes add while a look copies, syncs, waits for the reader and starts the WAL
+    // over (writers go on until its last step): 5.7-7.2 MiB in three runs on a 2-core machine (two of them beside
+    // other test files), against the 122 MiB the same writes leave without the RESTART step (the test above).
+    // (Written as fast as the machine allows, the file reached 48 and 94 MiB in two runs alone and 79 MiB in a full
+    // test run on a slow day: it keeps its largest size until writes pause, and one start-over that took up to
+    // 750 ms let that much of a burst through.)
+    expect(r.largestWalMiB).toBeLessThan(30)
     expect(r.shrank).toBe(false)
     expect(r.lines.some(l => l.line.includes('WAL file cut back (writes quiet)'))).toBe(true)
     expect(r.walMiBAfter).toBe(0)
