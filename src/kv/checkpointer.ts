@@ -107,7 +107,8 @@ const HOLD_WRITERS = ${HOLD_WRITERS}
 const HOLD_READERS = ${HOLD_READERS}
 const FIRST_READER = ${FIRST_READER}
 const LAST_READER = FIRST_READER + ${READER_SLOTS} - 1
-// True when no reader that takes part is in a transaction (each has a slot: 1 while it is in one).
+// True when no reader that takes part is in a transaction (each has a slot: 1 while it is in one): wal-hold.ts's
+// readersOut, written out here because this source runs in an eval'd worker that cannot import the module.
 function readersOut () {
   for (let i = FIRST_READER; i <= LAST_READER; i++) if (Atomics.load(hold, i) !== 0) return false
   return true

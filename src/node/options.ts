@@ -193,7 +193,7 @@ function convert (kind: Kind, raw: string | undefined, cwd: string, checks: Addr
       if (raw !== undefined && /^(false|0|no|off)$/i.test(raw)) return false
       return { problem: 'must be true or false' }
     case 'list':
-      return (raw ?? '').split(',').map(s => s.trim()).filter(s => s !== '')
+      return listOf(raw)
     case 'enum':
       if (raw === undefined || !kind.values.includes(raw)) return { problem: `must be one of ${kind.values.join(', ')}` }
       return raw
