@@ -464,7 +464,7 @@ ${small.rounds.length > 1 ? `Rounds at ${f0(small.records)} records (ceiling; wr
 
 ` : ''}${small.warmUp === undefined ? '' : `Warm-up round at ${f0(small.records)} records (not counted): ceiling ${f0(small.warmUp.ceiling)}, write path ${f0(small.warmUp.writePath)}, batch apply ${f0(small.warmUp.batchApply)}${small.warmUp.withoutSearch === undefined ? '' : `, record layer alone ${f0(small.warmUp.withoutSearch)}`} records/s.
 
-`}The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s (median round), ${pct(small.fractions.withoutSearch!, 1)} of the ceiling (median); ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
+`}The record layer alone (no search attached) at ${f0(small.records)} records: ${f0(small.withoutSearch!.recordsPerSecond)} records/s (median round), ${pct(small.fractions.withoutSearch!, 1)} of the ceiling (median). In the write path's median round, with search, ${f0(small.writePath.backlogAtLastAck ?? 0)} roots were still staged for search when the last write was acknowledged.
 
 ${results.some(r => r.batchApply.cpuMs !== undefined) ? `CPU while the clock ran (the median round's runs; the machine has ${os.cpus().length} cores): ${results.map(r => `at ${f0(r.records)} records, ${cpuPhrase('write path', r.writePath)}; ${cpuPhrase('batch apply', r.batchApply)}`).join('; ')}. The other threads are search's index writer, the store's checkpointer and V8's helper threads.
 
