@@ -76,8 +76,7 @@ export class KvStore {
     this.streams = new Streams(this.st, rows, {
       retention: opts.streamRetention ?? 100_000,
       trimEvery: opts.trimEvery ?? 10_000,
-      now: opts.now ?? Date.now,
-      pageSize: this.db.pragma('page_size', { simple: true }) as number
+      now: opts.now ?? Date.now
     })
     this.writer = new GroupCommit({
       st: this.st,

@@ -16,12 +16,8 @@
  * entry shares once, each field's common prefix once): the change-log row
  * of a write of a 40-field record is about 970 bytes instead of the 3,770 of
  * a JSON array of its entries, the form entries with differing keys keep.
- * A packed row too long to stay whole on its B-tree leaf (rowBytesLimit:
- * 995 bytes of key and value with 4 KiB pages) is cut in halves until each
- * fits, each half a row under its first entry's id: such a row would
- * otherwise take an overflow page, a whole page for its last few hundred
- * bytes. Rows of every form, earlier builds' included, are read, counted
- * and trimmed alike.
+ * Rows of every form, earlier builds' included, are read, counted and
+ * trimmed alike.
  * Readers see entries, never rows: a read after an id inside a packed row
  * starts within it, and retention counts entries (a trim cuts whole rows).
  *
@@ -58,32 +54,12 @@ export interface StreamsOptions {
   /** Trim a stream after this many appends. */
   trimEvery: number
   now: () => number
-  /** The store file's page size: a packed row is kept within one B-tree cell of such a page (rowBytesLimit). */
-  pageSize: number
-}
-
-/**
- * The most UTF-8 bytes of key and value a kv row keeps inside its B-tree
- * leaf. `kv` is a WITHOUT ROWID table, so its rows are index cells, and
- * SQLite keeps a cell's payload whole on the leaf only up to
- * `(U - 12) * 64 / 255 - 23` bytes (U, the usable page size; 1,002 with
- * 4 KiB pages). A longer payload keeps about half of that on the leaf and
- * puts the rest on an overflow page of its own: a whole page for a few
- * hundred bytes, written into the WAL and again at the checkpoint. The
- * payload also holds the record's header, at most 7 bytes for two text
- * columns shorter than 2 MiB.
- */
-export function rowBytesLimit (pageSize: number): number {
-  return Math.floor((pageSize - 12) * 64 / 255) - 23 - 7
 }
 
 export class Streams {
   private readonly states = new Map<string, StreamState>()
-  private readonly maxRowBytes: number
 
-  constructor (private readonly st: Statements, private readonly rows: RowWriter, private readonly o: StreamsOptions) {
-    this.maxRowBytes = rowBytesLimit(o.pageSize)
-  }
+  constructor (private readonly st: Statements, private readonly rows: RowWriter, private readonly o: StreamsOptions) {}
 
   /** Appends one entry; `out` collects it (a run of one) for the commit listeners. */
   append (out: EntryRun[], stream: string, fields: Record<string, string>): EventId {
@@ -98,9 +74,8 @@ export class Streams {
   }
 
   /**
-   * Appends entries, one id each, in order, packed in one row, or in a few
-   * when one would not fit in its leaf (see the top of this file); `out`
-   * collects them as one run for the commit listeners.
+   * Appends entries, one id each, in order, packed in one row (see the top
+   * of this file); `out` collects them as one run for the commit listeners.
    */
   appendMany (out: EntryRun[], stream: string, entries: ReadonlyArray<Record<string, string>>): EventId[] {
     if (entries.length === 1) return [this.append(out, stream, entries[0])]
@@ -115,7 +90,7 @@ export class Streams {
       const msDash = `${first.ms}-`
       for (let i = 0; i < n; i++) ids[i] = (msDash + String(first.seq + i)) as EventId
       s.last = { ms: first.ms, seq: first.seq + n - 1 }
-      this.putPacked(prefix, first, entries, 0, n)
+      this.st.put.run(prefix + padEventId(first), encodeEntries(entries))
       out.push({ stream, first, entries })
     } else {
       // The sequence wraps into the next millisecond (ten billion ids in one ms): one row each, two runs.
@@ -142,27 +117,6 @@ export class Streams {
     s.sinceTrim += n
     if (s.length !== undefined) s.length += n
     return ids
-  }
-
-  /**
-   * Writes entries `from` to `to` (exclusive), whose ids are `first`'s
-   * millisecond with consecutive sequence numbers, as one packed row, or,
-   * when that row would not fit in its leaf (rowBytesLimit), as two halves,
-   * each the same way: each row under the id of its first entry.
-   */
-  private putPacked (prefix: string, first: EventIdParts, entries: ReadonlyArray<Record<string, string>>, from: number, to: number): void {
-    const part = from === 0 && to === entries.length ? entries : entries.slice(from, to)
-    const key = prefix + padEventId(from === 0 ? first : { ms: first.ms, seq: first.seq + from })
-    const text = encodeEntries(part)
-    // UTF-8 takes at most 3 bytes per UTF-16 unit: only a long row is measured.
-    const long = (key.length + text.length) * 3 > this.maxRowBytes && Buffer.byteLength(key) + Buffer.byteLength(text) > this.maxRowBytes
-    if (!long || to - from === 1) {
-      this.st.put.run(key, text)
-      return
-    }
-    const mid = from + ((to - from) >> 1)
-    this.putPacked(prefix, first, entries, from, mid)
-    this.putPacked(prefix, first, entries, mid, to)
   }
 
   /** Deletes every retained entry; the low-water mark moves to the last id issued. */

@@ -2,8 +2,7 @@
  * The record layer's versioned change log: the kv stream `meta:events`, one
  * entry per changed replicated key, written by the mutation path in the same
  * transaction as the change. One mutation's entries are one bulk append, so
- * kv stores them as one packed row, or a few when one would be too long for
- * its B-tree leaf (src/kv/streams.ts); readers see entries.
+ * kv stores them as one packed row (src/kv/streams.ts); readers see entries.
  *
  * Entry (kv stream entry fields, stored as JSON): `{"t":"s"|"d","k":<key>,"v":<version>}`
  * - `t`: `s` the key was set (or, from a peer, took a newer version of the
@@ -109,7 +108,7 @@ export class ChangeLog {
 
   constructor (private readonly kv: KvStore, private readonly log: Logger) {}
 
-  /** Appends one mutation's changes in order (one bulk append: a packed row, or a few). */
+  /** Appends one mutation's changes in order (one packed row). */
   append (tx: Tx, changes: ChangeBatch): void {
     const { rows, values } = changes
     if (rows.length === 0) return

@@ -2,10 +2,8 @@ import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import {
-  AsyncWriteError, KvStore, SchemaGateError, compareEventIds, entriesOf, openKv, padEventId, parseEventId, prefixEnd
+  AsyncWriteError, KvStore, SchemaGateError, compareEventIds, entriesOf, openKv, parseEventId, prefixEnd
 } from '../../src/kv/index.js'
-import { encodeEntries } from '../../src/kv/stream-rows.js'
-import { rowBytesLimit } from '../../src/kv/streams.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []
@@ -258,37 +256,6 @@ describe('kv store', () => {
     const lost = kv.streamTrimmedThrough('s')!
     expect(kv.readStream('s', parseEventId(lost), 1)[0].id).toBe(kept[0].id)
     expect(kv.streamFirst('s')).toBe(kept[0].id)
-  })
-
-  it('cuts a bulk append too long for one leaf cell into rows that fit, read back entry by entry', async () => {
-    const { kv, file } = open()
-    // A change log's entries: one key prefix, differing fields (≈ 30 bytes each packed), some non-ASCII.
-    const many = Array.from({ length: 120 }, (_, i) => ({ t: 's', k: `file:0000/field-${i}-${i % 3 === 0 ? 'ümlaut' : 'plain'}`, v: 'v1' }))
-    const ids = await kv.write(tx => tx.appendEvents('s', many))
-    const few = await kv.write(tx => tx.appendEvents('s', many.slice(0, 5)))
-    const rows = kv.range('ev:s/', prefixEnd('ev:s/'))
-    // 4 KiB pages keep at most 1,002 bytes of a WITHOUT ROWID cell on its leaf; the row limit leaves room for the record header.
-    expect(rowBytesLimit(4096)).toBe(995)
-    for (const [k, v] of rows) expect(Buffer.byteLength(k) + Buffer.byteLength(v)).toBeLessThanOrEqual(995)
-    // Packed in one row, the long append would not fit; it took several rows, each under the id of its first entry.
-    expect(Buffer.byteLength(encodeEntries(many))).toBeGreaterThan(995)
-    expect(rows.length).toBeGreaterThanOrEqual(3)
-    const rowIds = rows.map(([k]) => k.slice('ev:s/'.length))
-    expect(rowIds[0]).toBe(padEventId(parseEventId(ids[0])))
-    expect(rowIds[rowIds.length - 1]).toBe(padEventId(parseEventId(few[0])))
-    for (const r of rowIds) expect([...ids, ...few].map(id => padEventId(parseEventId(id)))).toContain(r)
-    expect(kv.streamLength('s')).toBe(125)
-    const all = kv.readStream('s', undefined, 1000)
-    expect(all.map(e => e.id)).toEqual([...ids, ...few])
-    expect(all.map(e => e.fields)).toEqual([...many, ...many.slice(0, 5)])
-    // Reads resume inside any of the rows.
-    for (const c of [0, 17, 59, 60, 61, 118]) expect(kv.readStream('s', parseEventId(ids[c]), 2).map(e => e.id)).toEqual([...ids, ...few].slice(c + 1, c + 3))
-    // No row of the store spills onto an overflow page.
-    kv.close()
-    const raw = new Database(file, { readonly: true })
-    const overflow = raw.prepare("SELECT count(*) FROM dbstat WHERE name = 'kv' AND pagetype = 'overflow'").pluck().get()
-    raw.close()
-    expect(overflow).toBe(0)
   })
 
   it('reports no trim for a stream that never lost an entry', async () => {
