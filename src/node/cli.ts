@@ -13,6 +13,7 @@
 import { ConfigError, parseConfig, usage } from './config.js'
 import { idUsage, keygen, keygenUsage, printId } from './keys-commands.js'
 import { parseOptions } from './options.js'
+import { PortUnavailableError } from './port-check.js'
 import type { Output } from './run-node.js'
 import { defaultNodeUrl, fetchStatus, formatStatus, STATUS_OPTIONS, StatusError, statusUsage } from './status-command.js'
 
@@ -86,6 +87,10 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
       }
     }
   } catch (err) {
+    if (err instanceof PortUnavailableError) {
+      io.err(err.message.split('\n').map(l => `meta-core: ${l}\n`).join(''))
+      return 1
+    }
     if (err instanceof ConfigError) {
       io.err(`meta-core: bad configuration:\n${err.message.split('\n').map(l => `  - ${l}`).join('\n')}\n`)
       return 2
@@ -98,7 +103,7 @@ async function status (args: readonly string[], env: Readonly<Record<string, str
   const { values, problems, help } = parseOptions(STATUS_OPTIONS, args, env, process.cwd())
   if (help) { io.out(statusUsage() + '\n'); return 0 }
   if (problems.length > 0) throw new ConfigError(problems.join('\n'))
-  const url = (values.url as string | undefined) ?? defaultNodeUrl(env)
+  const url = (values.url as string | undefined) ?? defaultNodeUrl(values.httpHost as string, values.httpPort as number)
   try {
     const report = await fetchStatus(url, values.apiToken as string | undefined, values.timeoutMs as number)
     io.out((values.json === true ? JSON.stringify(report, null, 2) : formatStatus(report)) + '\n')

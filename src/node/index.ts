@@ -13,4 +13,5 @@ export { parseConfig, parseNodeOptions, usage, isLoopback, ConfigError, OPTIONS 
 export type { NodeConfig, ParseResult } from './config.js'
 export { startNode } from './start-node.js'
 export type { RunningNode, StartOptions } from './start-node.js'
+export { PortUnavailableError } from './port-check.js'
 export { packageVersion } from './version.js'

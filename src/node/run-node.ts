@@ -10,10 +10,12 @@
  * Past it the process exits 1 naming the step it still waited for; nothing
  * acknowledged is lost even then (every acknowledged write was committed
  * to the WAL before its answer left). A second signal while stopping
- * exits 1 at once.
+ * exits 1 at once. Started through npm (`npx meta-core`, `npm start`), the
+ * node also stops when that npm process is stopped (launcher-watch.ts).
  */
 import { createLogger } from '../common/index.js'
 import type { NodeConfig } from './config.js'
+import { watchLauncher } from './launcher-watch.js'
 import { startNode, type RunningNode } from './start-node.js'
 import { packageVersion } from './version.js'
 
@@ -42,9 +44,12 @@ export async function runNode (config: NodeConfig, io: Output): Promise<number> 
         resolve(1)
         return
       }
+      beginStop(sig)
+    }
+    const beginStop = (why: string): void => {
       stopping = true
       const began = Date.now()
-      log.info(`${sig}: stopping (refusing new requests, finishing writes in flight)`)
+      log.info(`${why}: stopping (refusing new requests, finishing writes in flight)`)
       const deadline = setTimeout(() => {
         log.error(`stopping took longer than ${config.shutdownTimeoutMs} ms: exiting`, { waitingFor: node.stoppingStep() ?? 'unknown' })
         resolve(1)
@@ -61,6 +66,9 @@ export async function runNode (config: NodeConfig, io: Output): Promise<number> 
     }
     process.on('SIGINT', onSignal)
     process.on('SIGTERM', onSignal)
+    // Started through npx or npm: npm's own SIGTERM reaches only its shell (launcher-watch.ts).
+    // Not a second signal: Ctrl-C reaches npm, its shell and the node at once, and npm then exits.
+    watchLauncher(process.env, () => { if (!stopping) beginStop('the npm process that started this node exited') })
   })
 }
 

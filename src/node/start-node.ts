@@ -1,5 +1,5 @@
 /**
- * Start order and stop order of a node. Start: identity key read (its peer
+ * Start order and stop order of a node. Start: paths and ports checked → identity key read (its peer
  * id is the origin the store writes with; a new one is written only once the
  * store opened as ours) → store → holder members moved to that id → search (it registers its indexer before any write runs) → mesh →
  * watcher → API listening. Stop runs in reverse, every step even when one
@@ -19,6 +19,7 @@ import type { FastifyInstance } from 'fastify'
 import { ConfigError, pathProblems, type NodeConfig } from './config.js'
 import { uiDistPath } from './version.js'
 import { adoptHolderId } from './holder-id.js'
+import { checkPorts } from './port-check.js'
 
 export interface RunningNode {
   config: NodeConfig
@@ -63,6 +64,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
   // Paths that can never work are a configuration problem, said as one before anything is created.
   const problems = pathProblems(config)
   if (problems.length > 0) throw new ConfigError(problems.join('\n'))
+  // A taken port, too: found last, it would leave a new store and identity key behind.
+  await checkPorts(config)
   // Keys are read (a new identity made, not yet written) before the store opens: the store writes with its peer id.
   const swarmKey = config.swarmKeyPath === undefined ? undefined : readSwarmKey(config.swarmKeyPath)
   // The libp2p stack (about a second to load) only for a node that joins a mesh: a standalone node starts without it.

@@ -9,8 +9,11 @@
 import type { MeshPeerView, MeshView } from '../mesh/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
-export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'apiToken' | 'json' | 'timeoutMs'>> = [
-  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined, help: 'the node to ask (default: http://META_CORE_HTTP_HOST:META_CORE_HTTP_PORT, a wildcard host read as loopback)' },
+export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'httpHost' | 'httpPort' | 'apiToken' | 'json' | 'timeoutMs'>> = [
+  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined, help: 'the node to ask (default: http://<http-host>:<http-port>, a wildcard host read as loopback)' },
+  // The same flags and variables `start` listens by, so the command that started a node finds it.
+  { key: 'httpHost', env: 'META_CORE_HTTP_HOST', flag: 'http-host', aliases: ['host'], kind: { type: 'host' }, def: '127.0.0.1', help: 'the node\'s API address, when no --url is given' },
+  { key: 'httpPort', env: 'META_CORE_HTTP_PORT', flag: 'http-port', aliases: ['port'], kind: { type: 'int', min: 1, max: 65535 }, def: '9000', help: 'the node\'s API port, when no --url is given' },
   { key: 'apiToken', env: 'META_CORE_API_TOKEN', flag: 'api-token', kind: { type: 'secret' }, def: undefined, help: 'the node\'s API token, when it has one (/status and /api/mesh need it)' },
   { key: 'timeoutMs', env: 'META_CORE_STATUS_TIMEOUT_MS', flag: 'timeout-ms', kind: { type: 'int', min: 100, max: 600_000 }, def: '5000', help: 'how long to wait for each answer, in ms' },
   { key: 'json', flag: 'json', kind: { type: 'bool' }, def: 'false', help: 'print the answers as one JSON object instead of a table' }
@@ -29,12 +32,11 @@ export function statusUsage (): string {
   ].join('\n')
 }
 
-/** The node's own address when no --url is given: what META_CORE_HTTP_HOST/PORT say it listens on. */
-export function defaultNodeUrl (env: Readonly<Record<string, string | undefined>>): string {
-  let host = env.META_CORE_HTTP_HOST === undefined || env.META_CORE_HTTP_HOST === '' ? '127.0.0.1' : env.META_CORE_HTTP_HOST
+/** The node's own address when no --url is given: where --http-host/--http-port (or their variables) say it listens. */
+export function defaultNodeUrl (httpHost: string, port: number): string {
+  let host = httpHost
   if (host === '0.0.0.0') host = '127.0.0.1'
   if (host === '::' || host === '[::]') host = '::1'
-  const port = env.META_CORE_HTTP_PORT === undefined || env.META_CORE_HTTP_PORT === '' ? '9000' : env.META_CORE_HTTP_PORT
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`
 }
 

@@ -117,6 +117,12 @@ describe('meta-core status', () => {
     // Without --url it asks where META_CORE_HTTP_HOST/PORT say the node listens (a wildcard host read as loopback).
     const viaEnv = await cli(['status'], { META_CORE_HTTP_HOST: '0.0.0.0', META_CORE_HTTP_PORT: String(port) })
     expect(viaEnv.err).toContain(`cannot reach http://127.0.0.1:${port}`)
+    // The flags `start` takes find the node, too.
+    for (const flags of [['--http-port', String(port)], ['--port', String(port), '--host', '127.0.0.1'], ['--http-host', '0.0.0.0', '--http-port', String(port)]]) {
+      const viaFlags = await cli(['status', ...flags, '--timeout-ms', '2000'])
+      expect(viaFlags.code, viaFlags.err).toBe(1)
+      expect(viaFlags.err).toContain(`cannot reach http://127.0.0.1:${port}: ECONNREFUSED`)
+    }
     const bad = await cli(['status', '--url', 'ftp://x', '--timeout-ms', '5', '--bogus'])
     expect(bad.code).toBe(2)
     expect(bad.err).toContain('META_CORE_URL (--url) "ftp://x"')
