@@ -20,6 +20,7 @@ import { metaRoutes } from './routes/meta-routes.js'
 import { metaPropertyRoutes } from './routes/meta-property-routes.js'
 import { editorRoutes } from './routes/editor-routes.js'
 import { metadataRoutes } from './routes/metadata-routes.js'
+import { searchRoutes } from './routes/search-routes.js'
 import { recordRoutes } from './routes/record-routes.js'
 import { systemRoutes } from './routes/system-routes.js'
 import { uiRoutes } from './routes/ui-routes.js'
@@ -198,6 +199,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   void app.register(async (scope) => { fileRoutes(scope, ctx) })
   void app.register(async (scope) => { kvRoutes(scope, ctx) })
   void app.register(async (scope) => { metadataRoutes(scope, ctx) })
+  void app.register(async (scope) => { searchRoutes(scope, ctx) })
   void app.register(async (scope) => { editorRoutes(scope, ctx) })
   void app.register(async (scope) => { eventRoutes(scope, ctx) })
   void app.register(async (scope) => { watcherRoutes(scope, ctx) })

@@ -54,6 +54,7 @@ describe('SSE /api/events/meta', () => {
     for (const e of c.events) {
       expect(e.id).toMatch(/^\d+-\d+$/)
       expect(Object.keys(dataOf(e)).sort()).toEqual(['key', 'ts']) // the type became the event name
+      expect(dataOf(e).ts).toBe(e.id!.split('-')[0]) // the time of the change: its entry id's milliseconds
     }
     expect(c.events.map(e => e.id)).toEqual(storedIdsAfter(h, '0-0').slice(-3))
   })
@@ -144,6 +145,9 @@ describe('SSE /api/events/meta', () => {
     const H = snapshot[snapshot.length - 1].id!
     // The snapshot: one set per key, only the last one carrying an id (the head captured first).
     expect(snapshot.every(e => e.event === 'set')).toBe(true)
+    // A snapshot reports state, not changes: every set carries the time the snapshot began (docs/api.md).
+    expect(new Set(snapshot.map(e => dataOf(e).ts)).size).toBe(1)
+    expect(tail.every(e => dataOf(e).ts === e.id!.split('-')[0])).toBe(true)
     const snapKeys = snapshot.map(e => dataOf(e).key)
     expect(new Set(snapKeys).size).toBe(snapKeys.length)
     expect(snapKeys.length).toBeGreaterThanOrEqual(before.size - 100) // keys deleted before the snapshot reached them are absent

@@ -199,7 +199,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
       live()
     })
     let first = true
-    await page.route('**/api/metadata/search', async route => {
+    await page.route('**/api/search?**', async route => {
       if (!first) { await route.continue(); return }
       first = false
       const stale = await route.fetch() // answered by the node now, before the write

@@ -6,15 +6,6 @@
 
 export interface ErrorEnvelope { error: string, message: string, retryable: boolean }
 
-export interface SearchFilter { property: string, values: string[], exact?: boolean }
-
-export interface SearchRequest {
-  query?: string
-  filters?: SearchFilter[]
-  limit?: number
-  offset?: number
-}
-
 export interface SearchHit { hashId: string, metadata: Record<string, string>, canonical_cid?: string }
 
 export interface SearchResponse { results: SearchHit[], count: number, total: number, nextCursor?: string }

@@ -43,7 +43,7 @@ const searchBody = {
   }
 } as const
 
-const hit = {
+export const searchHit = {
   type: 'object',
   properties: {
     hashId: { type: 'string' },
@@ -52,8 +52,11 @@ const hit = {
   }
 } as const
 
+/** The answer of both search routes (POST here, GET /api/search in search-routes.ts). */
+export const searchAnswer = { results: { type: 'array', items: searchHit }, count: { type: 'integer' }, total: { type: 'integer' }, nextCursor: { type: 'string' } } as const
+
 /** The canonical CID of a hit, from its `cids/<cid>` members (the record layer's rank, as on every read). */
-function withCanonical (h: SearchHit): SearchHit & { canonical_cid?: string } {
+export function withCanonical (h: SearchHit): SearchHit & { canonical_cid?: string } {
   const cids: string[] = []
   for (const k of Object.keys(h.metadata)) {
     const c = cidMemberOf(k)
@@ -74,7 +77,7 @@ export function metadataRoutes (app: FastifyInstance, ctx: ApiContext): void {
       response: withErrors({
         200: {
           type: 'object',
-          properties: { results: { type: 'array', items: hit }, count: { type: 'integer' }, total: { type: 'integer' }, nextCursor: { type: 'string' } }
+          properties: searchAnswer
         }
       }, 413, 415)
     }

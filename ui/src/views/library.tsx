@@ -1,6 +1,6 @@
 /**
- * The library: the API's own search (free text and field:value filters, see
- * query.ts), ordered as the API can (the order records were added, or by a
+ * The library: the API's own search (GET /api/search, its search language of
+ * free text and field:value filters: src/api/search-query.ts), ordered as the API can (the order records were added, or by a
  * field's value), a page of results with the true total, and paging by
  * offset so each page has its own address. Results follow live changes: a change to a
  * shown record runs the search again (debounced), so a row updates in place
@@ -10,7 +10,6 @@ import { useCallback } from 'preact/hooks'
 import { call } from '../api.js'
 import { formatBytes, formatCount, recordTitle, shortId } from '../format.js'
 import { useRootChanges } from '../live.js'
-import { parseQuery } from '../query.js'
 import { href, navigate } from '../router.js'
 import type { SearchResponse } from '../wire.js'
 import { CopyButton, ErrorNote, useLoad } from './common.js'
@@ -42,7 +41,7 @@ function moveFocus (e: KeyboardEvent): void {
 
 export function Library ({ q, offset, sort }: { q: string, offset: number, sort: string }) {
   const res = useLoad(`${q}\u0000${offset}\u0000${sort}`, async (signal, quiet) =>
-    await call<SearchResponse>('POST', '/api/metadata/search', { body: { ...parseQuery(q), limit: PAGE_SIZE, offset, ...(sort === '' ? {} : { sort }) }, signal, quiet }))
+    await call<SearchResponse>('GET', `/api/search?${new URLSearchParams({ q, limit: String(PAGE_SIZE), offset: String(offset), ...(sort === '' ? {} : { sort }) }).toString()}`, { signal, quiet }))
   const reload = useCallback(() => { res.reload() }, [res.reload])
   useRootChanges(res.data?.results.map(r => r.hashId) ?? [], res.since, reload, 250)
 

@@ -1,6 +1,7 @@
 /**
- * The search box's language, turned into the API's own search request
- * (POST /api/metadata/search):
+ * The search language of `GET /api/search?q=` (and of the web page's search
+ * box, which asks that route), turned into the request
+ * `POST /api/metadata/search` takes:
  *   words          free text: every word must appear in the title, file name,
  *                  original title, show title or path (or the text in a record id)
  *   field:value    a filter: the field contains the value (a set member
@@ -11,7 +12,10 @@
  * Several filters must all match; a filter naming the same field twice
  * matches either value.
  */
-import type { SearchFilter, SearchRequest } from './wire.js'
+import type { SearchRequest } from '../search/types.js'
+
+/** A filter as this parser builds it: always with values. */
+interface SearchFilter { property: string, values: string[], exact: boolean }
 
 const FIELD_RE = /^[A-Za-z_][A-Za-z0-9_.\-/]*$/
 const CID_RE = /^b[a-z2-7]{20,}$/
