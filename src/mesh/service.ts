@@ -11,6 +11,8 @@ import { RecordReplica } from './replica-store.js'
 
 export interface MeshPeerView extends PeerCounters {
   peerId: string
+  /** The name the peer announced (META_CORE_NODE_NAME), or null (not heard yet, or an older version). */
+  name: string | null
   /** Addresses of its open connections (empty when not connected). */
   addrs: string[]
   connected: boolean
@@ -33,6 +35,8 @@ export interface MeshView {
   /** A short id derived from the swarm key (not the key): nodes showing the same id are in the same mesh. */
   meshId: string | null
   self: SelfStatus & {
+    /** This node's name (META_CORE_NODE_NAME), or null when none was given. */
+    name: string | null
     /** Listening multiaddrs with the ports actually bound, each ending in /p2p/<peerId>. */
     addrs: string[]
   }
@@ -49,7 +53,7 @@ export interface MeshService extends Startable {
 export class StandaloneMesh implements MeshService {
   private readonly replica: RecordReplica
 
-  constructor (private readonly records: MeshRecords) {
+  constructor (private readonly records: MeshRecords, private readonly nodeName?: string) {
     this.replica = new RecordReplica(records)
   }
 
@@ -64,7 +68,7 @@ export class StandaloneMesh implements MeshService {
     return {
       enabled: false,
       meshId: null,
-      self: { peerId: this.records.nodeId, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
+      self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
       peers: []
     }
   }

@@ -5,6 +5,7 @@
  * deployment in one round. The parser itself is options.ts.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
 import { isLoopback, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
@@ -36,6 +37,8 @@ export interface NodeConfig {
   shutdownTimeoutMs: number
   /** `/metrics` answers without the API token. */
   metricsPublic: boolean
+  /** This node's name for people (peers, status, the page); the host name unless set. */
+  nodeName: string
 }
 
 /** The configuration cannot be used; the message says what to change. */
@@ -70,6 +73,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
   { key: 'shutdownTimeoutMs', env: 'META_CORE_SHUTDOWN_TIMEOUT_MS', flag: 'shutdown-timeout-ms', kind: { type: 'int', min: 1000, max: 600_000 }, def: '5000', help: 'on SIGTERM/SIGINT everything stops within this long (HTTP requests get half of it), else exit 1, in ms' },
+  { key: 'nodeName', env: 'META_CORE_NODE_NAME', flag: 'node-name', kind: { type: 'label', max: 64 }, def: undefined, help: 'this node\'s name, shown beside its peer id in status, /api/mesh, its peers and the page (default: the host name)' },
   { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }
 ]
 
@@ -110,6 +114,8 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
       if (explicit.has(k) && (out[k] as string[] | undefined)?.length !== 0) problems.push(`${optionName(o)} needs META_CORE_SWARM_KEY (--swarm-key): without a swarm key the node runs standalone`)
     }
   }
+  // The host name tells a household's machines apart; cut to the option's own limit.
+  if (out.nodeName === undefined) out.nodeName = os.hostname().slice(0, 64) || 'meta-core'
   if (out.keyPath === undefined && typeof out.dbPath === 'string') {
     out.keyPath = path.join(path.dirname(out.dbPath), path.basename(out.dbPath, path.extname(out.dbPath)) + '.key')
   }

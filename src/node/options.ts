@@ -17,6 +17,7 @@ export type Kind =
   | { type: 'multiaddrs', dial: boolean }
   | { type: 'peerids' }
   | { type: 'host' }
+  | { type: 'label', max: number }
   | { type: 'secret' }
   | { type: 'url' }
   | { type: 'int', min: number, max: number }
@@ -165,6 +166,11 @@ function convert (kind: Kind, raw: string | undefined, cwd: string, checks: Addr
       }
       return list
     }
+    case 'label':
+      // A name for people, shown in terminals and pages: no control characters that could rewrite a line.
+      if (raw === undefined) return undefined
+      if (raw.trim() === '' || raw.length > kind.max || /\p{Cc}/u.test(raw)) return { problem: `must be 1 to ${kind.max} characters without control characters` }
+      return raw.trim()
     case 'host':
       if (raw === undefined || raw === '') return { problem: 'must be an IP address or host name' }
       if (net.isIP(raw) === 0 && !/^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*$/.test(raw)) {

@@ -99,12 +99,13 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     await search.start()
 
     const mesh: MeshService = swarmKey === undefined || identity === undefined || p2p === undefined
-      ? new StandaloneMesh(records)
+      ? new StandaloneMesh(records, config.nodeName)
       : new p2p.Libp2pMesh({ records, logger: log.child('mesh') }, {
         identity,
         swarmKey,
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
+        nodeName: config.nodeName,
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

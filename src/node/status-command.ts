@@ -96,7 +96,7 @@ export function formatStatus (r: StatusReport): string {
   const lines = [
     ...aligned([
       ['node', `${r.url}  ${r.health.status}${r.health.storage ? '' : ' (storage unavailable)'}, meta-core ${s.version}, up ${duration(s.uptimeSeconds * 1000)}`],
-      ['node id', s.nodeId],
+      ['node id', m.self.name === null || m.self.name === undefined ? s.nodeId : `${s.nodeId}  (${m.self.name})`],
       ['records', count(s.fileCount)],
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
       ['streams', `${count(s.eventStreams)} open SSE`],
@@ -109,10 +109,10 @@ export function formatStatus (r: StatusReport): string {
     if (m.peers.length === 0) {
       lines.push('no peers yet')
     } else {
-      const rows = [['PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
+      const rows = [['NAME', 'PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
       const now = Date.now()
       for (const p of m.peers) {
-        rows.push([p.peerId, p.connected ? 'connected' : 'disconnected', peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.name ?? '-', p.peerId, p.connected ? 'connected' : 'disconnected', peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
     }

@@ -10,6 +10,7 @@
  * shared by every test of the file.
  */
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor, withTimeout } from '../../src/common/index.js'
@@ -154,10 +155,11 @@ describe('docker-compose.peers.yml', () => {
     const out = table.stdout()
     expect(out).toContain(`node id  ${ids.get('peer1') ?? ''}`)
     expect(out).toMatch(/records\s+2\b/)
-    const header = out.split('\n').find(l => l.startsWith('PEER'))
-    expect(header).toMatch(/PEER\s+CONNECTION\s+LAG\s+LAST SYNC/)
+    const header = out.split('\n').find(l => l.startsWith('NAME'))
+    expect(header).toMatch(/NAME\s+PEER\s+CONNECTION\s+LAG\s+LAST SYNC/)
     for (const other of ['peer2', 'peer3']) {
-      const row = out.split('\n').find(l => l.startsWith(ids.get(other) ?? '?'))
+      // Each row opens with the name the peer announced (the host name: every peer here runs on this machine).
+      const row = out.split('\n').find(l => l.startsWith(`${os.hostname().slice(0, 64)}  `) && l.includes(ids.get(other) ?? '?'))
       expect(row, out).toMatch(/\sconnected\s+(caught up|behind [\d.]+ (ms|s)|first sync, [\d.]+ (ms|s))\s/)
     }
 

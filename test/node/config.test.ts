@@ -1,4 +1,5 @@
 import fs from 'node:fs'
+import os from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { ConfigError, OPTIONS, isLoopback, parseConfig, type NodeConfig } from '../../src/node/index.js'
@@ -50,7 +51,8 @@ describe('parseConfig', () => {
       antiEntropyMs: 15_000,
       maxClockDriftMs: 10_000,
       shutdownTimeoutMs: 5000,
-      metricsPublic: false
+      metricsPublic: false,
+      nodeName: os.hostname().slice(0, 64)
     })
   })
 
@@ -75,7 +77,8 @@ describe('parseConfig', () => {
       META_CORE_ANTI_ENTROPY_MS: '2000',
       META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
-      META_CORE_METRICS_PUBLIC: 'true'
+      META_CORE_METRICS_PUBLIC: 'true',
+      META_CORE_NODE_NAME: 'living-room'
     }
     expect(await cfg([], env)).toEqual({
       dbPath: '/db/x.db',
@@ -97,13 +100,14 @@ describe('parseConfig', () => {
       antiEntropyMs: 2000,
       maxClockDriftMs: 5000,
       shutdownTimeoutMs: 8000,
-      metricsPublic: true
+      metricsPublic: true,
+      nodeName: 'living-room'
     })
     const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
       '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
-      '--shutdown-timeout-ms', '1000', '--metrics-public=false']
+      '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic']
     expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -124,7 +128,8 @@ describe('parseConfig', () => {
       antiEntropyMs: 60_000,
       maxClockDriftMs: 0,
       shutdownTimeoutMs: 1000,
-      metricsPublic: false
+      metricsPublic: false,
+      nodeName: 'attic'
     })
     // Every option has both spellings.
     for (const o of OPTIONS) {

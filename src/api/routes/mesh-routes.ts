@@ -18,6 +18,7 @@ const peerSchema = {
   type: 'object',
   properties: {
     peerId: str,
+    name: { type: 'string', nullable: true, description: 'the name it announced (its META_CORE_NODE_NAME), null until heard' },
     addrs: { ...strList, description: 'remote addresses of its open connections' },
     connected: { type: 'boolean' },
     cursor: { type: 'string', nullable: true, description: 'our position in its change log (null: never synced)' },
@@ -63,6 +64,7 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
               type: 'object',
               properties: {
                 peerId: str,
+                name: { type: 'string', nullable: true, description: 'this node\'s name (META_CORE_NODE_NAME)' },
                 addrs: { ...strList, description: 'listening multiaddrs with the ports actually bound' },
                 hlc: { ...str, description: 'the store\'s hybrid logical clock (16 hex digits)' },
                 epoch: int,

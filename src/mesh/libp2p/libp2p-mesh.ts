@@ -30,6 +30,7 @@ import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
+import { agentVersionOf, PeerNames } from './node-names.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
 import { rpcCounter, type RpcCounts } from './rpc-counters.js'
 import type { SwarmKey } from './swarm-key.js'
@@ -55,6 +56,8 @@ export interface Libp2pMeshInit {
   gossip?: GossipParams
   /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
   countRpcs?: boolean
+  /** This node's name for people, announced to peers (node-names.ts). */
+  nodeName?: string
 }
 
 /** The gossipsub parameters a simulation profile may set. */
@@ -85,6 +88,7 @@ export class Libp2pMesh implements MeshService {
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
+  private readonly names = new PeerNames()
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -108,6 +112,7 @@ export class Libp2pMesh implements MeshService {
     const t = this.init.transport
     const node = await createLibp2p({
       privateKey: this.init.identity.privateKey,
+      nodeInfo: { userAgent: agentVersionOf(this.init.nodeName) },
       addresses: { listen: [...this.init.listen] },
       transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp()],
       connectionEncrypters: [noise()],
@@ -134,6 +139,7 @@ export class Libp2pMesh implements MeshService {
       }
     })
     this.node = node
+    this.names.attach(node)
     const runtime: MeshRuntime = {
       now: () => Date.now(),
       random: Math.random,
@@ -205,6 +211,7 @@ export class Libp2pMesh implements MeshService {
       meshId: this.init.swarmKey.meshId,
       self: {
         peerId: this.peerId,
+        name: this.init.nodeName ?? null,
         addrs: node?.getMultiaddrs().map(String) ?? [],
         hlc: this.replica.clock(),
         epoch: s?.self.epoch ?? 0,
@@ -213,7 +220,7 @@ export class Libp2pMesh implements MeshService {
         bytesOut: s?.self.bytesOut ?? 0,
         publishFailures: s?.self.publishFailures ?? 0
       },
-      peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
+      peers: (s?.peers ?? []).map(p => ({ ...p, name: this.names.get(p.peerId), addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
     }
   }
 
