@@ -48,8 +48,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-ui-key-'))
     key = path.join(keyDir, 'swarm.key')
     writeSwarmKey(key)
-    ;[browser, a] = await Promise.all([launchBrowser(), startTestNode(meshFlags(key))])
-    b = await startTestNode([...meshFlags(key), '--bootstrap', await dialAddr(a.url)])
+    ;[browser, a] = await Promise.all([launchBrowser(), startTestNode([...meshFlags(key), '--node-name', 'living-room'])])
+    b = await startTestNode([...meshFlags(key), '--node-name', 'attic', '--bootstrap', await dialAddr(a.url)])
     await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.connected), { timeoutMs: 20_000, what: 'the two nodes to connect' })
   }, 60_000)
   afterAll(async () => {
@@ -79,7 +79,10 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
   it('shows the peer connected and caught up, and whether the digests agree once a write has replicated', async () => {
     const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
     const { ctx, page, row, errors } = await openPanel(peerB)
-    await expect.poll(async () => await row.locator('td').nth(1).textContent()).toBe('connected')
+    await expect.poll(async () => await row.locator('td').nth(2).textContent()).toBe('connected')
+    // Each node by the name it announced, beside its id.
+    expect(await page.getByTestId('self-name').textContent()).toBe('living-room')
+    await expect.poll(async () => await row.getByTestId('peer-name').textContent()).toBe('attic')
     // The page cannot reach B's digest until it is told B's address.
     expect(await row.getByTestId('peer-digest').textContent()).toBe('not reachable from this page')
     await compareWith(page, b.url)
@@ -97,6 +100,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     expect(own.keys).toBeGreaterThanOrEqual(Object.keys(rec.fields).length)
     await expect.poll(async () => [await page.getByTestId('own-digest').textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
       .toEqual([`${own.digest.slice(0, 8)}…${own.digest.slice(-8)} over ${own.keys} keys`, 'agrees'])
+    await expect.poll(async () => await page.getByTestId('compare-verdict').textContent()).toBe('a peer, digest agrees')
     await expect.poll(async () => await row.getByTestId('peer-lag').textContent(), { timeout: 10_000 }).toMatch(/^caught up, synced /)
     expect(await row.getByTestId('peer-lag').getAttribute('title')).toMatch(/^last caught up \d/)
     expect(await seriousA11yViolations(page)).toEqual([])
@@ -122,17 +126,45 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
       expect(await lag.getAttribute('title')).toBe('never caught up with this peer')
       // A malformed frame from it is refused and counted in its row.
       await rogue.publish(new Uint8Array([1, 0, 0x7b, 0x7b, 0x7b]))
-      await expect.poll(async () => await row.locator('td').nth(4).textContent(), { timeout: 10_000 }).toBe('1')
+      await expect.poll(async () => await row.locator('td').nth(5).textContent(), { timeout: 10_000 }).toBe('1')
       // Gone before any pull from it applied a page: never synced.
       await rogue.stop()
       rogueUp = false
-      await expect.poll(async () => [await row.locator('td').nth(1).textContent(), await lag.textContent()], { timeout: 10_000 })
+      await expect.poll(async () => [await row.locator('td').nth(2).textContent(), await lag.textContent()], { timeout: 10_000 })
         .toEqual(['disconnected', 'never synced'])
       expect(errors).toEqual([])
     } finally {
       await ctx?.close()
       if (rogueUp) await rogue.stop()
     }
+  })
+
+  it('names the writing node in the Versions table without scrolling at 1,280 px, and stacks the peers on a phone', async () => {
+    const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
+    // Written on B, read on A: the Versions table names B.
+    const rec = syntheticRecord(44)
+    expect((await api(`${b.url}/meta/${rec.cid}`, 'PATCH', { ...rec.fields, 'a/rather/long/nested/field/name/that/must/wrap/inside/its/cell': 'x' })).status).toBe(200)
+    await waitFor(async () => (await api(`${a.url}/api/meta/${rec.cid}`)).status === 200, { timeoutMs: 20_000, what: 'the write to reach A' })
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } })
+    const page = await ctx.newPage()
+    const errors = watchPageErrors(page)
+    await page.goto(`${a.url}/cid/${rec.cid}`)
+    const byNode = page.locator('table.versions tbody tr td:nth-child(3)').first()
+    await expect.poll(async () => await byNode.textContent()).toMatch(/^attic 12D3Ko…/)
+    expect(await byNode.locator('.node-label').getAttribute('title')).toBe(peerB)
+    const wrap = page.locator('table.versions').locator('xpath=..')
+    expect(await wrap.evaluate(el => el.scrollWidth <= el.clientWidth)).toBe(true)
+
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.goto(`${a.url}/ui/node`)
+    const row = page.locator(`table.peers tr[data-peer="${peerB}"]`)
+    await row.waitFor()
+    expect(await row.evaluate(el => getComputedStyle(el).display)).toBe('block')
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
+    expect(await seriousA11yViolations(page)).toEqual([])
+    await screenshot(page, 'node-phone')
+    await ctx.close()
+    expect(errors).toEqual([])
   })
 
   it('says the digests differ when a write no longer reaches the peer', async () => {
@@ -152,8 +184,11 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
 
     const { ctx, page, row, errors } = await openPanel(peerB)
     await compareWith(page, b.url)
-    await expect.poll(async () => [await row.locator('td').nth(1).textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
+    await expect.poll(async () => [await row.locator('td').nth(2).textContent(), await row.getByTestId('peer-digest').textContent()], { timeout: 10_000 })
       .toEqual(['disconnected', `differs (${db.keys.toLocaleString('en')} keys there, ${da.keys.toLocaleString('en')} here)`])
+    // The compare list says why: B is in another mesh now.
+    const otherMesh = (await api<Mesh>(`${b.url}/api/mesh`)).json.meshId
+    await expect.poll(async () => await page.getByTestId('compare-verdict').textContent()).toBe(`another mesh (${otherMesh}): it never replicates with this node`)
     // It was caught up when it left: the lag says so, not that it is behind.
     expect(await row.getByTestId('peer-lag').textContent()).toMatch(/^caught up, synced /)
     expect(await seriousA11yViolations(page)).toEqual([])

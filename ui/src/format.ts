@@ -84,3 +84,28 @@ export function shortId (s: string, keep = 10): string {
 export function recordTitle (m: Record<string, string>, fallback: string): string {
   return m.title ?? m.showtitle ?? m.fileName ?? m.filePath?.split('/').pop() ?? fallback
 }
+
+/** A key-set value (`scifi|noir`, the `_add` route's pipe-delimited set) as its members; undefined for a plain value. */
+export function setMembers (value: string): string[] | undefined {
+  if (!value.includes('|')) return undefined
+  const parts = value.split('|').map(s => s.trim())
+  return parts.every(p => p !== '') ? parts : undefined
+}
+
+/**
+ * A field's value as people read it: a byte count in KB/MB/GB, a
+ * nanosecond time as a date (`mtimeNano`, `*TimeNano`). Undefined when the
+ * raw value is what to show. The raw value stays in the cell's title.
+ */
+export function readableValue (field: string, value: string): string | undefined {
+  const leaf = field.split('/').pop() ?? field
+  if (!/^\d{1,25}$/.test(value)) return undefined
+  if (/^(sizeByte|size|sizeBytes|fileSize)$/i.test(leaf)) return formatBytes(Number(value))
+  if (/Nano$/.test(leaf)) {
+    // Nanoseconds exceed 2^53: the milliseconds are the digits but the last six.
+    const ms = Number(value.length > 6 ? value.slice(0, -6) : '0')
+    return formatTime(ms)
+  }
+  return undefined
+}
+

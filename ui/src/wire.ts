@@ -71,6 +71,8 @@ export interface Stats {
 
 export interface MeshPeer {
   peerId: string
+  /** The name it announced (its META_CORE_NODE_NAME); null until heard, absent from an older node. */
+  name?: string | null
   addrs: string[]
   connected: boolean
   /** Our position in its change log (null: never synced). */
@@ -95,7 +97,7 @@ export interface MeshStatus {
   enabled?: boolean
   /** Short id derived from the swarm key: the nodes of one mesh show the same. */
   meshId?: string | null
-  self: { peerId: string, addrs?: string[], hlc?: string }
+  self: { peerId: string, name?: string | null, addrs?: string[], hlc?: string }
   peers: MeshPeer[]
 }
 

@@ -22,7 +22,7 @@ import { ErrorNote, useInterval } from './common.js'
 const POLL_MS = 3000
 const COMPARE_KEY = 'meta-core-compare-nodes'
 
-interface Remote { url: string, peerId?: string, digest?: MeshDigest, error?: string }
+interface Remote { url: string, peerId?: string, name?: string, meshId?: string | null, digest?: MeshDigest, error?: string }
 
 type MeshState =
   | { kind: 'loading' }
@@ -66,7 +66,7 @@ async function remoteState (url: string): Promise<Remote> {
       call<MeshStatus>('GET', '/api/mesh', { origin: url }),
       call<MeshDigest>('GET', '/api/mesh/digest', { origin: url })
     ])
-    return { url, peerId: m.self.peerId, digest: d }
+    return { url, peerId: m.self.peerId, name: m.self.name ?? undefined, meshId: m.enabled === false ? null : m.meshId ?? null, digest: d }
   } catch (err) {
     return { url, error: errorText(err) }
   }
@@ -103,7 +103,7 @@ export function MeshPanel () {
       )}
       {state.kind === 'error' && <ErrorNote error={state.error} />}
       {state.kind === 'mesh' && <MeshView s={state} remotes={remotes} />}
-      {state.kind === 'mesh' && <CompareForm urls={urls} onChange={setAndSave} remotes={remotes} />}
+      {state.kind === 'mesh' && <CompareForm urls={urls} onChange={setAndSave} remotes={remotes} own={state} />}
     </section>
   )
 }
@@ -116,6 +116,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
     <>
       <dl class="kv">
         {mesh.meshId != null && <><dt>Mesh</dt><dd><code>{mesh.meshId}</code></dd></>}
+        {mesh.self.name != null && <><dt>Name</dt><dd data-testid="self-name">{mesh.self.name}</dd></>}
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
         <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
         <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
@@ -130,7 +131,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
             <table class="peers">
               <thead>
                 <tr>
-                  <th scope="col">Peer</th><th scope="col">Connection</th><th scope="col">Lag</th>
+                  <th scope="col">Name</th><th scope="col">Peer</th><th scope="col">Connection</th><th scope="col">Lag</th>
                   <th scope="col" class="num">Frames in</th><th scope="col" class="num">Rejected</th><th scope="col" class="num">Drift refusals</th><th scope="col">Digest</th>
                 </tr>
               </thead>
@@ -160,18 +161,29 @@ function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined
   }
   return (
     <tr data-peer={p.peerId}>
-      <td><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
-      <td><span class={`state ${p.connected ? 'ok' : 'off'}`}>{p.connected ? 'connected' : 'disconnected'}</span></td>
-      <td data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>
-      <td class="num">{formatCount(p.framesIn)}</td>
-      <td class="num">{formatCount(p.framesRejected)}</td>
-      <td class="num">{formatCount(p.driftRefusals)}</td>
-      <td data-testid="peer-digest">{digestCell}</td>
+      <td data-label="Name" data-testid="peer-name">{p.name ?? <span class="muted">not heard</span>}</td>
+      <td data-label="Peer"><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
+      <td data-label="Connection"><span class={`state ${p.connected ? 'ok' : 'off'}`}>{p.connected ? 'connected' : 'disconnected'}</span></td>
+      <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>
+      <td data-label="Frames in" class="num">{formatCount(p.framesIn)}</td>
+      <td data-label="Rejected" class="num">{formatCount(p.framesRejected)}</td>
+      <td data-label="Drift refusals" class="num">{formatCount(p.driftRefusals)}</td>
+      <td data-label="Digest" data-testid="peer-digest">{digestCell}</td>
     </tr>
   )
 }
 
-function CompareForm ({ urls, onChange, remotes }: { urls: string[], onChange: (u: string[]) => void, remotes: Remote[] }) {
+/** What a node named in the compare list is to this one: another mesh, this node itself, a stranger, or a peer whose digest agrees or differs. */
+function remoteVerdict (r: Remote, own: Extract<MeshState, { kind: 'mesh' }>): { text: string, cls: string } {
+  if (r.meshId !== own.mesh.meshId) return { text: r.meshId == null ? 'not in a mesh (standalone)' : `another mesh (${r.meshId}): it never replicates with this node`, cls: 'warn' }
+  if (r.peerId === own.mesh.self.peerId) return { text: 'this node itself', cls: 'off' }
+  const digest = r.digest === undefined || own.digest === undefined ? undefined : r.digest.digest === own.digest.digest
+  const known = own.mesh.peers.some(p => p.peerId === r.peerId)
+  const d = digest === undefined ? '' : digest ? ', digest agrees' : `, digest differs (${formatCount(r.digest!.keys)} keys there, ${formatCount(own.digest!.keys)} here)`
+  return { text: `${known ? 'a peer' : 'same mesh, not a peer of this node yet'}${d}`, cls: digest === false || !known ? 'warn' : 'ok' }
+}
+
+function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChange: (u: string[]) => void, remotes: Remote[], own: Extract<MeshState, { kind: 'mesh' }> }) {
   const [draft, setDraft] = useState('')
   const [error, setError] = useState<string | undefined>(undefined)
   const add = (e: Event): void => {
@@ -198,7 +210,11 @@ function CompareForm ({ urls, onChange, remotes }: { urls: string[], onChange: (
             const r = remotes.find(x => x.url === u)
             return (
               <li key={u}>
-                <code>{u}</code> {r?.error !== undefined ? <span class="error-inline">{r.error}</span> : r?.peerId !== undefined ? <span class="muted">peer {shortId(r.peerId, 6)}</span> : null}{' '}
+                <code>{u}</code> {r?.error !== undefined
+                  ? <span class="error-inline">{r.error}</span>
+                  : r?.peerId !== undefined
+                    ? <><span class="muted">{r.name ?? 'peer'} {shortId(r.peerId, 6)}</span> <span class={`state ${remoteVerdict(r, own).cls}`} data-testid="compare-verdict">{remoteVerdict(r, own).text}</span></>
+                    : null}{' '}
                 <button type="button" class="small secondary" aria-label={`Remove ${u}`} onClick={() => { onChange(urls.filter(x => x !== u)) }}>Remove</button>
               </li>
             )

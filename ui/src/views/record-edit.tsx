@@ -9,6 +9,7 @@ import { useRef, useState } from 'preact/hooks'
 import { call, errorText, fieldPath } from '../api.js'
 import type { RecordView } from '../wire.js'
 import { ErrorNote } from './common.js'
+import { FieldValue } from './labels.js'
 
 /** Fields shown in their own sections rather than in the outline. */
 const OWN_SECTIONS = ['cids/', 'holders/']
@@ -91,7 +92,7 @@ function FieldRow ({ name, path, ed }: { name: string, path: string, ed: Editabl
   return (
     <div class={`field${mode === 'edit' ? ' editing' : ''}`} data-field={path}>
       <span class="name" id={`${id}-name`}>{name}</span>
-      {mode !== 'edit' && <span class="value" aria-labelledby={`${id}-name`}>{value === '' ? <span class="muted">(empty)</span> : value}</span>}
+      {mode !== 'edit' && <span class="value" aria-labelledby={`${id}-name`}>{value === '' ? <span class="muted">(empty)</span> : value === undefined ? value : <FieldValue field={path} value={value} />}</span>}
       {mode === 'edit' && (
         <form class="edit" onSubmit={e => { e.preventDefault(); void run(async () => { await patch(ed, { [path]: draft }) }) }}>
           <label for={`${id}-input`} class="visually-hidden">New value of {path}</label>

@@ -7,11 +7,12 @@
  */
 import { useCallback, useEffect, useState } from 'preact/hooks'
 import { ApiFailure, call } from '../api.js'
-import { formatBytes, formatTime, recordTitle } from '../format.js'
+import { formatBytes, formatTime, recordTitle, shortId } from '../format.js'
 import { useRootChanges } from '../live.js'
 import type { FileInfo, RecordView, Status } from '../wire.js'
 import { CopyButton, ErrorNote, useLoad } from './common.js'
 import { AddCid, AddField, FieldTree } from './record-edit.js'
+import { NodeLabel, useNodeNames } from './labels.js'
 
 export function RecordPage ({ addr }: { addr: string }) {
   const rec = useLoad(addr, async (signal, quiet) => await call<RecordView>('GET', `/api/records/${encodeURIComponent(addr)}`, { signal, quiet }))
@@ -34,6 +35,7 @@ export function RecordPage ({ addr }: { addr: string }) {
   const holders = Object.keys(m).filter(k => k.startsWith('holders/')).map(k => k.slice('holders/'.length))
   const fileCid = r.canonical_cid ?? r.cids[0]
   const ed = { rec: r, reload }
+  const names = useNodeNames()
   return (
     <article class="record" aria-labelledby="rec-title">
       <p class="crumbs"><a href="/">Library</a> / record</p>
@@ -66,7 +68,7 @@ export function RecordPage ({ addr }: { addr: string }) {
         <h2 id="holders-title">Holders <span class="count">{holders.length}</span></h2>
         {holders.length === 0
           ? <p class="muted">No node has declared a copy of the bytes.</p>
-          : <ul>{holders.map(h => <li key={h}><code>{h}</code>{h === nodeId && <span class="badge">this node</span>}</li>)}</ul>}
+          : <ul>{holders.map(h => <li key={h}><NodeLabel id={h} names={names} />{h === nodeId && <span class="badge">this node</span>}</li>)}</ul>}
       </section>
 
       <section aria-labelledby="dups-title">
@@ -80,7 +82,7 @@ export function RecordPage ({ addr }: { addr: string }) {
         <AddField ed={ed} />
       </section>
 
-      <Versions rec={r} nodeId={nodeId} />
+      <Versions rec={r} nodeId={nodeId} names={names} />
 
       <details class="raw">
         <summary>Raw JSON</summary>
@@ -123,7 +125,7 @@ function FileSection ({ cid, title, fileName }: { cid: string, title: string, fi
   )
 }
 
-function Versions ({ rec, nodeId }: { rec: RecordView, nodeId: string | undefined }) {
+function Versions ({ rec, nodeId, names }: { rec: RecordView, nodeId: string | undefined, names: ReadonlyMap<string, string> }) {
   const rows = [...rec.versions].sort((a, b) => (a.hlc < b.hlc ? 1 : a.hlc > b.hlc ? -1 : a.field.localeCompare(b.field)))
   return (
     <section aria-labelledby="versions-title">
@@ -137,8 +139,8 @@ function Versions ({ rec, nodeId }: { rec: RecordView, nodeId: string | undefine
               <tr key={`${v.root}/${v.field}`} class={v.deleted ? 'deleted' : undefined}>
                 <td><code>{v.field}</code>{v.deleted && <span class="badge warn">deleted</span>}</td>
                 <td><time dateTime={v.at} title={`HLC ${v.hlc}`}>{formatTime(v.at)}</time></td>
-                <td><code>{v.origin}</code>{v.origin === nodeId && <span class="badge">this node</span>}</td>
-                {rec.roots.length > 1 && <td><code>{v.root}</code></td>}
+                <td><NodeLabel id={v.origin} names={names} />{v.origin === nodeId && <span class="badge">this node</span>}</td>
+                {rec.roots.length > 1 && <td><code title={v.root}>{shortId(v.root, 6)}</code></td>}
               </tr>
             ))}
           </tbody>
