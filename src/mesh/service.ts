@@ -47,6 +47,8 @@ export interface MeshService extends Startable {
   readonly peerId: string
   status: () => MeshView
   digest: () => StoreDigest
+  /** Each connected peer's digest (or why it gave none), asked over the mesh; absent on a standalone node. */
+  peerDigests?: () => Promise<Map<string, StoreDigest | { error: string }>>
 }
 
 /** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */

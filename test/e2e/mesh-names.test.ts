@@ -10,19 +10,14 @@ import { waitFor } from '../../src/common/index.js'
 import { agentVersionOf, nodeNameOf } from '../../src/mesh/libp2p/node-names.js'
 import { parseConfig } from '../../src/node/index.js'
 import { fetchStatus, formatStatus } from '../../src/node/status-command.js'
-import { getJson, meshTestState, p2pAddr, startMeshNode, swarmKeyIn, waitConnected } from '../helpers/mesh-nodes.js'
+import { getJson, meshTestState, startNamedPair } from '../helpers/mesh-nodes.js'
 
 const state = meshTestState()
 afterEach(async () => { await state.cleanup() })
 
 describe('node names', () => {
   it('are exchanged with peers and shown beside the id in /api/mesh and meta-core status', async () => {
-    const key = swarmKeyIn(state.dir())
-    const a = await startMeshNode({ dir: path.join(state.dir(), 'a'), swarmKey: key, extraFlags: ['--node-name', 'living-room'] })
-    state.nodes.push(a)
-    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)], extraFlags: ['--node-name', 'Attic ☂ shelf'] })
-    state.nodes.push(b)
-    await waitConnected([a, b], 1)
+    const { a, b } = await startNamedPair(state, ['living-room', 'Attic ☂ shelf'])
     type View = { self: { peerId: string, name: string | null }, peers: Array<{ peerId: string, name: string | null }> }
     await waitFor(async () => {
       const [va, vb] = await Promise.all([getJson<View>(a, '/api/mesh'), getJson<View>(b, '/api/mesh')])

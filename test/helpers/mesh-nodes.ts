@@ -105,3 +105,14 @@ export async function waitConverged (nodes: RunningNode[], timeoutMs = 20_000, w
 export async function waitConnected (nodes: RunningNode[], count: number, timeoutMs = 15_000): Promise<void> {
   await waitFor(() => nodes.every(n => n.mesh.status().peers.filter(p => p.connected).length >= count), { timeoutMs, what: `every node connected to ${count} peers`, intervalMs: 50 })
 }
+
+/** Two connected nodes named `names` (the second bootstrapping from the first), on one fresh swarm key, added to `state`. */
+export async function startNamedPair (state: ReturnType<typeof meshTestState>, names: [string, string]): Promise<{ a: RunningNode, b: RunningNode, key: string }> {
+  const key = swarmKeyIn(state.dir())
+  const a = await startMeshNode({ dir: path.join(state.dir(), 'a'), swarmKey: key, extraFlags: ['--node-name', names[0]] })
+  state.nodes.push(a)
+  const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)], extraFlags: ['--node-name', names[1]] })
+  state.nodes.push(b)
+  await waitConnected([a, b], 1)
+  return { a, b, key }
+}

@@ -101,6 +101,12 @@ export interface MeshStatus {
   peers: MeshPeer[]
 }
 
+/** A peer's entry in GET /api/mesh/digests. */
+export interface PeerDigest { peerId: string, name: string | null, digest: string | null, keys: number | null, agrees: boolean | null, error?: string }
+
+/** GET /api/mesh/digests: this node's digest beside each connected peer's, asked over the mesh. */
+export interface MeshDigests { self: { peerId: string, digest: string, keys: number }, peers: PeerDigest[] }
+
 /** GET /api/mesh/digest */
 export interface MeshDigest { digest: string, keys: number }
 

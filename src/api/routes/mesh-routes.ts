@@ -96,4 +96,46 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
       }, 503)
     }
   }, async () => mesh().digest())
+
+  app.get('/api/mesh/digests', {
+    schema: {
+      summary: 'This node\'s digest beside each connected peer\'s, asked over the mesh: which peers hold the same replica',
+      tags: ['mesh'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            self: { type: 'object', properties: { peerId: str, name: { type: 'string', nullable: true }, digest: str, keys: int } },
+            peers: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  peerId: str,
+                  name: { type: 'string', nullable: true },
+                  digest: { type: 'string', nullable: true },
+                  keys: { type: 'integer', nullable: true },
+                  agrees: { type: 'boolean', nullable: true, description: 'its digest equals this node\'s (null: it gave none)' },
+                  error: { ...str, description: 'why it gave no digest' }
+                }
+              }
+            }
+          }
+        }
+      }, 503)
+    }
+  }, async () => {
+    const m = mesh()
+    const answers = await (m.peerDigests?.() ?? Promise.resolve(new Map<string, { digest: string, keys: number } | { error: string }>()))
+    // Taken after the peers answered, so a write that reached every node meanwhile does not show as a difference.
+    const own = m.digest()
+    const view = m.status()
+    const names = new Map(view.peers.map(p => [p.peerId, p.name]))
+    return {
+      self: { peerId: view.self.peerId, name: view.self.name, digest: own.digest, keys: own.keys },
+      peers: [...answers].sort(([a], [b]) => a.localeCompare(b)).map(([peerId, r]) => 'error' in r
+        ? { peerId, name: names.get(peerId) ?? null, digest: null, keys: null, agrees: null, error: r.error }
+        : { peerId, name: names.get(peerId) ?? null, digest: r.digest, keys: r.keys, agrees: r.digest === own.digest })
+    }
+  })
 }

@@ -30,6 +30,7 @@ import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
+import { handleDigests, requestDigest, type PeerDigestResult } from './digest-protocol.js'
 import { agentVersionOf, PeerNames } from './node-names.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
 import { rpcCounter, type RpcCounts } from './rpc-counters.js'
@@ -69,6 +70,9 @@ export type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Do
  * longer to get to it.
  */
 const PNET_TIMEOUT_IN_PROCESS_MS = 10_000
+
+/** A peer that has not answered for its digest within this long (ms) is shown as not answering: a page waits on it. */
+const PEER_DIGEST_TIMEOUT_MS = 5_000
 
 const VERDICT: Record<GossipVerdict, TopicValidatorResult> = {
   accept: TopicValidatorResult.Accept,
@@ -156,6 +160,7 @@ export class Libp2pMesh implements MeshService {
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
     this.core = core
     await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
+    await handleDigests(node, () => this.digest(), this.log, this.opts.requestTimeoutMs)
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
@@ -226,6 +231,15 @@ export class Libp2pMesh implements MeshService {
 
   digest (): StoreDigest {
     return this.replica.digest()
+  }
+
+  /** Each connected peer's digest, asked over the mesh (digest-protocol.ts), by peer id. */
+  async peerDigests (): Promise<Map<string, PeerDigestResult>> {
+    const node = this.node
+    const out = new Map<string, PeerDigestResult>()
+    if (node === undefined) return out
+    await Promise.all(node.getPeers().map(async (p) => { out.set(p.toString(), await requestDigest(node, p, Math.min(PEER_DIGEST_TIMEOUT_MS, this.opts.requestTimeoutMs))) }))
+    return out
   }
 
   /** Gossipsub RPCs sent so far (zeros unless created with `countRpcs`). */

@@ -8,15 +8,17 @@
  * the node last caught up), frames received and rejected, clock-drift
  * refusals, and whether its digest agrees with ours.
  *
- * A peer's digest is only known to this page if the page can reach that
- * peer's HTTP API: the person names other nodes' addresses (kept in this
- * browser), the page asks each for `/api/mesh` (to learn its peer id) and
- * `/api/mesh/digest`, and compares. Peers it cannot reach say so.
+ * The node asks each connected peer for its digest over the mesh
+ * (`/api/mesh/digests`) and the row says whether it agrees. For a node it
+ * is not connected to, the person may name its HTTP address (kept in this
+ * browser): the page asks it for `/api/mesh` and `/api/mesh/digest`, and the
+ * compare list says what it is to this node (another mesh, a stranger, a
+ * peer whose digest agrees or differs).
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiFailure, call, errorText } from '../api.js'
 import { formatAgo, formatCount, formatPeerLag, formatTime, shortId } from '../format.js'
-import type { MeshDigest, MeshPeer, MeshStatus } from '../wire.js'
+import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 
 const POLL_MS = 3000
@@ -28,7 +30,7 @@ type MeshState =
   | { kind: 'loading' }
   | { kind: 'none', reason: string }
   | { kind: 'error', error: unknown }
-  | { kind: 'mesh', mesh: MeshStatus, digest?: MeshDigest, digestError?: string }
+  | { kind: 'mesh', mesh: MeshStatus, digest?: MeshDigest, digestError?: string, peerDigests?: Map<string, PeerDigest> }
 
 function loadUrls (): string[] {
   try {
@@ -53,10 +55,13 @@ async function meshState (): Promise<MeshState> {
     return { kind: 'error', error: err }
   }
   if (mesh.enabled === false) return { kind: 'none', reason: 'standalone: started without a swarm key' }
+  // The node asks its peers for their digests itself (an older node has no such route: the rows then need an address).
+  const peerDigests = call<MeshDigests>('GET', '/api/mesh/digests', { quiet: true })
+    .then(d => new Map(d.peers.map(p => [p.peerId, p])), () => undefined)
   try {
-    return { kind: 'mesh', mesh, digest: await call<MeshDigest>('GET', '/api/mesh/digest', { quiet: true }) }
+    return { kind: 'mesh', mesh, digest: await call<MeshDigest>('GET', '/api/mesh/digest', { quiet: true }), peerDigests: await peerDigests }
   } catch (err) {
-    return { kind: 'mesh', mesh, digestError: errorText(err) }
+    return { kind: 'mesh', mesh, digestError: errorText(err), peerDigests: await peerDigests }
   }
 }
 
@@ -136,7 +141,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
                 </tr>
               </thead>
               <tbody>
-                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} own={digest} remote={byPeer.get(p.peerId)} />)}
+                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
               </tbody>
             </table>
           </div>
@@ -150,14 +155,16 @@ function caughtUpTitle (p: MeshPeer): string {
   return p.caughtUpAt === null ? 'never caught up with this peer' : `last caught up ${formatTime(p.caughtUpAt)}`
 }
 
-function PeerRow ({ p, own, remote }: { p: MeshPeer, own: MeshDigest | undefined, remote: Remote | undefined }) {
+function PeerRow ({ p, own, remote, asked }: { p: MeshPeer, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+  // The peer's digest as the node asked it over the mesh, else as this page asked the address it was given.
+  const theirs = asked?.digest != null && asked.keys != null ? { digest: asked.digest, keys: asked.keys } : remote?.digest
   let digestCell
-  if (remote?.digest === undefined || own === undefined) {
-    digestCell = <span class="muted">not reachable from this page</span>
-  } else if (remote.digest.digest === own.digest) {
+  if (theirs === undefined || own === undefined) {
+    digestCell = <span class="muted">{asked?.error ?? (p.connected ? 'not answered yet' : 'not connected: give its address below to compare')}</span>
+  } else if (theirs.digest === own.digest) {
     digestCell = <span class="state ok">agrees</span>
   } else {
-    digestCell = <span class="state warn">differs ({formatCount(remote.digest.keys)} keys there, {formatCount(own.keys)} here)</span>
+    digestCell = <span class="state warn">differs ({formatCount(theirs.keys)} keys there, {formatCount(own.keys)} here)</span>
   }
   return (
     <tr data-peer={p.peerId}>

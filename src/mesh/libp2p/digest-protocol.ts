@@ -1,0 +1,65 @@
+/**
+ * Digests between peers: a node asks each connected peer for the digest of
+ * its replicated range over a stream of its own (one length-prefixed JSON
+ * reply, then close), so `GET /api/mesh/digests` and the page compare
+ * every peer with this node without anyone typing addresses, and a peer
+ * that differs is seen even when its HTTP API is out of reach. The
+ * noise-authenticated connection says who answered; only nodes holding the
+ * swarm key can connect at all.
+ *
+ * A digest reads the whole replicated range (about a second for a large
+ * store), so the one served to peers is reused for DIGEST_REUSE_MS: any
+ * number of peers asking at once cost one computation.
+ */
+import { lpStream } from '@libp2p/utils'
+import type { Libp2p, PeerId } from '@libp2p/interface'
+import type { Logger } from '../../common/index.js'
+import type { StoreDigest } from '../protocol/index.js'
+
+export const DIGEST_PROTOCOL = '/meta-core/digest/1.0.0'
+/** A reply is a small JSON object; anything longer is not one. */
+const MAX_REPLY_BYTES = 512
+/** How long a served digest is reused, in ms: peers polling together cost one computation. */
+const DIGEST_REUSE_MS = 2_000
+
+/** A peer's answer, or why there is none. */
+export type PeerDigestResult = { digest: string, keys: number } | { error: string }
+
+export async function handleDigests (node: Libp2p, digest: () => StoreDigest, log: Logger, timeoutMs: number): Promise<void> {
+  let last: { at: number, d: StoreDigest } | undefined
+  await node.handle(DIGEST_PROTOCOL, async (stream, connection) => {
+    const signal = AbortSignal.timeout(timeoutMs)
+    try {
+      if (last === undefined || Date.now() - last.at > DIGEST_REUSE_MS) last = { at: Date.now(), d: digest() }
+      const lp = lpStream(stream, { maxDataLength: MAX_REPLY_BYTES })
+      await lp.write(new TextEncoder().encode(JSON.stringify({ digest: last.d.digest, keys: last.d.keys })), { signal })
+      await stream.close({ signal })
+    } catch (err) {
+      // Costs this stream only: the asking peer shows "no answer" for us.
+      log.debug('digest stream failed', { peer: connection.remotePeer.toString(), err })
+      stream.abort(err instanceof Error ? err : new Error(String(err)))
+    }
+  }, { maxInboundStreams: 2, maxOutboundStreams: 2 })
+}
+
+/** Asks `peer` for its digest within `timeoutMs`; never throws. */
+export async function requestDigest (node: Libp2p, peer: PeerId, timeoutMs: number): Promise<PeerDigestResult> {
+  const signal = AbortSignal.timeout(timeoutMs)
+  let stream
+  try {
+    stream = await node.dialProtocol(peer, DIGEST_PROTOCOL, { signal })
+  } catch (err) {
+    const why = err instanceof Error ? err.name : String(err)
+    return { error: why === 'UnsupportedProtocolError' ? 'does not answer digests (an older version)' : `no answer (${why})` }
+  }
+  try {
+    const lp = lpStream(stream, { maxDataLength: MAX_REPLY_BYTES })
+    const reply = JSON.parse(new TextDecoder().decode((await lp.read({ signal })).subarray())) as { digest?: unknown, keys?: unknown }
+    await stream.close({ signal })
+    if (typeof reply.digest !== 'string' || !/^[0-9a-f]{64}$/.test(reply.digest) || !Number.isSafeInteger(reply.keys)) return { error: 'a malformed answer' }
+    return { digest: reply.digest, keys: reply.keys as number }
+  } catch (err) {
+    stream.abort(err instanceof Error ? err : new Error(String(err)))
+    return { error: `no answer (${err instanceof Error ? err.name : String(err)})` }
+  }
+}
