@@ -25,6 +25,7 @@ import { silentLogger, type Logger } from '../../common/index.js'
 import type { MeshRecords } from '../replica-store.js'
 import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
+import { logSyncProgress } from '../sync-progress-log.js'
 import type { MeshService, MeshView } from '../service.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
@@ -93,6 +94,7 @@ export class Libp2pMesh implements MeshService {
   private stopping: Promise<void> | undefined
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
   private readonly names = new PeerNames()
+  private stopProgress: (() => void) | undefined
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -178,6 +180,7 @@ export class Libp2pMesh implements MeshService {
       return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
     }), this.log.child('dial'))
     this.dialer.start()
+    this.stopProgress = logSyncProgress(() => this.status(), this.log)
     this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
   }
 
@@ -186,6 +189,7 @@ export class Libp2pMesh implements MeshService {
     this.stopping ??= (async () => {
       await this.starting?.catch(() => {}) // a failed start leaves only what it created to stop
       this.dialer?.stop()
+      this.stopProgress?.()
       try {
         await this.core?.stop()
       } finally {
