@@ -32,6 +32,12 @@ describe('peer digests over the mesh', () => {
     expect(r.body.self).toMatchObject({ peerId: a.mesh.peerId, name: 'a-node', digest: converged })
     expect(r.body.peers).toEqual([{ peerId: b.mesh.peerId, name: 'b-node', digest: converged, keys: r.body.self.keys, agrees: true }])
 
+    // A later write on B: as soon as both hold it, A hears B's new digest (a served digest is reused only while B's store is unchanged).
+    expect((await send(b, 'PATCH', `/meta/${testCid(4702)}`, { title: 'Red Hill' })).status).toBe(200)
+    const again = await waitConverged([a, b])
+    expect(again).not.toBe(converged)
+    expect((await getJson<Digests>(a, '/api/mesh/digests')).body.peers[0]).toMatchObject({ digest: again, agrees: true })
+
     const rogue = await startRogue(key)
     try {
       await rogue.dial(p2pAddr(a))

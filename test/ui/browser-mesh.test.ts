@@ -162,6 +162,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     expect(await row.evaluate(el => getComputedStyle(el).display)).toBe('block')
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390)
     expect(await seriousA11yViolations(page)).toEqual([])
+    await page.locator('#mesh-title').scrollIntoViewIfNeeded()
+    await page.evaluate(() => { document.getElementById('mesh-title')?.scrollIntoView() })
     await screenshot(page, 'node-phone')
     await ctx.close()
     expect(errors).toEqual([])

@@ -8,8 +8,10 @@
  * swarm key can connect at all.
  *
  * A digest reads the whole replicated range (about a second for a large
- * store), so the one served to peers is reused for DIGEST_REUSE_MS: any
- * number of peers asking at once cost one computation.
+ * store), so the one served to peers is reused while the store's clock has
+ * not moved (every write and every applied remote change moves it): peers
+ * asking again and again cost one computation per change, and an answer is
+ * never older than the store.
  */
 import { lpStream } from '@libp2p/utils'
 import type { Libp2p, PeerId } from '@libp2p/interface'
@@ -19,18 +21,18 @@ import type { StoreDigest } from '../protocol/index.js'
 export const DIGEST_PROTOCOL = '/meta-core/digest/1.0.0'
 /** A reply is a small JSON object; anything longer is not one. */
 const MAX_REPLY_BYTES = 512
-/** How long a served digest is reused, in ms: peers polling together cost one computation. */
-const DIGEST_REUSE_MS = 2_000
 
 /** A peer's answer, or why there is none. */
 export type PeerDigestResult = { digest: string, keys: number } | { error: string }
 
-export async function handleDigests (node: Libp2p, digest: () => StoreDigest, log: Logger, timeoutMs: number): Promise<void> {
-  let last: { at: number, d: StoreDigest } | undefined
+/** Serves this node's digest; `clock` is the store's clock, which moves with every change the digest covers. */
+export async function handleDigests (node: Libp2p, digest: () => StoreDigest, clock: () => string, log: Logger, timeoutMs: number): Promise<void> {
+  let last: { clock: string, d: StoreDigest } | undefined
   await node.handle(DIGEST_PROTOCOL, async (stream, connection) => {
     const signal = AbortSignal.timeout(timeoutMs)
     try {
-      if (last === undefined || Date.now() - last.at > DIGEST_REUSE_MS) last = { at: Date.now(), d: digest() }
+      const now = clock()
+      if (last === undefined || last.clock !== now) last = { clock: now, d: digest() }
       const lp = lpStream(stream, { maxDataLength: MAX_REPLY_BYTES })
       await lp.write(new TextEncoder().encode(JSON.stringify({ digest: last.d.digest, keys: last.d.keys })), { signal })
       await stream.close({ signal })

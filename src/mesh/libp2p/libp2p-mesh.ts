@@ -162,7 +162,7 @@ export class Libp2pMesh implements MeshService {
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
     this.core = core
     await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
-    await handleDigests(node, () => this.digest(), this.log, this.opts.requestTimeoutMs)
+    await handleDigests(node, () => this.digest(), () => this.replica.clock(), this.log, this.opts.requestTimeoutMs)
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject

@@ -210,7 +210,7 @@ function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChan
   return (
     <form class="add inline" onSubmit={add}>
       <h3>Compare digests with other nodes</h3>
-      <p class="muted">Name another node's HTTP address; the page asks it for its digest and marks its row. Kept in this browser.</p>
+      <p class="muted">The node compares its connected peers itself (above). For another node, name its HTTP address: the page asks it for its digest and says what it is to this node (a peer, a node of another mesh, a digest that differs). Kept in this browser.</p>
       {urls.length > 0 && (
         <ul>
           {urls.map(u => {
