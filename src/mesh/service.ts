@@ -8,6 +8,7 @@ import type { Startable } from '../common/index.js'
 import type { MeshRecords } from './replica-store.js'
 import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
+import type { ByteSource } from './bytes-service.js'
 
 export interface MeshPeerView extends PeerCounters {
   peerId: string
@@ -43,6 +44,8 @@ export interface MeshService extends Startable {
   readonly peerId: string
   status: () => MeshView
   digest: () => StoreDigest
+  /** Bytes of files that peers hold (absent on a standalone node). */
+  readonly bytes?: ByteSource
 }
 
 /** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */

@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
-import { buildApp, NodeMetrics } from '../api/index.js'
+import { buildApp, NodeMetrics, openServableCopy } from '../api/index.js'
 import { StandaloneMesh, type MeshService } from '../mesh/index.js'
 import type { NodeIdentity } from '../mesh/libp2p/index.js'
 import { readSwarmKey } from '../mesh/libp2p/swarm-key.js'
@@ -102,6 +102,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         swarmKey,
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
+        // Peers get bytes only of this node's own copies, by the local /file route's rules.
+        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid),
+        bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

@@ -3,8 +3,9 @@
  * `/api/file/{cid}`, `GET /api/file/{cid}/info`, `POST /file/cid`,
  * `POST /api/files/register`, `GET /api/files/tuples`.
  *
- * Bytes come only from this node's own copy under FILES_PATH (see
- * file-serving/local-path.ts for how a stored path is checked).
+ * Bytes come from this node's own copy under FILES_PATH (see
+ * file-serving/local-path.ts for how a stored path is checked), else from a
+ * peer that holds the file (file-serving/remote-file.ts).
  */
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -14,6 +15,7 @@ import { ApiError, ComponentUnavailableError, UnknownCidError } from '../errors.
 import { contentTypeFor } from '../file-serving/content-type.js'
 import { findLocalCopy } from '../file-serving/local-copy.js'
 import { checkClientRelative, resolveInside } from '../file-serving/local-path.js'
+import { RemoteFiles } from '../file-serving/remote-file.js'
 import { sendFile } from '../file-serving/send-file.js'
 import { cidParam, withErrors } from '../schemas.js'
 
@@ -29,13 +31,25 @@ function refuseUnfetchable (cid: string): void {
 }
 
 export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  let remoteFiles: RemoteFiles | undefined
+  // Looked up per request: the mesh's byte source exists once the mesh has started.
+  const remote = (): RemoteFiles | undefined => {
+    const bytes = ctx.mesh?.bytes
+    if (bytes === undefined) return undefined
+    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'))
+    return remoteFiles
+  }
   const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
     const cid = parseCid(req.params.cid)
     refuseUnfetchable(cid)
     const doc = ctx.read(() => ctx.records.getDocument(cid))
     if (doc === undefined) throw new UnknownCidError('file not found for CID')
     const copy = await findLocalCopy(ctx.records.copyPaths(doc), ctx.filesPath)
-    if (copy === undefined) throw new UnknownCidError('file does not exist on disk')
+    if (copy === undefined) {
+      const r = remote()
+      if (r === undefined) throw new UnknownCidError('file does not exist on disk')
+      return await r.serve(req, reply, doc, cid)
+    }
     return await sendFile(req, reply, copy.file, copy.rel)
   }
 

@@ -26,6 +26,8 @@ import type { MeshRecords } from '../replica-store.js'
 import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import type { MeshService, MeshView } from '../service.js'
+import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
+import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
@@ -55,6 +57,10 @@ export interface Libp2pMeshInit {
   gossip?: GossipParams
   /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
   countRpcs?: boolean
+  /** This node's own copies, for serving bytes to peers (bytes-service.ts); without it every byte request is `not-found`. */
+  localFiles?: LocalFileOpener
+  /** Per-peer limits of the byte protocol over DEFAULT_BYTES_LIMITS. */
+  bytesLimits?: Partial<BytesLimits>
 }
 
 /** The gossipsub parameters a simulation profile may set. */
@@ -85,6 +91,7 @@ export class Libp2pMesh implements MeshService {
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
+  private byteProtocol: BytesProtocol | undefined
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -150,6 +157,8 @@ export class Libp2pMesh implements MeshService {
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
     this.core = core
     await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
+    this.byteProtocol = new BytesProtocol(node, this.init.localFiles, { ...DEFAULT_BYTES_LIMITS, ...this.init.bytesLimits }, this.log.child('bytes'))
+    await this.byteProtocol.start()
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
@@ -182,6 +191,11 @@ export class Libp2pMesh implements MeshService {
       }
     })()
     await this.stopping
+  }
+
+  /** Byte ranges of files other nodes hold (undefined until started). */
+  get bytes (): ByteSource | undefined {
+    return this.byteProtocol
   }
 
   /** Pulls from every connected peer now (tests and benchmarks). */
