@@ -33,6 +33,14 @@ export interface BytesLimits {
 
 export const DEFAULT_BYTES_LIMITS: BytesLimits = { maxStreamsPerPeer: 8, bytesPerSecondPerPeer: 512 * 1024 * 1024, stallMs: 5_000 }
 
+/**
+ * Bytes left queued in the stream before the next read from the file waits.
+ * `stream.onDrain()` cannot be the wait: in @libp2p/utils 7.4 its promise is
+ * never renewed once a first drain resolved it, so it stops waiting and the
+ * whole file would pile up in memory; the 'drain' and 'idle' events are
+ * watched instead.
+ */
+const WRITE_HIGH_WATER = 1024 * 1024
 /** Bytes read from the file per send: large enough for throughput, small against yamux's 256 KiB initial window. */
 const CHUNK_BYTES = 256 * 1024
 /** A requester gets this long to send its request. */
@@ -146,7 +154,8 @@ export class BytesProtocol implements ByteSource {
         // A file that shrank under us: the requester sees a reset, not a short clean end.
         if (bytesRead === 0) throw new Error('file ended before the range did')
         signal.throwIfAborted()
-        if (!stream.send(bytesRead === n ? buf : buf.subarray(0, bytesRead))) await stream.onDrain({ signal })
+        stream.send(bytesRead === n ? buf : buf.subarray(0, bytesRead))
+        await waitForRoom(stream, signal)
         pos += bytesRead
         p.bytesServed += bytesRead
         p.tokens -= bytesRead
@@ -242,6 +251,28 @@ async function readFrame (reader: StreamReader, idleMs: number, signal?: AbortSi
 
 function emptyBody (): AsyncIterable<Buffer> {
   return { [Symbol.asyncIterator]: () => ({ next: async () => ({ done: true, value: undefined }) }) }
+}
+
+/** Waits until the stream's write queue is below WRITE_HIGH_WATER (the peer's flow control lets it go). */
+async function waitForRoom (stream: Stream, signal: AbortSignal): Promise<void> {
+  while (stream.writeBufferLength > WRITE_HIGH_WATER) {
+    signal.throwIfAborted()
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        stream.removeEventListener('drain', done)
+        stream.removeEventListener('idle', done)
+        signal.removeEventListener('abort', done)
+        resolve()
+      }
+      stream.addEventListener('drain', done)
+      stream.addEventListener('idle', done)
+      // A stream that closes aborts `signal` (serve() listens for 'close').
+      signal.addEventListener('abort', done, { once: true })
+    })
+    // 'drain' comes before the queue is flushed (a microtask later): let that run before looking again.
+    await new Promise(resolve => setImmediate(resolve))
+  }
+  signal.throwIfAborted()
 }
 
 async function sleepUnlessAborted (ms: number, signal: AbortSignal): Promise<void> {
