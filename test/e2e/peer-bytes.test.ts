@@ -96,6 +96,16 @@ describe('a file only A holds, asked of C', () => {
     expect(r3.body.equals(content.subarray(SIZE - 777))).toBe(true)
     const r4 = await get(c, `bytes=${SIZE}-`)
     expect(r4.status).toBe(416)
+    // Conditional requests get the holder's validators, as a local copy's.
+    const etag = (await get(c, undefined, 'HEAD')).headers.get('etag')!
+    const notModified = await fetch(`${c.url}/file/${cid}`, { headers: { 'if-none-match': etag } })
+    expect(notModified.status).toBe(304)
+    const stale = await fetch(`${c.url}/file/${cid}`, { headers: { range: 'bytes=0-9', 'if-range': '"other"' } })
+    expect(stale.status).toBe(200)
+    expect(sha(Buffer.from(await stale.arrayBuffer()))).toBe(sha(content))
+    const current = await fetch(`${c.url}/file/${cid}`, { headers: { range: 'bytes=0-9', 'if-range': etag } })
+    expect(current.status).toBe(206)
+    expect(Buffer.from(await current.arrayBuffer()).equals(content.subarray(0, 10))).toBe(true)
     const h = await get(c, undefined, 'HEAD')
     expect(h.status).toBe(200)
     expect(h.headers.get('content-length')).toBe(String(SIZE))

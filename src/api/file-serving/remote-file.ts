@@ -4,6 +4,10 @@
  * mesh's byte protocol, with the headers a local copy gets (send-file.ts)
  * and `X-Meta-Core-Served-By` naming the node the bytes came from.
  *
+ * - One round trip to the holder before the first byte: the range is decided
+ *   from the record's size (the content's, the same on every holder); a
+ *   conditional request (If-None-Match, If-Modified-Since, If-Range) asks
+ *   the holder's size and mtime first, since its answer depends on them.
  * - Holders are tried connected first. A holder that refuses (busy, no
  *   servable copy), cannot be reached, fails or stalls is left for the
  *   next, before the reply starts and mid-body alike: the next one is asked
@@ -20,10 +24,11 @@
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Logger } from '../../common/index.js'
-import type { ByteSource, OkHeader } from '../../mesh/index.js'
+import type { ByteSource, RemoteRange } from '../../mesh/index.js'
 import type { RecordDocument } from '../../records/index.js'
 import { ApiError, UnknownCidError } from '../errors.js'
 import type { BytesMetrics } from '../metrics/bytes-metrics.js'
+import { decideRange } from './byte-range.js'
 import { planFileReply } from './send-file.js'
 import { StreamCheck } from './stream-check.js'
 
@@ -33,6 +38,27 @@ const HOLDERS_PREFIX = 'holders/'
 const MAX_BUSY_WAIT_MS = 2_000
 /** Records with distrusted holders kept in memory; past it the oldest entry goes (it is asked again, and checked again). */
 const MAX_DISTRUSTED = 10_000
+
+interface Span { start: number, end: number, size: number }
+
+/**
+ * The bytes a GET will answer with, from the record's `sizeByte` (the
+ * content's size, the same on every holder), when nothing but the holder's
+ * size could change that: no conditional header (those need its mtime), a
+ * satisfiable range, a non-empty file. Undefined otherwise.
+ */
+function directSpan (req: FastifyRequest, doc: RecordDocument): Span | undefined {
+  if (req.method !== 'GET') return undefined
+  const h = req.headers
+  if (h['if-none-match'] !== undefined || h['if-modified-since'] !== undefined || h['if-range'] !== undefined) return undefined
+  const raw = doc.metadata.sizeByte
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) return undefined
+  const size = Number(raw)
+  if (size === 0) return undefined
+  const d = decideRange(h.range, size)
+  if (d.kind === 'unsatisfiable') return undefined
+  return d.kind === 'full' ? { start: 0, end: size - 1, size } : { start: d.start, end: d.end, size }
+}
 
 /** The order holders are asked in, for one request. */
 class HolderQueue {
@@ -80,48 +106,60 @@ export class RemoteFiles {
     reply.raw.once('close', () => { ac.abort() })
     const queue = new HolderQueue(ranked)
 
-    // The size and mtime first (a header-only request): the range, the conditional headers and a 416 depend on them.
-    let first: { peer: string, header: OkHeader } | undefined
-    while (first === undefined) {
-      const peer = await queue.next(ac.signal)
-      if (peer === undefined) break
-      try {
-        const r = await this.bytes.openRange(peer, cid, 0, 0, { signal: ac.signal })
-        if (r.ok) first = { peer, header: r.header }
-        else if (r.code === 'busy') queue.wasBusy(peer, r.retryAfterMs ?? 0)
-        else this.metrics.failover('refused')
-      } catch (err) {
-        if (ac.signal.aborted) throw err
-        this.metrics.failover('unreachable')
-        this.log.debug('holder unreachable', { peer, cid, err })
-      }
-    }
+    // Without conditional headers, the record's size decides the range and the holder is asked for it at once
+    // (one round trip); otherwise the holder's size and mtime come first (a header-only request).
+    const guess = directSpan(req, doc)
+    const first = await this.openFirst(queue, cid, guess, ac.signal)
     if (first === undefined) {
       throw new ApiError(503, 'holders_unavailable', queue.anyBusy ? 'every node holding this file is busy' : 'no node holding this file can serve it now', {
         retryable: true,
         headers: { 'retry-after': '1' }
       })
     }
-    const { size, mtimeMs, ext } = first.header
+    const { size, mtimeMs, ext } = first.range.header
     const plan = planFileReply(req, reply, { size, mtimeMs, name: `file${ext}` })
     reply.header(SERVED_BY_HEADER, first.peer)
-    if (plan.kind === 'not-modified' || req.method === 'HEAD' || plan.length === 0) return reply.send()
-    const body = this.body(queue, first.peer, doc, cid, size, plan.start, plan.end, ac.signal, t0)
+    const wanted = plan.kind === 'bytes' && req.method !== 'HEAD' && plan.length > 0 ? plan : undefined
+    // The open range is used only when it is exactly the reply's (it is, unless the record's size was not the file's).
+    const reuse = wanted !== undefined && guess !== undefined && wanted.start === guess.start && wanted.end === guess.end && size === guess.size
+    if (!reuse) first.range.cancel()
+    if (wanted === undefined) return reply.send()
+    const body = this.body(queue, { peer: first.peer, range: reuse ? first.range : undefined }, doc, cid, size, wanted.start, wanted.end, ac.signal, t0)
     return reply.send(Readable.from(body, { objectMode: false }))
   }
 
-  private async * body (queue: HolderQueue, firstPeer: string, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
+  /** The first holder that answers with a header, its range open (`span`), or header-only without one. */
+  private async openFirst (queue: HolderQueue, cid: string, span: Span | undefined, signal: AbortSignal): Promise<{ peer: string, range: RemoteRange } | undefined> {
+    for (;;) {
+      const peer = await queue.next(signal)
+      if (peer === undefined) return undefined
+      try {
+        const r = await this.bytes.openRange(peer, cid, span?.start ?? 0, span === undefined ? 0 : span.end - span.start + 1, { signal })
+        if (r.ok) return { peer, range: r }
+        if (r.code === 'busy') queue.wasBusy(peer, r.retryAfterMs ?? 0)
+        else this.metrics.failover('refused')
+      } catch (err) {
+        if (signal.aborted) throw err
+        this.metrics.failover('unreachable')
+        this.log.debug('holder unreachable', { peer, cid, err })
+      }
+    }
+  }
+
+  private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
     const check = new StreamCheck(doc.cids, size, start, end)
     const withhold = check.checked.length > 0
     const senders = new Set<string>()
     let held: Buffer | undefined
     let pos = start
     let firstByte = true
-    let peer: string | undefined = firstPeer
+    let peer: string | undefined = first.peer
+    let opened = first.range
     while (pos <= end) {
       if (peer === undefined) throw new Error(`no holder left after ${pos - start} of ${end - start + 1} bytes`)
       try {
-        const r = await this.bytes.openRange(peer, cid, pos, end - pos + 1, { signal })
+        const r = opened ?? await this.bytes.openRange(peer, cid, pos, end - pos + 1, { signal })
+        opened = undefined
         if (!r.ok) {
           if (r.code === 'busy') queue.wasBusy(peer, r.retryAfterMs ?? 0)
           else this.metrics.failover('refused')
