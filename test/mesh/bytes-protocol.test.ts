@@ -9,7 +9,8 @@
  */
 import { randomBytes } from 'node:crypto'
 import fs from 'node:fs'
-import { open } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { open, type FileHandle } from 'node:fs/promises'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/api/index.js'
@@ -39,6 +40,32 @@ async function fileOpener (file: () => string): Promise<LocalFileOpener> {
     const fh = await open(file(), 'r')
     const st = await fh.stat()
     return { fh, size: st.size, mtimeMs: st.mtimeMs, ext: '.mkv' }
+  }
+}
+
+/**
+ * An opener whose first transfer (shared by every holder given the same
+ * `state`) stops sending after 1 MiB, as a holder with a dying disk would,
+ * and ends 3 s later.
+ */
+function stallingOpener (state: { armed: boolean }): LocalFileOpener {
+  return async () => {
+    const fh = await open(goodFile, 'r')
+    const st = await fh.stat()
+    const stall = state.armed
+    state.armed = false
+    const wrapped = {
+      read: async (buf: Buffer, off: number, len: number, pos: number) => {
+        if (stall && pos >= 1024 * 1024) {
+          await new Promise(resolve => setTimeout(resolve, 3_000))
+          return { bytesRead: 0, buffer: buf }
+        }
+        return await fh.read(buf, off, len, pos)
+      },
+      stat: async () => await fh.stat(),
+      close: async () => { await fh.close() }
+    }
+    return { fh: wrapped as unknown as FileHandle, size: st.size, mtimeMs: st.mtimeMs, ext: '.mkv' }
   }
 }
 
@@ -145,6 +172,32 @@ describe('integrity through the HTTP route', () => {
       expect(metrics).toContain(`meta_core_peer_bytes_integrity_failures_total{peer="${liar.peerId}"} 1`)
       const after = await fetch(`${url}/file/${cid}`)
       expect(after.status).toBe(404)
+    } finally {
+      await app.close()
+    }
+  }, 30_000)
+})
+
+describe('failover through the HTTP route', () => {
+  it('finishes from another holder when the one sending stalls mid-body', async () => {
+    const state = { armed: true }
+    const h1 = await startMesh('s1', { localFiles: stallingOpener(state) })
+    const h2 = await startMesh('s2', { localFiles: stallingOpener(state) })
+    const req = await startMesh('r4', { bootstrap: [h1.status().self.addrs[0], h2.status().self.addrs[0]], limits: { stallMs: 500 } })
+    await connected(req, h1.peerId)
+    await connected(req, h2.peerId)
+    const store = stores[stores.length - 1]
+    await store.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`cids/${shaCid}`]: 'true', [`holders/${h1.peerId}`]: 'true', [`holders/${h2.peerId}`]: 'true' })
+    const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger }, { filesPath: path.join(t.dir, 'no-files') })
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+      const r = await fetch(`${url}/file/${cid}`)
+      const body = Buffer.from(await r.arrayBuffer())
+      expect(state.armed).toBe(false)
+      expect(body.length).toBe(SIZE)
+      expect(createHash('sha256').update(body).digest('hex')).toBe(createHash('sha256').update(fs.readFileSync(goodFile)).digest('hex'))
+      expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/meta_core_peer_bytes_failovers_total\{reason="stalled"\} 1/)
     } finally {
       await app.close()
     }
