@@ -84,4 +84,19 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     await ctx.close()
     expect(errors).toEqual([])
   })
+
+  it('shows on A\'s node panel the bytes it sent C', async () => {
+    const peerC = (await api<Mesh>(`${c.url}/api/mesh`)).json.self.peerId
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
+    const page = await ctx.newPage()
+    const errors = watchPageErrors(page)
+    await page.goto(`${a.url}/ui/node`)
+    const row = page.locator(`table.transfers tr[data-peer="${peerC}"]`)
+    await row.waitFor()
+    const sent = await row.locator('td').nth(1).textContent()
+    expect(sent).not.toMatch(/^0\b/)
+    expect(await row.getByTestId('transfers-now').textContent()).toBe('idle')
+    await ctx.close()
+    expect(errors).toEqual([])
+  })
 })

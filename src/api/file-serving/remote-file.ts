@@ -117,7 +117,13 @@ export class RemoteFiles {
       })
     }
     const { size, mtimeMs, ext } = first.range.header
-    const plan = planFileReply(req, reply, { size, mtimeMs, name: `file${ext}` })
+    let plan: ReturnType<typeof planFileReply>
+    try {
+      plan = planFileReply(req, reply, { size, mtimeMs, name: `file${ext}` })
+    } catch (err) {
+      first.range.cancel() // a 416: the holder's size was not the record's
+      throw err
+    }
     reply.header(SERVED_BY_HEADER, first.peer)
     const wanted = plan.kind === 'bytes' && req.method !== 'HEAD' && plan.length > 0 ? plan : undefined
     // The open range is used only when it is exactly the reply's (it is, unless the record's size was not the file's).
