@@ -23,6 +23,7 @@ import path from 'node:path'
 import { waitFor } from '../src/common/index.js'
 import { writeNewSwarmKey } from '../src/mesh/libp2p/swarm-key.js'
 import { listeningUrl, reapClis, runCli, type Cli } from '../test/helpers/node-cli.js'
+import { meshCliEnv } from '../test/helpers/peer-bytes.js'
 import { machineLine, percentile, report } from './lib/report.js'
 
 const MIB = Number(process.env.BYTES_BENCH_MIB ?? 128)
@@ -47,17 +48,7 @@ interface Node { cli: Cli, url: string, pid: number }
 
 async function startNode (dir: string, key: string, bootstrap?: string): Promise<Node> {
   fs.mkdirSync(path.join(dir, 'files'), { recursive: true })
-  const cli = runCli([], {
-    META_CORE_DB_PATH: path.join(dir, 'db', 'meta-core.db'),
-    FILES_PATH: path.join(dir, 'files'),
-    META_CORE_HTTP_HOST: '127.0.0.1',
-    META_CORE_HTTP_PORT: '0',
-    META_CORE_SWARM_KEY: key,
-    META_CORE_P2P_LISTEN: '/ip4/127.0.0.1/tcp/0',
-    ENABLE_FILE_WATCHER: 'false',
-    META_CORE_LOG_LEVEL: 'warn',
-    ...(bootstrap === undefined ? {} : { META_CORE_BOOTSTRAP: bootstrap })
-  })
+  const cli = runCli([], meshCliEnv(dir, key, bootstrap))
   return { cli, url: await listeningUrl(cli), pid: cli.child.pid! }
 }
 

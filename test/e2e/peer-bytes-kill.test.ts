@@ -13,6 +13,7 @@ import { waitFor } from '../../src/common/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { meshTestState, startMeshNode, swarmKeyIn } from '../helpers/mesh-nodes.js'
 import { listeningUrl, reapClis, runCli, type Cli } from '../helpers/node-cli.js'
+import { meshCliEnv, readAcross } from '../helpers/peer-bytes.js'
 
 const SIZE = 24 * 1024 * 1024
 const REL = 'plugin/movie.mp4'
@@ -31,18 +32,7 @@ async function startHolder (dir: string, key: string, bootstrap?: string): Promi
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, content)
   fs.utimesSync(file, MTIME_S, MTIME_S)
-  const cli = runCli([], {
-    META_CORE_DB_PATH: path.join(dir, 'db', 'meta-core.db'),
-    FILES_PATH: path.join(dir, 'files'),
-    META_CORE_HTTP_HOST: '127.0.0.1',
-    META_CORE_HTTP_PORT: '0',
-    META_CORE_SWARM_KEY: key,
-    META_CORE_P2P_LISTEN: '/ip4/127.0.0.1/tcp/0',
-    ENABLE_FILE_WATCHER: 'false',
-    META_CORE_ANTI_ENTROPY_MS: '1000',
-    META_CORE_LOG_LEVEL: 'warn',
-    ...(bootstrap === undefined ? {} : { META_CORE_BOOTSTRAP: bootstrap })
-  })
+  const cli = runCli([], meshCliEnv(dir, key, bootstrap))
   clis.push(cli)
   const url = await listeningUrl(cli)
   const self = ((await (await fetch(`${url}/api/mesh`)).json()) as { self: unknown }).self as { peerId: string, addrs: string[] }
@@ -79,23 +69,10 @@ describe('a holder killed mid-stream', () => {
     expect(r.status).toBe(200)
     const serving = holders.find(h => h.peerId === r.headers.get('x-meta-core-served-by'))!
     const other = holders.find(h => h !== serving)!
-    const reader = r.body!.getReader()
-    const parts: Uint8Array[] = []
-    let got = 0
-    while (got < 2 * 1024 * 1024) {
-      const { value, done } = await reader.read()
-      if (done) break
-      parts.push(value)
-      got += value.length
-    }
-    serving.cli.child.kill('SIGKILL')
-    await serving.cli.exited
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) break
-      parts.push(value)
-    }
-    const body = Buffer.concat(parts)
+    const body = await readAcross(r, 2 * 1024 * 1024, async () => {
+      serving.cli.child.kill('SIGKILL')
+      await serving.cli.exited
+    })
     expect(body.length).toBe(SIZE)
     expect(createHash('sha256').update(body).digest('hex')).toBe(createHash('sha256').update(content).digest('hex'))
     const fromOther = c.mesh.bytes!.figures().find(f => f.peerId === other.peerId)

@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
 import { sha256FileCid } from '../../src/cid/index.js'
 import type { RunningNode } from '../../src/node/index.js'
+import { readAcross } from '../helpers/peer-bytes.js'
 import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected } from '../helpers/mesh-nodes.js'
 
 const SIZE = 24 * 1024 * 1024
@@ -160,23 +161,10 @@ describe('with B holding a copy too', () => {
     const first = r.headers.get('x-meta-core-served-by')
     const [dying, other] = first === a.mesh.peerId ? [a, b] : [b, a]
     const fetchedBefore = c.mesh.bytes!.figures().find(f => f.peerId === other.mesh.peerId)?.bytesFetched ?? 0
-    const reader = r.body!.getReader()
-    const parts: Uint8Array[] = []
-    let got = 0
-    while (got < 2 * 1024 * 1024) {
-      const { value, done } = await reader.read()
-      if (done) break
-      parts.push(value)
-      got += value.length
-    }
-    await dying.stop()
-    state.nodes.splice(state.nodes.indexOf(dying), 1)
-    for (;;) {
-      const { value, done } = await reader.read()
-      if (done) break
-      parts.push(value)
-    }
-    const body = Buffer.concat(parts)
+    const body = await readAcross(r, 2 * 1024 * 1024, async () => {
+      await dying.stop()
+      state.nodes.splice(state.nodes.indexOf(dying), 1)
+    })
     expect(body.length).toBe(SIZE)
     expect(sha(body)).toBe(sha(content))
     // The other holder sent the rest: this was a failover, not a transfer that had already ended.
