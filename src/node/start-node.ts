@@ -125,6 +125,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       filesPath: config.filesPath,
       apiToken: config.apiToken,
       metricsPublic: config.metricsPublic,
+      cachePath: config.cachePath,
+      cacheMaxBytes: config.cacheMaxBytes,
       // Requests in flight get half the shutdown budget; the mesh and the store need the rest.
       closeGraceMs: Math.floor(config.shutdownTimeoutMs / 2),
       version: opts.version,

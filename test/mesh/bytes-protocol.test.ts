@@ -35,9 +35,9 @@ const BIG = 64 * 1024 * 1024
 let cid: string
 let shaCid: string
 
-async function fileOpener (file: () => string): Promise<LocalFileOpener> {
-  return async () => {
-    const fh = await open(file(), 'r')
+async function fileOpener (file: (cid: string) => string): Promise<LocalFileOpener> {
+  return async (c) => {
+    const fh = await open(file(c), 'r')
     const st = await fh.stat()
     return { fh, size: st.size, mtimeMs: st.mtimeMs, ext: '.mkv' }
   }
@@ -198,6 +198,53 @@ describe('failover through the HTTP route', () => {
       expect(body.length).toBe(SIZE)
       expect(createHash('sha256').update(body).digest('hex')).toBe(createHash('sha256').update(fs.readFileSync(goodFile)).digest('hex'))
       expect(await (await fetch(`${url}/metrics`)).text()).toMatch(/meta_core_peer_bytes_failovers_total\{reason="stalled"\} 1/)
+    } finally {
+      await app.close()
+    }
+  }, 30_000)
+})
+
+describe('the cache (META_CORE_CACHE_PATH)', () => {
+  it('keeps a file fetched whole and checked, serves it again without the peer, and evicts the least recently used', async () => {
+    const other = path.join(t.dir, 'other.mkv')
+    fs.writeFileSync(other, randomBytes(SIZE))
+    const otherCid = (await midhash256(other)).cid
+    const holder = await startMesh('c1', { localFiles: await fileOpener(c => (c === otherCid ? other : goodFile)) })
+    const req = await startMesh('c2', { bootstrap: [holder.status().self.addrs[0]] })
+    await connected(req, holder.peerId)
+    const store = stores[stores.length - 1]
+    await store.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
+    await store.records.mint('/files/other.mkv', SIZE, 1, { [`cids/${otherCid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
+    const cacheDir = path.join(t.dir, 'cache')
+    const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger }, { filesPath: path.join(t.dir, 'no-files'), cachePath: cacheDir, cacheMaxBytes: SIZE + 1 })
+    const fetched = (): number => req.bytes!.figures().find(f => f.peerId === holder.peerId)?.bytesFetched ?? 0
+    const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 })
+      const url = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`
+      const get = async (c: string, range?: string): Promise<{ r: Response, body: Buffer }> => {
+        const r = await fetch(`${url}/file/${c}`, { headers: range === undefined ? {} : { range } })
+        return { r, body: Buffer.from(await r.arrayBuffer()) }
+      }
+      // A range is not kept; a whole checked file is.
+      await get(cid, 'bytes=0-99')
+      expect(fs.readdirSync(cacheDir)).toEqual([])
+      const first = await get(cid)
+      expect(first.r.headers.get('x-meta-core-served-by')).toBe(holder.peerId)
+      await waitFor(() => fs.readdirSync(cacheDir).length === 1, { timeoutMs: 5_000, what: 'the file to be kept' })
+      const before = fetched()
+      const again = await get(cid, 'bytes=100-199')
+      expect(again.r.status).toBe(206)
+      expect(again.r.headers.get('x-meta-core-served-by')).toBeNull()
+      expect(again.body.equals(fs.readFileSync(goodFile).subarray(100, 200))).toBe(true)
+      const whole = await get(cid)
+      expect(sha(whole.body)).toBe(sha(fs.readFileSync(goodFile)))
+      expect(fetched()).toBe(before)
+      // Another file fills the cap: the first one goes, and is fetched from the peer again.
+      await get(otherCid)
+      await waitFor(() => !fs.readdirSync(cacheDir).includes(store.records.resolveRoot(cid)!), { timeoutMs: 5_000, what: 'the first file to be evicted' })
+      expect(fs.readdirSync(cacheDir)).toEqual([store.records.resolveRoot(otherCid)])
+      expect((await get(cid, 'bytes=0-9')).r.headers.get('x-meta-core-served-by')).toBe(holder.peerId)
     } finally {
       await app.close()
     }

@@ -51,6 +51,8 @@ describe('parseConfig', () => {
       maxClockDriftMs: 10_000,
       peerBytesPerSecond: 536_870_912,
       peerMaxTransfers: 8,
+      cachePath: undefined,
+      cacheMaxBytes: 10_737_418_240,
       shutdownTimeoutMs: 5000,
       metricsPublic: false
     })
@@ -78,6 +80,8 @@ describe('parseConfig', () => {
       META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
       META_CORE_PEER_BYTES_PER_SECOND: '1048576',
       META_CORE_PEER_MAX_TRANSFERS: '2',
+      META_CORE_CACHE_PATH: 'cache',
+      META_CORE_CACHE_MAX_BYTES: '2097152',
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
       META_CORE_METRICS_PUBLIC: 'true'
     }
@@ -102,6 +106,8 @@ describe('parseConfig', () => {
       maxClockDriftMs: 5000,
       peerBytesPerSecond: 1_048_576,
       peerMaxTransfers: 2,
+      cachePath: path.resolve(CWD, 'cache'),
+      cacheMaxBytes: 2_097_152,
       shutdownTimeoutMs: 8000,
       metricsPublic: true
     })
@@ -109,7 +115,7 @@ describe('parseConfig', () => {
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
       '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
-      '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--peer-bytes-per-second', '65536', '--peer-max-transfers=16']
+      '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576']
     expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -131,6 +137,8 @@ describe('parseConfig', () => {
       maxClockDriftMs: 0,
       peerBytesPerSecond: 65_536,
       peerMaxTransfers: 16,
+      cachePath: '/c',
+      cacheMaxBytes: 1_048_576,
       shutdownTimeoutMs: 1000,
       metricsPublic: false
     })

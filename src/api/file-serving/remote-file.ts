@@ -28,6 +28,7 @@ import type { ByteSource, RemoteRange } from '../../mesh/index.js'
 import type { RecordDocument } from '../../records/index.js'
 import { ApiError, UnknownCidError } from '../errors.js'
 import type { BytesMetrics } from '../metrics/bytes-metrics.js'
+import type { ByteCache, CacheWriter } from './byte-cache.js'
 import { decideRange } from './byte-range.js'
 import { planFileReply } from './send-file.js'
 import { StreamCheck } from './stream-check.js'
@@ -90,7 +91,7 @@ class HolderQueue {
 export class RemoteFiles {
   private readonly distrusted = new Map<string, Set<string>>()
 
-  constructor (private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger) {}
+  constructor (private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger, private readonly cache?: ByteCache) {}
 
   /** Holder ids of the record, other than this node (which has no copy, or it would have served it). */
   static holdersOf (doc: RecordDocument): string[] {
@@ -155,6 +156,20 @@ export class RemoteFiles {
   private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
     const check = new StreamCheck(doc.cids, size, start, end)
     const withhold = check.checked.length > 0
+    // Only a whole file that is checked as it streams is kept: the cache holds nothing unproven.
+    const keep: CacheWriter | undefined = withhold && start === 0 && end === size - 1 ? await this.cache?.writer(doc.rid, size) : undefined
+    let kept = false
+    try {
+      yield * this.stream(queue, first, doc, cid, size, start, end, signal, t0, check, keep)
+      kept = keep !== undefined
+      if (keep !== undefined) await keep.commit()
+    } finally {
+      if (keep !== undefined && !kept) await keep.abort()
+    }
+  }
+
+  private async * stream (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number, check: StreamCheck, keep: CacheWriter | undefined): AsyncGenerator<Buffer> {
+    const withhold = check.checked.length > 0
     const senders = new Set<string>()
     let held: Buffer | undefined
     let pos = start
@@ -176,6 +191,7 @@ export class RemoteFiles {
           senders.add(peer)
           for await (const chunk of r.body) {
             check.update(chunk, pos)
+            await keep?.write(chunk)
             pos += chunk.length
             if (firstByte) { firstByte = false; this.metrics.firstByte((performance.now() - t0) / 1000) }
             if (!withhold) { yield chunk; continue }

@@ -14,7 +14,7 @@ import type { ApiContext } from '../context.js'
 import { ApiError, ComponentUnavailableError, UnknownCidError } from '../errors.js'
 import { contentTypeFor } from '../file-serving/content-type.js'
 import { findLocalCopy } from '../file-serving/local-copy.js'
-import { checkClientRelative, resolveInside } from '../file-serving/local-path.js'
+import { checkClientRelative, openServableFile, resolveInside, type OpenedFile } from '../file-serving/local-path.js'
 import { RemoteFiles } from '../file-serving/remote-file.js'
 import { sendFile } from '../file-serving/send-file.js'
 import { cidParam, withErrors } from '../schemas.js'
@@ -36,7 +36,7 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
   const remote = (): RemoteFiles | undefined => {
     const bytes = ctx.mesh?.bytes
     if (bytes === undefined) return undefined
-    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'))
+    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.byteCache)
     return remoteFiles
   }
   const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
@@ -46,6 +46,8 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     if (doc === undefined) throw new UnknownCidError('file not found for CID')
     const copy = await findLocalCopy(ctx.records.copyPaths(doc), ctx.filesPath)
     if (copy === undefined) {
+      const cached = await openCached(ctx, doc.rid)
+      if (cached !== undefined) return await sendFile(req, reply, cached, doc.metadata.filePath ?? '')
       const r = remote()
       if (r === undefined) throw new UnknownCidError('file does not exist on disk')
       return await r.serve(req, reply, doc, cid)
@@ -172,6 +174,15 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     // Streamed in pages: a 169k-record library is tens of MB of JSON that need never be held at once.
     return reply.send(Readable.from(tuplesJson(ctx, summary)))
   })
+}
+
+/** The cache's copy of record `rid` (fetched whole from a peer before), opened; undefined when there is none. */
+async function openCached (ctx: ApiContext, rid: string): Promise<OpenedFile | undefined> {
+  const p = ctx.byteCache?.pathOf(rid)
+  if (p === undefined) return undefined
+  const file = await openServableFile(p)
+  if (file === undefined) ctx.byteCache?.forget(rid)
+  return file
 }
 
 const registerReply = {
