@@ -14,7 +14,7 @@ import type { NodeIdentity } from '../mesh/libp2p/index.js'
 import { readSwarmKey } from '../mesh/libp2p/swarm-key.js'
 import { openNodeStore, type NodeStore } from '../records/index.js'
 import { createSearch, type Search } from '../search/index.js'
-import { createWatcher, type WatcherHandle } from '../watcher/index.js'
+import { createWatcher, recordedFile, type WatcherHandle } from '../watcher/index.js'
 import type { FastifyInstance } from 'fastify'
 import { ConfigError, pathProblems, type NodeConfig } from './config.js'
 import { uiDistPath } from './version.js'
@@ -103,7 +103,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
         // Peers get bytes only of this node's own copies, by the local /file route's rules.
-        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid),
+        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })

@@ -7,10 +7,9 @@
  * node with another swarm key gets nothing.
  *
  * The nodes' watchers are off and files are recorded through
- * `/api/files/register`, so nothing rehashes behind the test's back. A's
- * and B's copies carry the same whole-second mtime: location fields are
- * still replicated last-writer-wins, so both copies must match the one
- * size and mtime the record holds.
+ * `/api/files/register`, so nothing rehashes behind the test's back. B's
+ * copy lies at another path than A's, with its own mtime: each holder
+ * serves the copy its own watcher recorded.
  */
 import { createHash, randomBytes } from 'node:crypto'
 import fs from 'node:fs'
@@ -24,7 +23,10 @@ import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitC
 
 const SIZE = 24 * 1024 * 1024
 const REL = 'plugin/movie.mp4'
+const REL_B = 'plugin/films/the movie.mp4'
 const MTIME_S = 1_700_000_000
+const relOf = (n: RunningNode): string => (n === b ? REL_B : REL)
+const mtimeOf = (n: RunningNode): number => (n === b ? MTIME_S + 7 : MTIME_S)
 
 const state = meshTestState()
 let a: RunningNode
@@ -43,10 +45,11 @@ async function get (n: RunningNode, range?: string, method = 'GET'): Promise<{ s
 }
 
 function putFile (n: RunningNode): void {
-  const file = path.join(n.config.filesPath, REL)
+  const file = path.join(n.config.filesPath, relOf(n))
   fs.mkdirSync(path.dirname(file), { recursive: true })
   fs.writeFileSync(file, content)
-  fs.utimesSync(file, MTIME_S, MTIME_S)
+  // Whole seconds, so a test can set them back exactly; B's differs from A's.
+  fs.utimesSync(file, mtimeOf(n), mtimeOf(n))
 }
 
 beforeAll(async () => {
@@ -137,14 +140,14 @@ describe('a file only A holds, asked of C', () => {
 describe('with B holding a copy too', () => {
   beforeAll(async () => {
     putFile(b)
-    expect((await send(b, 'POST', '/api/files/register', { path: REL })).status).toBe(200)
+    expect((await send(b, 'POST', '/api/files/register', { path: REL_B })).status).toBe(200)
     await waitFor(async () => (await getJson(c, `/api/meta/${cid}`)).body?.metadata?.[`holders/${b.mesh.peerId}`] === 'true', { timeoutMs: 15_000, what: 'C to learn that B holds the file' })
   })
 
   it('does not use a holder whose file changed since it was hashed', async () => {
     // Each holder in turn has a changed file: whichever C asks first, the changed one never serves.
     for (const [changed, good] of [[a, b], [b, a]]) {
-      const file = path.join(changed.config.filesPath, REL)
+      const file = path.join(changed.config.filesPath, relOf(changed))
       fs.utimesSync(file, MTIME_S + 60, MTIME_S + 60)
       for (let i = 0; i < 3; i++) {
         const r = await get(c, `bytes=${i * 1000}-${i * 1000 + 999}`)
@@ -152,7 +155,7 @@ describe('with B holding a copy too', () => {
         expect(r.headers.get('x-meta-core-served-by')).toBe(good.mesh.peerId)
         expect(r.body.equals(content.subarray(i * 1000, i * 1000 + 1000))).toBe(true)
       }
-      fs.utimesSync(file, MTIME_S, MTIME_S)
+      fs.utimesSync(file, mtimeOf(changed), mtimeOf(changed))
     }
   })
 
@@ -180,7 +183,7 @@ describe('with B holding a copy too', () => {
 
   it('answers a retryable 503 when no holder left can serve the file', async () => {
     const [holder] = state.nodes.filter(n => n !== c)
-    fs.utimesSync(path.join(holder.config.filesPath, REL), MTIME_S + 60, MTIME_S + 60)
+    fs.utimesSync(path.join(holder.config.filesPath, relOf(holder)), MTIME_S + 60, MTIME_S + 60)
     const r = await get(c, 'bytes=0-99')
     expect(r.status).toBe(503)
     expect(JSON.parse(r.body.toString())).toMatchObject({ error: 'holders_unavailable', retryable: true })
