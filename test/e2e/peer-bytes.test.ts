@@ -126,6 +126,19 @@ describe('a file only A holds, asked of C', () => {
     expect(mc).toMatch(/meta_core_peer_bytes_first_byte_seconds_count [1-9]/)
   })
 
+  it('ends the holder\'s transfer when the client goes away', async () => {
+    const ac = new AbortController()
+    const r = await fetch(`${c.url}/file/${cid}`, { signal: ac.signal })
+    const reader = r.body!.getReader()
+    await reader.read()
+    const toC = (): { servingNow: number } | undefined => a.mesh.bytes!.figures().find(f => f.peerId === c.mesh.peerId)
+    // The client reads no more: flow control holds A back (it has not sent the whole file)…
+    expect(toC()?.servingNow).toBe(1)
+    ac.abort()
+    // …and once the client is gone, A's transfer ends.
+    await waitFor(() => toC()?.servingNow === 0, { timeoutMs: 10_000, what: 'A to end the transfer' })
+  })
+
   it('gives a node with another swarm key nothing', async () => {
     const other = swarmKeyIn(state.dir(), 'other.key')
     const d = await startMeshNode({ dir: path.join(state.dir(), 'd'), swarmKey: other, bootstrap: [p2pAddr(a)] })
