@@ -7,6 +7,7 @@ import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
 import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
+import { ByteCache } from './file-serving/byte-cache.js'
 import { lazySerializerFactory } from './lazy-serializers.js'
 import { metricsHooks, metricsRoutes } from './metrics/metrics-routes.js'
 import { NodeMetrics } from './metrics/node-metrics.js'
@@ -29,6 +30,8 @@ import { SseHub } from './sse/sse-hub.js'
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
 const DEFAULT_HEARTBEAT_MS = 30_000
 const DEFAULT_STATS_TTL_MS = 60_000
+/** 10 GiB: a few films. */
+const DEFAULT_CACHE_MAX_BYTES = 10 * 1024 ** 3
 /** Longest path parameter: a 512-character field path, percent-encoded, fits; longer is a 414. */
 const MAX_PARAM_LENGTH = 2048
 /** The original's 30 s read timeout: a client gets this long to send its whole request, headers included. */
@@ -93,7 +96,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
     sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
     read: (fn) => components.records.read(fn),
-    metrics
+    metrics,
+    byteCache: init.cachePath === undefined ? undefined : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'))
   }
   metrics.bind({ records: components.records, mesh: components.mesh, watcher: components.watcher, sseStreams: () => ctx.hub.size })
 

@@ -7,6 +7,7 @@ import type { Watcher } from '../watcher/types.js'
 import type { LibrarySweep } from './library-sweep.js'
 import type { NodeMetrics } from './metrics/node-metrics.js'
 import type { SseHub } from './sse/sse-hub.js'
+import type { ByteCache } from './file-serving/byte-cache.js'
 
 /** What the API serves from. `search`, `watcher` and `mesh` are optional: their routes answer 503 without them. */
 export interface ApiComponents {
@@ -40,6 +41,10 @@ export interface ApiInit {
   serviceName?: string
   /** The built web page (ui/dist): served at `/`, `/ui/…` and `/cid/…`. Unset: the node serves no page. */
   uiPath?: string
+  /** META_CORE_CACHE_PATH: files fetched whole from peers are kept here (file-serving/byte-cache.ts); unset: no cache. */
+  cachePath?: string
+  /** META_CORE_CACHE_MAX_BYTES: the cache's size cap. */
+  cacheMaxBytes?: number
   /** `/metrics` answers without the token (META_CORE_METRICS_PUBLIC). */
   metricsPublic?: boolean
   /**
@@ -66,6 +71,8 @@ export interface ApiContext {
   hub: SseHub
   sweep: LibrarySweep
   metrics: NodeMetrics
+  /** Files fetched whole from peers, kept to serve again (off: undefined). */
+  byteCache: ByteCache | undefined
   /** Runs synchronous reads in one snapshot (`records.read`). */
   read: <T>(fn: () => T) => T
 }

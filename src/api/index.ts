@@ -28,4 +28,6 @@ export { toErrorReply, ApiError, UnknownCidError, UnauthorizedError, ComponentUn
 export type { ErrorEnvelope, ErrorReply } from './errors.js'
 export type { RawKv } from './routes/kv-routes.js'
 export { NodeMetrics } from './metrics/node-metrics.js'
+export { openServableCopy } from './file-serving/servable-copy.js'
+export { SERVED_BY_HEADER } from './file-serving/remote-file.js'
 export type { MetricSources, WriteBatchFigures } from './metrics/node-metrics.js'

@@ -23,4 +23,6 @@ export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, Sn
 export { RecordReplica } from './replica-store.js'
 export type { RecordReplicaOptions, MeshRecords } from './replica-store.js'
 export { StandaloneMesh } from './service.js'
+export { BYTES_PROTOCOL } from './bytes-wire.js'
+export type { ByteSource, LocalFileOpener, ServableFile, RemoteRange, Refusal, OkHeader, PeerByteFigures } from './bytes-service.js'
 export type { MeshService, MeshView, MeshPeerView } from './service.js'

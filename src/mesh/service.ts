@@ -8,6 +8,7 @@ import type { Startable } from '../common/index.js'
 import type { MeshRecords } from './replica-store.js'
 import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
+import type { ByteSource } from './bytes-service.js'
 
 export interface MeshPeerView extends PeerCounters {
   peerId: string
@@ -49,6 +50,8 @@ export interface MeshService extends Startable {
   digest: () => StoreDigest
   /** Each connected peer's digest (or why it gave none), asked over the mesh; absent on a standalone node. */
   peerDigests?: () => Promise<Map<string, StoreDigest | { error: string }>>
+  /** Bytes of files that peers hold (absent on a standalone node). */
+  readonly bytes?: ByteSource
 }
 
 /** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */

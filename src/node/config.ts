@@ -33,6 +33,13 @@ export interface NodeConfig {
   blockedPeers: string[]
   antiEntropyMs: number
   maxClockDriftMs: number
+  /** File bytes sent to one peer per second (the byte protocol's per-peer rate). */
+  peerBytesPerSecond: number
+  /** File transfers one peer may run from this node at once; beyond it the peer is answered busy. */
+  peerMaxTransfers: number
+  /** Files fetched whole from peers are kept here; unset: no cache. */
+  cachePath: string | undefined
+  cacheMaxBytes: number
   /** SIGTERM/SIGINT: everything stopped within this long, or the process exits 1 naming what it still waited for. */
   shutdownTimeoutMs: number
   /** `/metrics` answers without the API token. */
@@ -72,6 +79,10 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'blockedPeers', env: 'META_CORE_BLOCKED_PEERS', flag: 'blocked-peers', kind: { type: 'peerids' }, def: '', help: 'comma-separated peer ids whose connections, frames and pulls are refused' },
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
+  { key: 'peerBytesPerSecond', env: 'META_CORE_PEER_BYTES_PER_SECOND', flag: 'peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '536870912', help: 'file bytes sent to one peer per second at most (peers playing this node\'s files)' },
+  { key: 'peerMaxTransfers', env: 'META_CORE_PEER_MAX_TRANSFERS', flag: 'peer-max-transfers', kind: { type: 'int', min: 1, max: 1024 }, def: '8', help: 'file transfers one peer may run from this node at once; beyond it the peer is told busy' },
+  { key: 'cachePath', env: 'META_CORE_CACHE_PATH', flag: 'cache-path', kind: { type: 'optpath' }, def: undefined, help: 'folder where files fetched whole from peers are kept to serve again (unset: no cache)' },
+  { key: 'cacheMaxBytes', env: 'META_CORE_CACHE_MAX_BYTES', flag: 'cache-max-bytes', kind: { type: 'int', min: 1_048_576, max: 2 ** 50 }, def: '10737418240', help: 'size cap of the cache; the least recently served files go first' },
   { key: 'shutdownTimeoutMs', env: 'META_CORE_SHUTDOWN_TIMEOUT_MS', flag: 'shutdown-timeout-ms', kind: { type: 'int', min: 1000, max: 600_000 }, def: '5000', help: 'on SIGTERM/SIGINT everything stops within this long (HTTP requests get half of it), else exit 1, in ms' },
   { key: 'nodeName', env: 'META_CORE_NODE_NAME', flag: 'node-name', kind: { type: 'label', max: 64 }, def: undefined, help: 'this node\'s name, shown beside its peer id in status, /api/mesh, its peers and the page (default: the host name)' },
   { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }

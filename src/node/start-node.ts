@@ -8,13 +8,13 @@
  */
 import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
-import { buildApp, NodeMetrics } from '../api/index.js'
+import { buildApp, NodeMetrics, openServableCopy } from '../api/index.js'
 import { StandaloneMesh, type MeshService } from '../mesh/index.js'
 import type { NodeIdentity } from '../mesh/libp2p/index.js'
 import { readSwarmKey } from '../mesh/libp2p/swarm-key.js'
 import { openNodeStore, type NodeStore } from '../records/index.js'
 import { createSearch, type Search } from '../search/index.js'
-import { createWatcher, type WatcherHandle } from '../watcher/index.js'
+import { createWatcher, recordedFile, type WatcherHandle } from '../watcher/index.js'
 import type { FastifyInstance } from 'fastify'
 import { ConfigError, pathProblems, type NodeConfig } from './config.js'
 import { uiDistPath } from './version.js'
@@ -106,6 +106,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
         nodeName: config.nodeName,
+        // Peers get bytes only of this node's own copies, by the local /file route's rules.
+        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
+        bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })
@@ -126,6 +129,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       filesPath: config.filesPath,
       apiToken: config.apiToken,
       metricsPublic: config.metricsPublic,
+      cachePath: config.cachePath,
+      cacheMaxBytes: config.cacheMaxBytes,
       // Requests in flight get half the shutdown budget; the mesh and the store need the rest.
       closeGraceMs: Math.floor(config.shutdownTimeoutMs / 2),
       version: opts.version,

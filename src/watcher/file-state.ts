@@ -185,6 +185,18 @@ export class FileState {
   }
 }
 
+/**
+ * What this node's watcher last recorded for the library file `rel` (its
+ * size, mtime and midhash when it was hashed), from its node-local row;
+ * undefined when it recorded nothing there. For the byte protocol's serving
+ * side: a file is served as a CID only while it is unchanged since then.
+ */
+export function recordedFile (local: { get: (key: string) => string | undefined }, rel: string): { size: number, mtimeNs: string, cid: string } | undefined {
+  const v = local.get(WATCH_STATE_PREFIX + rel)
+  const e = v === undefined ? undefined : decodeRow(v)
+  return e === undefined ? undefined : { size: e.size, mtimeNs: e.mtimeNs, cid: e.cid }
+}
+
 function decodeRow (v: string): FileEntry | undefined {
   const a = v.indexOf('/')
   const b = v.indexOf('/', a + 1)

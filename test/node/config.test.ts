@@ -50,6 +50,10 @@ describe('parseConfig', () => {
       blockedPeers: [],
       antiEntropyMs: 15_000,
       maxClockDriftMs: 10_000,
+      peerBytesPerSecond: 536_870_912,
+      peerMaxTransfers: 8,
+      cachePath: undefined,
+      cacheMaxBytes: 10_737_418_240,
       shutdownTimeoutMs: 5000,
       metricsPublic: false,
       nodeName: os.hostname().slice(0, 64)
@@ -76,6 +80,10 @@ describe('parseConfig', () => {
       META_CORE_BLOCKED_PEERS: PEER,
       META_CORE_ANTI_ENTROPY_MS: '2000',
       META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
+      META_CORE_PEER_BYTES_PER_SECOND: '1048576',
+      META_CORE_PEER_MAX_TRANSFERS: '2',
+      META_CORE_CACHE_PATH: 'cache',
+      META_CORE_CACHE_MAX_BYTES: '2097152',
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
       META_CORE_METRICS_PUBLIC: 'true',
       META_CORE_NODE_NAME: 'living-room'
@@ -99,6 +107,10 @@ describe('parseConfig', () => {
       blockedPeers: [PEER],
       antiEntropyMs: 2000,
       maxClockDriftMs: 5000,
+      peerBytesPerSecond: 1_048_576,
+      peerMaxTransfers: 2,
+      cachePath: path.resolve(CWD, 'cache'),
+      cacheMaxBytes: 2_097_152,
       shutdownTimeoutMs: 8000,
       metricsPublic: true,
       nodeName: 'living-room'
@@ -107,7 +119,8 @@ describe('parseConfig', () => {
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
       '--bootstrap=', '--blocked-peers', '', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
-      '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic']
+      '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic',
+      '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576']
     expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -127,6 +140,10 @@ describe('parseConfig', () => {
       blockedPeers: [],
       antiEntropyMs: 60_000,
       maxClockDriftMs: 0,
+      peerBytesPerSecond: 65_536,
+      peerMaxTransfers: 16,
+      cachePath: '/c',
+      cacheMaxBytes: 1_048_576,
       shutdownTimeoutMs: 1000,
       metricsPublic: false,
       nodeName: 'attic'

@@ -20,6 +20,7 @@ import type { MeshService } from '../../mesh/index.js'
 import type { RecordReads } from '../../records/index.js'
 import type { SearchService } from '../../search/types.js'
 import type { Watcher } from '../../watcher/types.js'
+import { BytesMetrics } from './bytes-metrics.js'
 
 /** What the scrape-time figures are read from (bound by the API when it is built). */
 export interface MetricSources {
@@ -82,6 +83,8 @@ export class NodeMetrics {
   private readonly searchSeconds: Histogram<'operation'>
   /** Figures read when scraped: kept here only so they are plainly owned (the registry holds them too). */
   private readonly scraped: Array<Gauge<string> | Counter<string>> = []
+  /** File bytes moved between nodes (bytes-metrics.ts). */
+  readonly bytes: BytesMetrics
 
   constructor () {
     const registers = [this.registry]
@@ -123,6 +126,7 @@ export class NodeMetrics {
       registers
     })
     this.scrapeTimeFigures()
+    this.bytes = new BytesMetrics(this.registry, () => this.sources?.mesh?.bytes?.figures() ?? [])
   }
 
   /** Where the scrape-time figures come from (the API binds its components). */

@@ -3,8 +3,9 @@
  * `/api/file/{cid}`, `GET /api/file/{cid}/info`, `POST /file/cid`,
  * `POST /api/files/register`, `GET /api/files/tuples`.
  *
- * Bytes come only from this node's own copy under FILES_PATH (see
- * file-serving/local-path.ts for how a stored path is checked).
+ * Bytes come from this node's own copy under FILES_PATH (see
+ * file-serving/local-path.ts for how a stored path is checked), else from a
+ * peer that holds the file (file-serving/remote-file.ts).
  */
 import { Readable } from 'node:stream'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -13,7 +14,8 @@ import type { ApiContext } from '../context.js'
 import { ApiError, ComponentUnavailableError, UnknownCidError } from '../errors.js'
 import { contentTypeFor } from '../file-serving/content-type.js'
 import { findLocalCopy } from '../file-serving/local-copy.js'
-import { checkClientRelative, resolveInside } from '../file-serving/local-path.js'
+import { checkClientRelative, openServableFile, resolveInside, type OpenedFile } from '../file-serving/local-path.js'
+import { RemoteFiles } from '../file-serving/remote-file.js'
 import { sendFile } from '../file-serving/send-file.js'
 import { cidParam, withErrors } from '../schemas.js'
 
@@ -29,13 +31,27 @@ function refuseUnfetchable (cid: string): void {
 }
 
 export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
+  let remoteFiles: RemoteFiles | undefined
+  // Looked up per request: the mesh's byte source exists once the mesh has started.
+  const remote = (): RemoteFiles | undefined => {
+    const bytes = ctx.mesh?.bytes
+    if (bytes === undefined) return undefined
+    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.byteCache)
+    return remoteFiles
+  }
   const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
     const cid = parseCid(req.params.cid)
     refuseUnfetchable(cid)
     const doc = ctx.read(() => ctx.records.getDocument(cid))
     if (doc === undefined) throw new UnknownCidError('file not found for CID')
     const copy = await findLocalCopy(ctx.records.copyPaths(doc), ctx.filesPath)
-    if (copy === undefined) throw new UnknownCidError('file does not exist on disk')
+    if (copy === undefined) {
+      const cached = await openCached(ctx, doc.rid)
+      if (cached !== undefined) return await sendFile(req, reply, cached, doc.metadata.filePath ?? '')
+      const r = remote()
+      if (r === undefined) throw new UnknownCidError('file does not exist on disk')
+      return await r.serve(req, reply, doc, cid)
+    }
     return await sendFile(req, reply, copy.file, copy.rel)
   }
 
@@ -158,6 +174,15 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     // Streamed in pages: a 169k-record library is tens of MB of JSON that need never be held at once.
     return reply.send(Readable.from(tuplesJson(ctx, summary)))
   })
+}
+
+/** The cache's copy of record `rid` (fetched whole from a peer before), opened; undefined when there is none. */
+async function openCached (ctx: ApiContext, rid: string): Promise<OpenedFile | undefined> {
+  const p = ctx.byteCache?.pathOf(rid)
+  if (p === undefined) return undefined
+  const file = await openServableFile(p)
+  if (file === undefined) ctx.byteCache?.forget(rid)
+  return file
 }
 
 const registerReply = {

@@ -3,7 +3,8 @@
  * peer id and listening addresses, each peer's sync position and what it
  * sent that was refused) and a digest of the replicated range, equal on two
  * nodes exactly when they hold the same records, versions and tombstones.
- * Both need the token when one is set (peer ids and addresses are internal).
+ * `/api/mesh/transfers`: file bytes moved to and from each peer.
+ * All need the token when one is set (peer ids and addresses are internal).
  */
 import type { FastifyInstance } from 'fastify'
 import type { ApiContext } from '../context.js'
@@ -80,6 +81,35 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
       }, 503)
     }
   }, async () => mesh().status())
+
+  app.get('/api/mesh/transfers', {
+    schema: {
+      summary: 'File bytes moved to and from each peer (the byte protocol): totals, and transfers running now',
+      tags: ['mesh'],
+      response: withErrors({
+        200: {
+          type: 'object',
+          properties: {
+            peers: {
+              type: 'array',
+              items: {
+                type: 'object',
+                properties: {
+                  peerId: str,
+                  bytesServed: { ...int, description: 'file bytes sent to it from this node\'s library' },
+                  bytesFetched: { ...int, description: 'file bytes received from it for this node\'s clients' },
+                  streamsServed: int,
+                  busyRefusals: { ...int, description: 'its byte requests answered busy' },
+                  servingNow: { ...int, description: 'transfers to it running now' },
+                  fetchingNow: { ...int, description: 'transfers from it running now' }
+                }
+              }
+            }
+          }
+        }
+      }, 503)
+    }
+  }, async () => ({ peers: mesh().bytes?.figures() ?? [] }))
 
   app.get('/api/mesh/digest', {
     schema: {

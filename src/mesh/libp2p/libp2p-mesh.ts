@@ -27,6 +27,8 @@ import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshR
 import { RecordReplica } from '../replica-store.js'
 import { logSyncProgress } from '../sync-progress-log.js'
 import type { MeshService, MeshView } from '../service.js'
+import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
+import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
 import { PeerDialer } from './peer-dialer.js'
@@ -60,6 +62,10 @@ export interface Libp2pMeshInit {
   countRpcs?: boolean
   /** This node's name for people, announced to peers (node-names.ts). */
   nodeName?: string
+  /** This node's own copies, for serving bytes to peers (bytes-service.ts); without it every byte request is `not-found`. */
+  localFiles?: LocalFileOpener
+  /** Per-peer limits of the byte protocol over DEFAULT_BYTES_LIMITS. */
+  bytesLimits?: Partial<BytesLimits>
 }
 
 /** The gossipsub parameters a simulation profile may set. */
@@ -95,6 +101,7 @@ export class Libp2pMesh implements MeshService {
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
   private readonly names = new PeerNames()
   private stopProgress: (() => void) | undefined
+  private byteProtocol: BytesProtocol | undefined
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -163,6 +170,8 @@ export class Libp2pMesh implements MeshService {
     this.core = core
     await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
     await handleDigests(node, () => this.digest(), () => this.replica.clock(), this.log, this.opts.requestTimeoutMs)
+    this.byteProtocol = new BytesProtocol(node, this.init.localFiles, { ...DEFAULT_BYTES_LIMITS, ...this.init.bytesLimits }, this.log.child('bytes'))
+    await this.byteProtocol.start()
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
@@ -197,6 +206,11 @@ export class Libp2pMesh implements MeshService {
       }
     })()
     await this.stopping
+  }
+
+  /** Byte ranges of files other nodes hold (undefined until started). */
+  get bytes (): ByteSource | undefined {
+    return this.byteProtocol
   }
 
   /** Pulls from every connected peer now (tests and benchmarks). */

@@ -20,6 +20,7 @@ import { ApiFailure, call, errorText } from '../api.js'
 import { formatAgo, formatCount, formatPeerLag, formatTime, shortId } from '../format.js'
 import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
+import { Transfers } from './transfers.js'
 
 const POLL_MS = 3000
 const COMPARE_KEY = 'meta-core-compare-nodes'
@@ -108,6 +109,7 @@ export function MeshPanel () {
       )}
       {state.kind === 'error' && <ErrorNote error={state.error} />}
       {state.kind === 'mesh' && <MeshView s={state} remotes={remotes} />}
+      {state.kind === 'mesh' && <Transfers />}
       {state.kind === 'mesh' && <CompareForm urls={urls} onChange={setAndSave} remotes={remotes} own={state} />}
     </section>
   )

@@ -102,12 +102,27 @@ function playable (type: string | undefined): 'video' | 'audio' | 'image' | unde
   return undefined
 }
 
+/**
+ * A file this node has no copy of is streamed from a peer that has (the
+ * node does that behind `/file/{cid}`): a HEAD says whether one can, what
+ * it is, and which node it would come from.
+ */
+async function fromPeer (url: string, signal: AbortSignal): Promise<FileInfo & { servedBy?: string }> {
+  const res = await fetch(url, { method: 'HEAD', signal })
+  const servedBy = res.headers.get('x-meta-core-served-by')
+  if (!res.ok || servedBy === null) return { exists: false }
+  return { exists: true, contentType: res.headers.get('content-type') ?? undefined, size: Number(res.headers.get('content-length')), servedBy }
+}
+
 function FileSection ({ cid, title, fileName }: { cid: string, title: string, fileName?: string }) {
-  const info = useLoad(cid, async (signal) => await call<FileInfo>('GET', `/api/file/${encodeURIComponent(cid)}/info`, { signal, quiet: true }))
   const url = `/file/${encodeURIComponent(cid)}`
+  const info = useLoad(cid, async (signal): Promise<FileInfo & { servedBy?: string }> => {
+    const own = await call<FileInfo>('GET', `/api/file/${encodeURIComponent(cid)}/info`, { signal, quiet: true })
+    return own.exists ? own : await fromPeer(url, signal)
+  })
   const i = info.data
   if (i === undefined) return null
-  if (!i.exists) return <section aria-labelledby="file-title"><h2 id="file-title">File</h2><p class="muted">This node holds no copy of the bytes.</p></section>
+  if (!i.exists) return <section aria-labelledby="file-title"><h2 id="file-title">File</h2><p class="muted">No node holding the bytes can serve them now.</p></section>
   const kind = playable(i.contentType)
   return (
     <section aria-labelledby="file-title">
@@ -121,6 +136,7 @@ function FileSection ({ cid, title, fileName }: { cid: string, title: string, fi
         <a href={url} download={fileName ?? true}>Download</a>
         <span class="muted"> {formatBytes(i.size)}{i.contentType !== undefined && `, ${i.contentType}`}{i.filePath !== undefined && `, ${i.filePath}`}</span>
       </p>
+      {i.servedBy !== undefined && <p class="served-by">Streamed from node <code>{i.servedBy}</code>, which holds the file (this node has no copy).</p>}
     </section>
   )
 }
