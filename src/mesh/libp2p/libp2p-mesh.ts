@@ -28,6 +28,7 @@ import { RecordReplica } from '../replica-store.js'
 import type { MeshService, MeshView } from '../service.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
+import { meshScoring } from './gossip-scoring.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
@@ -128,6 +129,7 @@ export class Libp2pMesh implements MeshService {
           allowPublishToZeroTopicPeers: true,
           fallbackToFloodsub: false,
           emitSelf: false,
+          ...meshScoring(this.topic),
           ...this.init.gossip,
           ...(this.counter !== undefined ? { metricsRegister: this.counter.register, metricsTopicStrToLabel: new Map([[this.topic, 'mesh']]) } : {})
         })
@@ -219,6 +221,13 @@ export class Libp2pMesh implements MeshService {
 
   digest (): StoreDigest {
     return this.replica.digest()
+  }
+
+  /** Gossipsub's score of a peer on the mesh topic, and whether it is in our mesh for it (gossip-scoring.ts). */
+  gossipScore (peer: string): { score: number, inMesh: boolean } {
+    // The router implements these; the service's public interface does not name them.
+    const pubsub = this.node?.services.pubsub as unknown as { getScore: (p: string) => number, getMeshPeers: (t: string) => string[] } | undefined
+    return { score: pubsub?.getScore(peer) ?? 0, inMesh: pubsub?.getMeshPeers(this.topic).includes(peer) ?? false }
   }
 
   /** Gossipsub RPCs sent so far (zeros unless created with `countRpcs`). */
