@@ -17,9 +17,9 @@
  */
 export * from './protocol/index.js'
 export {
-  decodeMessage, encodeMessage, WireError, WIRE_VERSION, MAX_MESSAGE_BYTES, MAX_DECODED_BYTES
+  decodeMessage, encodeMessage, WireError, WIRE_VERSION, MAX_MESSAGE_BYTES, MAX_DECODED_BYTES, FRAME_LIMITS, PAGE_LIMITS
 } from './messages.js'
-export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
+export type { DecodeLimits, Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
 export { RecordReplica } from './replica-store.js'
 export type { RecordReplicaOptions, MeshRecords } from './replica-store.js'
 export { StandaloneMesh } from './service.js'

@@ -24,6 +24,25 @@ export const WIRE_VERSION = 1
 export const MAX_MESSAGE_BYTES = 1024 * 1024
 /** Largest body after decompression: a page is built to about 1 MiB of keys and values, and JSON escaping can add to that. */
 export const MAX_DECODED_BYTES = 8 * 1024 * 1024
+/** Most entries one message may carry (a page holds at most `pageKeys`, 20,000 by default). */
+export const MAX_MESSAGE_ENTRIES = 100_000
+
+/** What a message may inflate to and how many entries it may carry; the decoder stops as soon as either is passed. */
+export interface DecodeLimits {
+  maxInflatedBytes: number
+  maxEntries: number
+}
+
+/**
+ * A gossip frame is at most 1 MiB inflated too, and carries at most 10,000
+ * entries: the pusher builds frames of about 256 KiB of keys and values
+ * (6,400 entries of the smallest kind at most) and splits any it encodes
+ * past either bound, while a frame anyone can publish is relayed to every
+ * peer, so its decoding and screening must stay cheap.
+ */
+export const FRAME_LIMITS: Readonly<DecodeLimits> = { maxInflatedBytes: MAX_MESSAGE_BYTES, maxEntries: 10_000 }
+/** Pull replies and requests: a peer answers what we asked for, in pages of about 1 MiB of keys and values. */
+export const PAGE_LIMITS: Readonly<DecodeLimits> = { maxInflatedBytes: MAX_DECODED_BYTES, maxEntries: MAX_MESSAGE_ENTRIES }
 /** Bodies smaller than this are sent as they are: deflate saves nothing worth its CPU on them. */
 const COMPRESS_FROM_BYTES = 512
 /** Cursors and log ids are short opaque strings; anything longer is not ours. */
@@ -109,6 +128,11 @@ function body (m: Message): unknown {
 
 /** Encodes a message; bodies past a few hundred bytes are deflated when that makes them smaller. */
 export function encodeMessage (m: Message): Uint8Array {
+  return encodeSized(m).bytes
+}
+
+/** Encodes a message, and says how many bytes its body takes once inflated (what `DecodeLimits.maxInflatedBytes` bounds). */
+export function encodeSized (m: Message): { bytes: Uint8Array, bodyBytes: number } {
   const json = Buffer.from(JSON.stringify(body(m)))
   let flags = 0
   let payload: Buffer = json
@@ -120,7 +144,7 @@ export function encodeMessage (m: Message): Uint8Array {
   out[0] = WIRE_VERSION
   out[1] = flags
   out.set(payload, 2)
-  return out
+  return { bytes: out, bodyBytes: json.length }
 }
 
 // ------------------------------------------------------------------ decode
@@ -134,7 +158,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
  * origin format. Record-level grammar (root ids, field names) is the
  * store's check, run by the protocol core before applying.
  */
-export function decodeMessage (bytes: Uint8Array): Message {
+export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits> = PAGE_LIMITS): Message {
   if (!(bytes instanceof Uint8Array)) throw new WireError('not bytes')
   if (bytes.length > MAX_MESSAGE_BYTES) throw new WireError(`message of ${bytes.length} bytes is over the ${MAX_MESSAGE_BYTES}-byte limit`)
   if (bytes.length < 2) throw new WireError('message too short')
@@ -144,10 +168,13 @@ export function decodeMessage (bytes: Uint8Array): Message {
   let raw: Uint8Array = bytes.subarray(2)
   if ((flags & FLAG_DEFLATE) !== 0) {
     try {
-      raw = inflateRawSync(raw, { maxOutputLength: MAX_DECODED_BYTES })
+      // zlib inflates chunk by chunk and stops at the first chunk past the limit: a small bomb costs at most the limit.
+      raw = inflateRawSync(raw, { maxOutputLength: limits.maxInflatedBytes })
     } catch (err) {
-      throw new WireError('body does not inflate within the size limit', { cause: err })
+      throw new WireError(`body does not inflate within the ${limits.maxInflatedBytes}-byte limit`, { cause: err })
     }
+  } else if (raw.length > limits.maxInflatedBytes) {
+    throw new WireError(`body of ${raw.length} bytes is over the ${limits.maxInflatedBytes}-byte limit`)
   }
   let o: unknown
   try {
@@ -160,7 +187,7 @@ export function decodeMessage (bytes: Uint8Array): Message {
     case 'push': {
       const origin = str(o.o, 'origin')
       if (!ORIGIN_RE.test(origin)) throw new WireError('bad origin')
-      return { t: 'push', origin, epoch: count(o.e, 'epoch'), seq: count(o.s, 'seq'), entries: decodeBlock(o.b) }
+      return { t: 'push', origin, epoch: count(o.e, 'epoch'), seq: count(o.s, 'seq'), entries: decodeBlock(o.b, limits.maxEntries) }
     }
     case 'pull':
       return { t: 'pull', log: optToken(o.l, 'log'), cursor: optToken(o.c, 'cursor'), maxBytes: pageSize(o.m) }
@@ -168,9 +195,9 @@ export function decodeMessage (bytes: Uint8Array): Message {
       return { t: 'snap', after: optToken(o.a, 'after', MAX_REMOTE_KEY_BYTES), maxBytes: pageSize(o.m) }
     case 'changes':
       if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
-      return { t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }
+      return { t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }
     case 'snapshot':
-      return { t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }
+      return { t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }
     case 'error': {
       const code = str(o.c, 'code') as ErrorCode
       if (!ERROR_CODES.includes(code)) throw new WireError('unknown error code')
@@ -184,7 +211,7 @@ export function decodeMessage (bytes: Uint8Array): Message {
   }
 }
 
-function decodeBlock (b: unknown): RemoteEntry[] {
+function decodeBlock (b: unknown, maxEntries: number): RemoteEntry[] {
   if (!isObject(b) || !Array.isArray(b.o) || !Array.isArray(b.v) || !Array.isArray(b.r)) throw new WireError('bad entry block')
   const origins = b.o.map((x: unknown) => {
     if (typeof x !== 'string' || !ORIGIN_RE.test(x)) throw new WireError('bad origin')
@@ -201,16 +228,20 @@ function decodeBlock (b: unknown): RemoteEntry[] {
     return versions[vi]
   }
   const out: RemoteEntry[] = []
+  const tooMany = (): WireError => new WireError(`more than ${maxEntries} entries`)
+  if (b.r.length > maxEntries) throw tooMany()
   for (const row of b.r as unknown[]) {
     if (!Array.isArray(row) || row.length !== 3 || typeof row[0] !== 'string' || !Array.isArray(row[2])) throw new WireError('bad root group')
     const rid = row[0]
     if (rid.length === 0 || rid.includes('/')) throw new WireError('bad root id')
     if (row[1] !== -1) {
       const [hlc, origin] = version(row[1])
+      if (out.length >= maxEntries) throw tooMany()
       out.push(checkSize({ key: `file:${rid}`, value: null, hlc, origin }))
     }
     for (const g of row[2] as unknown[]) {
       if (!Array.isArray(g) || g.length < 3 || g.length % 2 !== 1) throw new WireError('bad version group')
+      if (out.length + (g.length - 1) / 2 > maxEntries) throw tooMany()
       const [hlc, origin] = version(g[0])
       for (let i = 1; i < g.length; i += 2) {
         const name = g[i] as unknown

@@ -4,7 +4,11 @@
  * gives it (properly signed with its own key, as gossipsub requires).
  */
 import '../../src/mesh/libp2p/polyfill.js'
+import { randomBytes } from 'node:crypto'
+import { generateKeyPair, publicKeyToProtobuf } from '@libp2p/crypto/keys'
 import { gossipsub, type GossipSub } from '@libp2p/gossipsub'
+import { RPC } from '@libp2p/gossipsub/message'
+import { peerIdFromPrivateKey } from '@libp2p/peer-id'
 import { identify } from '@libp2p/identify'
 import { noise } from '@libp2p/noise'
 import { preSharedKey } from '@libp2p/pnet'
@@ -20,6 +24,13 @@ export interface RoguePeer {
   peerId: string
   /** Publishes raw bytes on the mesh topic. */
   publish: (bytes: Uint8Array) => Promise<void>
+  /**
+   * Sends `frame(signer)` on the mesh topic to every peer connected now,
+   * signed by a fresh key (`signer` is its peer id), as gossipsub's own
+   * publish would but with anyone's key: what a member can mint at will.
+   * Returns how many peers it went to.
+   */
+  publishAs: (frame: (signer: string) => Uint8Array) => Promise<number>
   dial: (addr: string) => Promise<void>
   stop: () => Promise<void>
 }
@@ -42,6 +53,18 @@ export async function startRogue (swarmKeyFile: string): Promise<RoguePeer> {
     publish: async (bytes) => {
       await waitFor(() => node.services.pubsub.getSubscribers(topic).length > 0, { timeoutMs: 10_000, what: 'a subscriber of the mesh topic' })
       await node.services.pubsub.publish(topic, bytes)
+    },
+    publishAs: async (frame) => {
+      const key = await generateKeyPair('Ed25519')
+      const signer = peerIdFromPrivateKey(key)
+      const msg: RPC.Message = { from: signer.toMultihash().bytes, data: frame(signer.toString()), seqno: randomBytes(8), topic }
+      msg.signature = await key.sign(Buffer.concat([Buffer.from('libp2p-pubsub:'), RPC.Message.encode(msg)]))
+      msg.key = publicKeyToProtobuf(key.publicKey)
+      // The router's own send: it frames the RPC on the stream gossipsub keeps to each peer.
+      const router = node.services.pubsub as unknown as { sendRpc: (id: string, rpc: RPC) => boolean }
+      let sent = 0
+      for (const p of node.services.pubsub.getPeers()) if (router.sendRpc(p.toString(), { subscriptions: [], messages: [msg] })) sent++
+      return sent
     },
     dial: async (addr) => { await node.dial(multiaddr(addr)) },
     stop: async () => { await node.stop() }

@@ -47,6 +47,7 @@ describe('gossip frames', () => {
   it('refuses forged, malformed, oversized, non-record, replayed and far-future frames whole, and counts them', async () => {
     const c = await twoNodes()
     const a = c.nodes[0]
+    a.core.peerConnected(EVIL) // a connected peer: its refusals are counted against it
     const good = entry(c, 'title', 'ok')
     const bad: Array<[string, Uint8Array, Partial<PeerStatus>]> = [
       ['frame origin is not the signer', frame(c.nodes[1].id, 1, [entry(c, 'x', '1', c.nodes[1].id)]), { forged: 1 }],
@@ -62,7 +63,8 @@ describe('gossip frames', () => {
     ]
     const hlcBefore = a.replica.clock()
     for (const [what, bytes, counts] of bad) {
-      expect(a.core.onGossip(EVIL, bytes), what).toBe('reject')
+      // Drift may be our own clock's fault, and is never the relay's: refused without a gossipsub penalty.
+      expect(a.core.onGossip(EVIL, bytes), what).toBe(counts.driftRefusals === undefined ? 'reject' : 'ignore')
       expect(peerStatus(c, 0, EVIL), what).toMatchObject(counts)
     }
     await c.mesh.settle()

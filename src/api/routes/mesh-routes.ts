@@ -32,6 +32,7 @@ const peerSchema = {
     frameBytesIn: int,
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
     driftRefusals: { ...int, description: 'entries refused for being more than the allowed clock drift ahead' },
+    relayedRejected: { ...int, description: 'frames it relayed from signers we hold no state for, refused as bad' },
     forged: { ...int, description: 'frames whose entries named another origin than their signer' },
     replays: { ...int, description: 'frames whose sequence number was already seen' },
     framesDropped: { ...int, description: 'frames dropped because too many of its frames were waiting (pulled instead)' },

@@ -31,6 +31,7 @@ import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
 import { delayedLink } from './delayed-link.js'
+import { meshScoring } from './gossip-scoring.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
 import { handleDigests, requestDigest, type PeerDigestResult } from './digest-protocol.js'
@@ -146,6 +147,7 @@ export class Libp2pMesh implements MeshService {
           allowPublishToZeroTopicPeers: true,
           fallbackToFloodsub: false,
           emitSelf: false,
+          ...meshScoring(this.topic),
           ...this.init.gossip,
           ...(this.counter !== undefined ? { metricsRegister: this.counter.register, metricsTopicStrToLabel: new Map([[this.topic, 'mesh']]) } : {})
         })
@@ -258,6 +260,13 @@ export class Libp2pMesh implements MeshService {
     if (node === undefined) return out
     await Promise.all(node.getPeers().map(async (p) => { out.set(p.toString(), await requestDigest(node, p, Math.min(PEER_DIGEST_TIMEOUT_MS, this.opts.requestTimeoutMs))) }))
     return out
+  }
+
+  /** Gossipsub's score of a peer on the mesh topic, and whether it is in our mesh for it (gossip-scoring.ts). */
+  gossipScore (peer: string): { score: number, inMesh: boolean } {
+    // The router implements these; the service's public interface does not name them.
+    const pubsub = this.node?.services.pubsub as unknown as { getScore: (p: string) => number, getMeshPeers: (t: string) => string[] } | undefined
+    return { score: pubsub?.getScore(peer) ?? 0, inMesh: pubsub?.getMeshPeers(this.topic).includes(peer) ?? false }
   }
 
   /** Gossipsub RPCs sent so far (zeros unless created with `countRpcs`). */

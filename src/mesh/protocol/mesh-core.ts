@@ -13,7 +13,12 @@
  * Guarantees:
  * - Nothing from a peer touches the store before it passed `decodeMessage`
  *   and the checks here (origin = signer, record grammar, clock drift,
- *   sequence); a bad frame is refused whole and counted against its signer.
+ *   sequence); a bad frame is refused whole and counted against its signer
+ *   (or, for a signer we hold no state for, against the peer that relayed it).
+ * - State per signer (counters, frame sequence) exists only for connected
+ *   peers and for signers of a valid frame, at most `maxSigners` of the
+ *   latter; frames waiting to be applied are bounded per signer and in bytes
+ *   over all of them.
  * - Remote entries are applied one frame or page per transaction, in
  *   arrival order, through one queue.
  * - Every handler catches per message: a bad or failing input is counted
@@ -21,7 +26,7 @@
  */
 import { silentLogger, type Logger } from '../../common/index.js'
 import { parseHlc } from '../../records/index.js'
-import { decodeMessage, WireError } from '../messages.js'
+import { decodeMessage, entryWeight, FRAME_LIMITS, WireError } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { PeerSync, type Screened } from './peer-sync.js'
 import { Pusher } from './push.js'
@@ -29,6 +34,7 @@ import { SequenceTracker } from './sequence.js'
 import { errorReply, servePull, serveSnap } from './serve.js'
 import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
+import { evictBeyond, touch } from './lru.js'
 import type { MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** gossipsub's three validation answers. */
@@ -64,6 +70,8 @@ export class MeshCore {
   private pusher: Pusher | undefined
   private unsubscribe: (() => void) | undefined
   private applyQueue: Promise<void> = Promise.resolve()
+  /** Bytes of gossip entries (`entryWeight`) queued and not yet applied, all signers together. */
+  private queuedBytes = 0
   /** Store work the core started and has not seen finish: stop waits for it, drivers of virtual time too. */
   private readonly inflight = new Set<Promise<unknown>>()
   private state: 'new' | 'starting' | 'running' | 'stopped' = 'new'
@@ -76,7 +84,7 @@ export class MeshCore {
     this.store = init.store
     this.options = meshOptions(init.options)
     this.log = init.logger ?? silentLogger
-    this.sequences = new SequenceTracker(this.options.sequenceWindow)
+    this.sequences = new SequenceTracker(this.options.sequenceWindow, this.options.maxSigners)
     this.blocked = new Set(this.options.blockedPeers)
   }
 
@@ -176,37 +184,52 @@ export class MeshCore {
     if (this.blocked.has(signer)) return 'ignore'
     if (relay !== undefined && this.blocked.has(relay)) return 'reject'
     if (signer === this.selfId) return 'ignore'
-    const p = this.peer(signer)
-    p.counters.framesIn++
-    p.counters.frameBytesIn += bytes.length
-    const refuse = (why: string, fields: Record<string, unknown> = {}): GossipVerdict => {
-      p.counters.framesRejected++
-      this.log.debug('refused a frame', { signer, why, ...fields })
+    // State is kept for connected peers and for signers of a valid frame only: anyone in the mesh can sign
+    // with fresh keys, so a frame from a signer we do not know gets an entry only once it passed every check.
+    let p = this.peers.get(signer)
+    if (p !== undefined) this.heard(signer, p, bytes.length)
+    const refuse = (why: string, fields: Record<string, unknown> = {}, count?: (c: PeerCounters) => void): GossipVerdict => {
+      if (p !== undefined) {
+        p.counters.framesRejected++
+        count?.(p.counters)
+      } else if (relay !== undefined) {
+        const r = this.peers.get(relay)
+        if (r !== undefined) r.counters.relayedRejected++
+      }
+      this.log.debug('refused a frame', { signer, relay, why, ...fields })
       return 'reject'
     }
     let m
     try {
-      m = decodeMessage(bytes)
+      m = decodeMessage(bytes, FRAME_LIMITS)
     } catch (err) {
       return refuse(err instanceof WireError ? err.message : 'undecodable')
     }
     if (m.t !== 'push') return refuse(`a ${m.t} message on the gossip topic`)
     if (m.origin !== signer || m.entries.some(e => e.origin !== signer)) {
-      p.counters.forged++
-      return refuse('entries of another origin than the signer')
+      return refuse('entries of another origin than the signer', {}, c => { c.forged++ })
     }
     const screened = this.screen(m.entries)
     if ('bad' in screened) return refuse(screened.bad)
     if (screened.drifted > 0) {
-      p.counters.driftRefusals += screened.drifted
-      return refuse('entries too far ahead of our clock', { entries: screened.drifted })
+      // Refused, but not the relay's fault, nor surely the signer's (our own clock may be behind): no penalty.
+      if (p !== undefined) {
+        p.counters.framesRejected++
+        p.counters.driftRefusals += screened.drifted
+      }
+      this.log.debug('refused a frame', { signer, why: 'entries too far ahead of our clock', entries: screened.drifted })
+      return 'ignore'
     }
     const verdict = this.sequences.classify(m.origin, m.epoch, m.seq)
-    if (verdict === 'replay') {
-      p.counters.replays++
-      return refuse('frame sequence already seen', { epoch: m.epoch, seq: m.seq })
+    if (verdict === 'replay') return refuse('frame sequence already seen', { epoch: m.epoch, seq: m.seq }, c => { c.replays++ })
+    if (p === undefined) {
+      p = this.peer(signer)
+      this.heard(signer, p, bytes.length)
+      // Connected peers stay: their number is libp2p's to bound.
+      evictBeyond(this.peers, this.options.maxSigners, q => q.sync.connected, q => { q.sync.stop() })
     }
-    if (p.queued >= this.options.maxQueuedFrames) {
+    const weight = m.entries.reduce((n, e) => n + entryWeight(e), 0)
+    if (p.queued >= this.options.maxQueuedFrames || this.queuedBytes + weight > this.options.maxQueuedBytes) {
       // Not the frame's fault: leave it unrecorded and pull instead of queueing without bound.
       p.counters.framesDropped++
       this.pullSoon(signer, relay)
@@ -214,9 +237,18 @@ export class MeshCore {
     }
     this.sequences.record(m.origin, m.epoch, m.seq)
     if (verdict === 'gap') this.pullSoon(signer, relay)
-    p.queued++
-    this.enqueueApply(screened.ok).finally(() => { p.queued-- }).catch(() => {})
+    const entry = p
+    entry.queued++
+    this.queuedBytes += weight
+    this.enqueueApply(screened.ok).finally(() => { entry.queued--; this.queuedBytes -= weight }).catch(() => {})
     return 'accept'
+  }
+
+  /** Counts a frame from a signer we hold state for, and makes it the most recently heard. */
+  private heard (signer: PeerKey, p: PeerEntry, bytes: number): void {
+    p.counters.framesIn++
+    p.counters.frameBytesIn += bytes
+    touch(this.peers, signer, p)
   }
 
   /**

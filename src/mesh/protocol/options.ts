@@ -21,6 +21,18 @@ export interface MeshOptions {
   maxClockDriftMs: number
   /** Frames from one signer waiting to be applied; past this, new ones are dropped (pull repairs). */
   maxQueuedFrames: number
+  /**
+   * Bytes of entries (`entryWeight`) waiting to be applied, all signers
+   * together; past this, new frames are dropped (pull repairs). Signers are
+   * cheap to mint, so a per-signer bound alone bounds nothing.
+   */
+  maxQueuedBytes: number
+  /**
+   * Signers we keep counters and frame sequences for besides the connected
+   * peers, least recently heard from evicted first. Only a signer of a valid
+   * frame gets an entry, so junk from fresh keys takes none.
+   */
+  maxSigners: number
   /** Pull pages served to one peer per second, sustained… */
   servePagesPerSecond: number
   /** …and in a burst. */
@@ -42,6 +54,8 @@ export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
   requestTimeoutMs: 15_000,
   maxClockDriftMs: 10_000,
   maxQueuedFrames: 256,
+  maxQueuedBytes: 64 * 1024 * 1024,
+  maxSigners: 1024,
   servePagesPerSecond: 50,
   servePageBurst: 200,
   sequenceWindow: 4096,

@@ -9,7 +9,7 @@
  * node applied reaches its other peers through their pulls (and through the
  * origin's own frame, which gossipsub relays).
  */
-import { encodeMessage, entryWeight, MAX_MESSAGE_BYTES } from '../messages.js'
+import { encodeSized, entryWeight, FRAME_LIMITS, MAX_MESSAGE_BYTES } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import type { MeshRuntime, RemoteEntry } from './runtime.js'
 
@@ -71,7 +71,7 @@ export class Pusher {
     let size = 0
     for (const e of entries) {
       const w = entryWeight(e)
-      if (chunk.length > 0 && size + w > FRAME_ENTRY_BYTES) {
+      if (chunk.length > 0 && (size + w > FRAME_ENTRY_BYTES || chunk.length >= FRAME_LIMITS.maxEntries)) {
         this.publish(chunk)
         chunk = []
         size = 0
@@ -84,16 +84,16 @@ export class Pusher {
 
   private publish (entries: RemoteEntry[]): void {
     const seq = this.seq + 1
-    const frame = encodeMessage({ t: 'push', origin: this.selfId, epoch: this.epoch, seq, entries })
-    if (frame.length > MAX_MESSAGE_BYTES) {
+    const { bytes: frame, bodyBytes } = encodeSized({ t: 'push', origin: this.selfId, epoch: this.epoch, seq, entries })
+    if (frame.length > MAX_MESSAGE_BYTES || bodyBytes > FRAME_LIMITS.maxInflatedBytes) {
       // Only a pathological batch gets here (a chunk holds at most 256 KiB of raw entries plus one entry of
-      // at most ~770 KiB); split it rather than send what every peer would refuse.
+      // at most ~770 KiB, which JSON escaping can blow up); split it rather than send what every peer would refuse.
       if (entries.length > 1) {
         const half = Math.ceil(entries.length / 2)
         this.publish(entries.slice(0, half))
         this.publish(entries.slice(half))
       } else {
-        this.onError(new Error(`one entry encodes to ${frame.length} bytes, over the frame limit; left to the pull path`))
+        this.onError(new Error(`one entry encodes to ${Math.max(frame.length, bodyBytes)} bytes, over the frame limit; left to the pull path`))
       }
       return
     }

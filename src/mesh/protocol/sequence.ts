@@ -12,7 +12,13 @@
  * The first frame of an origin we never heard from is `next` when it is
  * the first of its epoch, else `gap`: we cannot know what we missed, so a
  * pull settles it (once per origin after our start).
+ *
+ * At most `maxOrigins` origins are remembered, least recently recorded
+ * evicted first: a forgotten origin's next frame is a `gap` (a pull), never
+ * a refusal.
  */
+import { evictBeyond, touch } from './lru.js'
+
 export type SequenceVerdict = 'next' | 'gap' | 'replay'
 
 interface OriginSequence {
@@ -24,7 +30,7 @@ interface OriginSequence {
 export class SequenceTracker {
   private readonly origins = new Map<string, OriginSequence>()
 
-  constructor (private readonly window: number) {}
+  constructor (private readonly window: number, private readonly maxOrigins = Infinity) {}
 
   classify (origin: string, epoch: number, seq: number): SequenceVerdict {
     const o = this.origins.get(origin)
@@ -38,10 +44,9 @@ export class SequenceTracker {
   /** Records an accepted frame. */
   record (origin: string, epoch: number, seq: number): void {
     let o = this.origins.get(origin)
-    if (o === undefined || epoch > o.epoch) {
-      o = { epoch, high: seq, seen: new Set() }
-      this.origins.set(origin, o)
-    }
+    if (o === undefined || epoch > o.epoch) o = { epoch, high: seq, seen: new Set() }
+    touch(this.origins, origin, o)
+    if (this.origins.size > this.maxOrigins) evictBeyond(this.origins, this.maxOrigins, () => false)
     o.seen.add(seq)
     if (seq > o.high) o.high = seq
     if (o.seen.size > 2 * this.window) {

@@ -13,6 +13,8 @@ export interface PeerCounters {
   framesRejected: number
   /** Entries from this peer refused for being too far ahead of our clock. */
   driftRefusals: number
+  /** Frames this peer relayed to us, signed by a signer we hold no state for, that we refused (gossipsub scores the relay down for them). */
+  relayedRejected: number
   /** Frames whose entries named another origin than their signer. */
   forged: number
   /** Frames whose sequence we had already seen. */
@@ -74,6 +76,7 @@ export function emptyCounters (): PeerCounters {
     frameBytesIn: 0,
     framesRejected: 0,
     driftRefusals: 0,
+    relayedRejected: 0,
     forged: 0,
     replays: 0,
     framesDropped: 0,
