@@ -45,6 +45,8 @@ export type {
 } from './types.js'
 export { InvalidPathError, FileNotFoundError, FilesPathUnavailableError } from './errors.js'
 export { createFsEventSource } from './fs-event-source.js'
+export { systemRuntime } from './runtime.js'
+export type { WatcherRuntime } from './runtime.js'
 export type { FsEventSourceOptions } from './fs-event-source.js'
 export { createScriptedEventSource } from './scripted-event-source.js'
 export type { ScriptedEventSource } from './scripted-event-source.js'
