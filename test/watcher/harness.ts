@@ -11,7 +11,7 @@ import { waitFor, type Logger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import {
   FILE_EVENTS, createFsEventSource, createScriptedEventSource, createWatcher,
-  type FileEventSource, type ScriptedEventSource, type WatcherHandle, type WatcherInit
+  type FileEventSource, type ScriptedEventSource, type WatcherHandle, type WatcherInit, type WatcherRuntime
 } from '../../src/watcher/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
@@ -31,6 +31,8 @@ export interface HarnessOptions extends Partial<WatcherInit> {
   /** Start the watcher at once (default true). */
   start?: boolean
   logger?: Logger
+  /** The watcher's clocks, timers, stat and hash (default: the system's). */
+  runtime?: WatcherRuntime
 }
 
 export interface Harness {
@@ -76,9 +78,9 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     store = openNodeStore({ path: dbPath, nodeId: 'node-test' })
     scripted = kind === 'scripted' ? createScriptedEventSource() : undefined
     source = kind === 'real' ? createFsEventSource({ root: files }) : scripted
-    const { source: _s, start: _st, logger, ...init } = o
+    const { source: _s, start: _st, logger, runtime, ...init } = o
     watcher = createWatcher(
-      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}) },
+      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}), ...(runtime !== undefined ? { runtime } : {}) },
       { filesPath: files, settleMs: SETTLE_MS, rescanIntervalMs: 3_600_000, enabled: kind !== 'none', ...init }
     )
     if (o.start !== false) await watcher.start()

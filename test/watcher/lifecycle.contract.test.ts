@@ -270,6 +270,41 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
   })
 
+  it('a copy made and the first deleted within one settle window keeps the record and its fields, at the copy', async () => {
+    const h = await harness(kind)
+    const data = Buffer.alloc(4097, 0x5a)
+    h.fsd.write('watch/s2/f2.bin', data)
+    await h.waitEvents(e => e.length === 1, 'the first add')
+    const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
+    const rid = h.store.records.resolveRoot(cid)
+    await h.store.records.mergeFlat(cid, { title: 'Kept' })
+    h.fsd.write('watch/copy/dup.bin', data)
+    h.fsd.remove('watch/s2/f2.bin')
+    await h.waitEvents(e => e.length === 2, 'the move to the copy')
+    await h.idle()
+    expect(shapes(h.events())[1]).toEqual({ type: 'rename', oldPath: 'watch/s2/f2.bin', path: 'watch/copy/dup.bin', size: '4097', midhash256: cid })
+    expect(h.store.records.resolveRoot(cid)).toBe(rid)
+    expect(h.store.records.getDocument(cid)!.metadata).toMatchObject({ title: 'Kept', filePath: '/files/watch/copy/dup.bin', [HOLDER]: 'true' })
+  })
+
+  it('a copy made and the first deleted while the node was down keeps the record and its fields, at the copy', async () => {
+    const h = await harness(kind)
+    const data = Buffer.alloc(4097, 0x5a)
+    h.fsd.write('watch/s2/f2.bin', data)
+    await h.waitEvents(e => e.length === 1, 'the first add')
+    const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
+    await h.store.records.mergeFlat(cid, { title: 'Kept' })
+    await h.shutdown()
+    fs.mkdirSync(h.abs('watch/copy'), { recursive: true })
+    fs.writeFileSync(h.abs('watch/copy/dup.bin'), data)
+    fs.rmSync(h.abs('watch/s2/f2.bin'))
+    await h.reopen()
+    await h.idle()
+    expect(shapes(h.events()).slice(1)).toEqual([{ type: 'rename', oldPath: 'watch/s2/f2.bin', path: 'watch/copy/dup.bin', size: '4097', midhash256: cid }])
+    expect(h.store.records.getDocument(cid)!.metadata).toMatchObject({ title: 'Kept', filePath: '/files/watch/copy/dup.bin', [HOLDER]: 'true' })
+    expect(h.store.records.countRecords()).toBe(1)
+  })
+
   it('a file written slowly over several seconds is recorded once, whole', async () => {
     // Writes 250 ms apart for 2.5 s against an 800 ms settle window: no pause is long enough to pass for finished.
     const h = await harness(kind, 800)
