@@ -132,6 +132,16 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
   return h
 }
 
+/** Writes `rel` (through the driver), waits for its add and gives its record a title a person would; returns its midhash. */
+export async function recordWithTitle (h: Harness, rel: string, data: Uint8Array, title = 'Kept'): Promise<string> {
+  const before = h.events().length
+  h.fsd.write(rel, data)
+  await h.waitEvents(e => e.length === before + 1, `the add of ${rel}`)
+  const cid = await midhashOf(h.abs(rel))
+  await h.store.records.mergeFlat(cid, { title })
+  return cid
+}
+
 /** The events a test cares about, without timestamps. */
 export function shapes (evs: Array<Record<string, string>>): Array<Record<string, string>> {
   return evs.map(({ timestamp: _t, ...rest }) => rest)

@@ -6,7 +6,7 @@
 import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sleep } from '../../src/common/index.js'
-import { midhashOf, openHarness, shapes, type Harness, type SourceKind } from './harness.js'
+import { midhashOf, openHarness, recordWithTitle, shapes, type Harness, type SourceKind } from './harness.js'
 
 const open: Harness[] = []
 afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
@@ -19,6 +19,8 @@ async function harness (kind: SourceKind, settleMs?: number): Promise<Harness> {
 }
 
 const HOLDER = 'holders/node-test'
+const DATA_4097 = Buffer.alloc(4097, 0x5a)
+
 
 describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (kind) => {
   it('records a new file: one root with filePath, size, mtime, midhash alias and holder, and an add event', async () => {
@@ -272,13 +274,9 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
 
   it('a copy made and the first deleted within one settle window keeps the record and its fields, at the copy', async () => {
     const h = await harness(kind)
-    const data = Buffer.alloc(4097, 0x5a)
-    h.fsd.write('watch/s2/f2.bin', data)
-    await h.waitEvents(e => e.length === 1, 'the first add')
-    const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
+    const cid = await recordWithTitle(h, 'watch/s2/f2.bin', DATA_4097)
     const rid = h.store.records.resolveRoot(cid)
-    await h.store.records.mergeFlat(cid, { title: 'Kept' })
-    h.fsd.write('watch/copy/dup.bin', data)
+    h.fsd.write('watch/copy/dup.bin', DATA_4097)
     h.fsd.remove('watch/s2/f2.bin')
     await h.waitEvents(e => e.length === 2, 'the move to the copy')
     await h.idle()
@@ -289,14 +287,10 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
 
   it('a copy made and the first deleted while the node was down keeps the record and its fields, at the copy', async () => {
     const h = await harness(kind)
-    const data = Buffer.alloc(4097, 0x5a)
-    h.fsd.write('watch/s2/f2.bin', data)
-    await h.waitEvents(e => e.length === 1, 'the first add')
-    const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
-    await h.store.records.mergeFlat(cid, { title: 'Kept' })
+    const cid = await recordWithTitle(h, 'watch/s2/f2.bin', DATA_4097)
     await h.shutdown()
     fs.mkdirSync(h.abs('watch/copy'), { recursive: true })
-    fs.writeFileSync(h.abs('watch/copy/dup.bin'), data)
+    fs.writeFileSync(h.abs('watch/copy/dup.bin'), DATA_4097)
     fs.rmSync(h.abs('watch/s2/f2.bin'))
     await h.reopen()
     await h.idle()
