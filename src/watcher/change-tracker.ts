@@ -158,7 +158,6 @@ export class ChangeTracker {
     }
     const fresh = new Candidate(rel, st)
     this.candidates.set(rel, fresh)
-    this.moves.track(fresh.size)
     if (tag !== undefined) this.tags.set(fresh, tag)
     if (this.settle.quiet(st.mtimeNs, this.rt.now())) {
       fresh.quiet = true
@@ -167,6 +166,7 @@ export class ChangeTracker {
       this.settle.start(fresh, this.rt.monotonic())
       this.schedule()
     }
+    this.moves.track(fresh)
   }
 
   /** Takes an unsubmitted pending delete of this content, for a move; returns its path. */
@@ -194,13 +194,13 @@ export class ChangeTracker {
   // ------------------------------------------------------------ settling
 
   private changed (c: Candidate, st: FileStat): void {
-    this.moves.untrack(c.size)
+    this.moves.untrack(c)
     c.size = st.size
     c.mtimeNs = st.mtimeNs
     c.real = st.real
-    this.moves.track(c.size)
     c.dirty = false
     this.settle.start(c, this.rt.monotonic())
+    this.moves.track(c)
     this.tags.clear(c)
     this.schedule()
   }
@@ -343,7 +343,7 @@ export class ChangeTracker {
     c.dropped = true
     this.candidates.delete(c.rel)
     this.settle.delete(c)
-    this.moves.untrack(c.size)
+    this.moves.untrack(c)
     this.tags.clear(c)
   }
 

@@ -1,4 +1,5 @@
 import type { FileEntry } from './file-state.js'
+import type { Candidate } from './settle-policy.js'
 
 /** A known file not found: written as `gone` once the settle window passes without its bytes turning up elsewhere. */
 export interface PendingDelete {
@@ -27,14 +28,18 @@ export interface PendingDelete {
  * also waits while any unresolved candidate has its size: bytes that are the
  * same have the same size (a move keeps the mtime too, a copy does not), and
  * sizes of media files are nearly unique, so the wait is for the one file
- * that may be its copy. Candidates are counted here by size (`track` /
- * `untrack`) for that reason.
+ * that may be its copy. Candidates are indexed here by size (`track` /
+ * `untrack`) for that reason. A settling candidate holds a delete only if it
+ * has been still since before the delete fell due (it is then ripe within a
+ * window): a same-size file rewritten for ever (a disk image in use) never
+ * holds one back for ever, while a queued or hashing one holds it until the
+ * queue reaches it, as the queue always does.
  */
 export class MoveMatcher {
   private readonly pending = new Map<string, PendingDelete>()
   private readonly byCid = new Map<string, Set<string>>()
   /** Unresolved candidates per size. */
-  private readonly sizes = new Map<number, number>()
+  private readonly sizes = new Map<number, Set<Candidate>>()
 
   get size (): number {
     return this.pending.size
@@ -89,20 +94,32 @@ export class MoveMatcher {
     const out: PendingDelete[] = []
     for (const pd of this.pending.values()) {
       if (pd.submitted || now < pd.due) continue
-      if ((this.sizes.get(pd.size) ?? 0) > 0) continue
+      if (this.held(pd)) continue
       out.push(pd)
     }
     return out
   }
 
-  track (size: number): void {
-    this.sizes.set(size, (this.sizes.get(size) ?? 0) + 1)
+  /** `c` is unresolved with its current size. */
+  track (c: Candidate): void {
+    let set = this.sizes.get(c.size)
+    if (set === undefined) { set = new Set(); this.sizes.set(c.size, set) }
+    set.add(c)
   }
 
-  untrack (size: number): void {
-    const n = (this.sizes.get(size) ?? 0) - 1
-    if (n <= 0) this.sizes.delete(size)
-    else this.sizes.set(size, n)
+  /** `c` is resolved, or about to change size (call before the change). */
+  untrack (c: Candidate): void {
+    const set = this.sizes.get(c.size)
+    if (set === undefined) return
+    set.delete(c)
+    if (set.size === 0) this.sizes.delete(c.size)
+  }
+
+  private held (pd: PendingDelete): boolean {
+    const set = this.sizes.get(pd.size)
+    if (set === undefined) return false
+    for (const c of set) if (c.phase !== 'settling' || c.stableSince <= pd.due) return true
+    return false
   }
 
   clear (): void {

@@ -79,6 +79,18 @@ describe('a delete and a copy of the same bytes', () => {
     await h.idle()
   })
 
+  it('a file of the same size rewritten again and again does not hold the delete back for ever', async () => {
+    const { h, rt } = await open()
+    const cid = await recorded(h, rt)
+    h.fsd.remove('s2/f2.bin')
+    for (let i = 0; i < 8 && h.events().length < 2; i++) {
+      h.fsd.write('busy.img', Buffer.alloc(4097, i)) // same size, other bytes, a new mtime each time
+      await rt.advance(SETTLE / 2, { stepMs: 2_500 })
+    }
+    expect(h.events()[1]).toMatchObject({ type: 'delete', path: 's2/f2.bin' })
+    expect(h.store.records.resolveRoot(cid)).toBeUndefined()
+  })
+
   it('a file of another size does not hold the delete back', async () => {
     const { h, rt } = await open()
     const cid = await recorded(h, rt)

@@ -1,7 +1,8 @@
 /**
  * A watcher runtime on a virtual clock: timers run only when the test moves
  * time on, so a settle window of minutes passes in a few real milliseconds
- * and nothing the watcher schedules fires while the test looks. Stats and
+ * and nothing the watcher schedules fires while the test looks (the wall
+ * clock, which file mtimes are compared with, stays real). Stats and
  * hashes are the real file system's; `holdHash` keeps one path's hash from
  * finishing until released (a long hash queue, on demand).
  */
@@ -26,7 +27,6 @@ export interface VirtualRuntime extends WatcherRuntime {
 }
 
 export function virtualRuntime (): VirtualRuntime {
-  const wall0 = Date.now()
   let t = 0
   let seq = 0
   const timers: Timer[] = []
@@ -52,7 +52,8 @@ export function virtualRuntime (): VirtualRuntime {
   }
 
   return {
-    now: () => wall0 + t,
+    // The wall clock stays the real one: the disk writes file mtimes with it, and a file is quiet by comparing the two.
+    now: () => Date.now(),
     monotonic: () => t,
     schedule (delayMs, fn) {
       const timer: Timer = { at: t + Math.max(0, delayMs), seq: seq++, fn, done: false }
