@@ -1,7 +1,10 @@
 /**
  * The record lifecycle, run once with OS events and once with scripted
  * events (architecture habit 10): both must lead the one state machine to
- * the same records and the same file:events.
+ * the same records and the same file:events. The OS run is real time on a
+ * real folder; the scripted run drives the watcher's injected runtime on a
+ * virtual clock (its settle windows pass as the test waits). The short real
+ * sleeps left only give a rewrite a new mtime.
  */
 import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -12,7 +15,8 @@ const open: Harness[] = []
 afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
 
 async function harness (kind: SourceKind, settleMs?: number): Promise<Harness> {
-  const h = await openHarness({ source: kind, ...(settleMs !== undefined ? { settleMs } : {}) })
+  // Scripted hints run on a virtual clock (settle windows pass as the test waits); OS events on real time, as they must.
+  const h = await openHarness({ source: kind, clock: kind === 'scripted' ? 'virtual' : 'real', ...(settleMs !== undefined ? { settleMs } : {}) })
   open.push(h)
   await h.idle()
   return h
@@ -305,7 +309,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     const chunk = 'x'.repeat(4096)
     h.fsd.write('slow/big.bin', chunk)
     for (let i = 1; i < 10; i++) {
-      await sleep(250)
+      await h.pause(250)
       expect(h.events()).toEqual([])
       h.fsd.append('slow/big.bin', chunk)
     }
