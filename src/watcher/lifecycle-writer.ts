@@ -163,7 +163,7 @@ export class LifecycleWriter {
       // Gather steps finishing close together into one batch (and one transaction): during a scan files
       // finish hashing a few at a time, and a transaction per file costs about twice the work per file.
       // The wait is small against the settle window every change has already waited.
-      if (this.queue.length < this.maxBatch) await new Promise<void>(resolve => { this.rt.schedule(this.gatherMs, resolve) })
+      if (this.queue.length < this.maxBatch) await new Promise<void>(resolve => { this.rt.schedule(this.gatherMs, resolve, { keepAlive: true }) })
       await this.runBatch(this.takeBatch())
     }
   }

@@ -10,8 +10,9 @@
  *
  * Contract (as the mesh core's runtime):
  * - `schedule` never runs `fn` inside the call; `fn` runs at most once;
- *   cancelling after it ran (or twice) is a no-op. Timers never keep the
- *   process alive.
+ *   cancelling after it ran (or twice) is a no-op. A timer keeps the
+ *   process alive only when asked (`keepAlive`: a write on its way); the
+ *   settle ticks, hint gathering and the rescan never do.
  * - `monotonic` never goes back; settle windows are measured on it, so a
  *   step of the wall clock neither holds a change back nor hurries it.
  * - `now` is the wall clock, the one file mtimes are written with (a file
@@ -27,7 +28,7 @@ export interface WatcherRuntime {
   /** Monotonic ms (any origin). */
   monotonic: () => number
   /** Runs `fn` after `delayMs`; returns a cancel function. */
-  schedule: (delayMs: number, fn: () => void) => () => void
+  schedule: (delayMs: number, fn: () => void, opts?: { keepAlive?: boolean }) => () => void
   /** The library file at `rel` below `root` (symlink rules of the walk), or null when none is there. */
   stat: (root: string, rel: string) => Promise<FileStat | null>
   /** The file's midhash256 digest, reading `size` bytes' sample; never follows a symlink itself. */
@@ -37,9 +38,9 @@ export interface WatcherRuntime {
 export const systemRuntime: WatcherRuntime = {
   now: () => Date.now(),
   monotonic: () => performance.now(),
-  schedule (delayMs, fn) {
+  schedule (delayMs, fn, opts) {
     const t = setTimeout(fn, delayMs)
-    t.unref()
+    if (opts?.keepAlive !== true) t.unref()
     return () => { clearTimeout(t) }
   },
   stat: statFile,
