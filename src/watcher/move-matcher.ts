@@ -33,7 +33,9 @@ export interface PendingDelete {
  * has been still since before the delete fell due (it is then ripe within a
  * window): a same-size file rewritten for ever (a disk image in use) never
  * holds one back for ever, while a queued or hashing one holds it until the
- * queue reaches it, as the queue always does.
+ * queue reaches it, as the queue always does. A path known only from the
+ * records (no state row: after a crash) has no size, and waits for every
+ * candidate.
  */
 export class MoveMatcher {
   private readonly pending = new Map<string, PendingDelete>()
@@ -116,9 +118,12 @@ export class MoveMatcher {
   }
 
   private held (pd: PendingDelete): boolean {
-    const set = this.sizes.get(pd.size)
-    if (set === undefined) return false
-    for (const c of set) if (c.phase !== 'settling' || c.stableSince <= pd.due) return true
+    // An unconfirmed entry (known from the records only) has no size: any candidate may be its copy.
+    const sets = pd.size < 0 ? [...this.sizes.values()] : [this.sizes.get(pd.size)]
+    for (const set of sets) {
+      if (set === undefined) continue
+      for (const c of set) if (c.phase !== 'settling' || c.stableSince <= pd.due) return true
+    }
     return false
   }
 

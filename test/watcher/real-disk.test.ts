@@ -221,6 +221,20 @@ describe('changes made while the node was down, on a real disk', () => {
     await settledScan(h, 1)
   })
 
+  it('a path known only from the records (a crash before its state row) that is gone, with a copy on disk: the record stays, at the copy', async () => {
+    const h = await harness()
+    await h.shutdown()
+    write(h, 'copy/dup.bin', A)
+    const cid = await midhashOf(h.abs('copy/dup.bin'))
+    await h.reopen({ source: 'real', start: false })
+    const rid = await h.store.records.mint('/files/s2/f2.bin', A.length, 1n, { [`cids/${cid}`]: 'true', [ME]: 'true', title: 'Kept' })
+    await h.watcher.start()
+    await h.idle()
+    expect(h.store.records.resolveRoot(cid)).toBe(rid)
+    expect(h.store.records.getFlat(cid)).toMatchObject({ title: 'Kept', filePath: '/files/copy/dup.bin' })
+    expect(paths(h, cid)).toEqual(['/files/copy/dup.bin'])
+  })
+
   it('a copy deleted while down leaves the record at the first file', async () => {
     const h = await harness()
     const cid = await recorded(h, 'a/one.bin', A)
