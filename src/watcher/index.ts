@@ -25,6 +25,7 @@
  *   no other node holds it; a deleted `filePath` is replaced by a copy, with
  *   that copy's size and mtime.
  * - A vanished file's record is not released while a file of the same size
+ *   (of any size, for a path known only from the records after a crash)
  *   found meanwhile still waits to be hashed: a move, or a copy made as the
  *   first file goes (`cp` then `rm`, or both while the node was down), is one
  *   `rename` and keeps the record with every field people gave it.
