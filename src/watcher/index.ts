@@ -24,9 +24,17 @@
  *   (neither its duplicate rows nor the paths the state knows name one) and
  *   no other node holds it; a deleted `filePath` is replaced by a copy, with
  *   that copy's size and mtime.
+ * - A vanished file's record is not released while a file of the same size
+ *   (of any size, for a path known only from the records after a crash)
+ *   found meanwhile still waits to be hashed: a move, or a copy made as the
+ *   first file goes (`cp` then `rm`, or both while the node was down), is one
+ *   `rename` and keeps the record with every field people gave it.
  * - After a restart, files whose size and mtime match their state row cause
  *   no hashing and no event; files removed while down are announced `delete`,
  *   moved ones `rename`.
+ * - Its clocks, timers and the stats and hashes its decisions rest on come
+ *   from one injected `WatcherRuntime` (`systemRuntime` by default), so tests
+ *   drive its windows on a virtual clock.
  * - Hidden paths (a segment starting with `.`) are not part of the library.
  *   Neither are FIFOs, sockets and devices (never opened: a FIFO's open
  *   blocks), symlinks whose target lies outside the library (never read),
@@ -45,6 +53,8 @@ export type {
 } from './types.js'
 export { InvalidPathError, FileNotFoundError, FilesPathUnavailableError } from './errors.js'
 export { createFsEventSource } from './fs-event-source.js'
+export { systemRuntime } from './runtime.js'
+export type { WatcherRuntime } from './runtime.js'
 export type { FsEventSourceOptions } from './fs-event-source.js'
 export { createScriptedEventSource } from './scripted-event-source.js'
 export type { ScriptedEventSource } from './scripted-event-source.js'

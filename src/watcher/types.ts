@@ -5,6 +5,7 @@
 import type { Logger, Startable } from '../common/index.js'
 import type { FileRecords, LocalStore, RecordReads } from '../records/index.js'
 import type { EventSourceStatus, FileEventSource } from './file-event-source.js'
+import type { WatcherRuntime } from './runtime.js'
 
 /** The stream the watcher appends file events to (served by GET /api/events/files); named by the record layer, which serves it. */
 export { FILE_EVENTS } from '../records/index.js'
@@ -17,6 +18,8 @@ export interface WatcherComponents {
   logger?: Logger
   /** Where live change hints come from; default: the OS (`createFsEventSource`) when enabled. */
   eventSource?: FileEventSource
+  /** Clocks, timers, the settle re-stat and the hash (default `systemRuntime`); a test's virtual clock drives the settle windows. */
+  runtime?: WatcherRuntime
 }
 
 export interface WatcherInit {

@@ -8,6 +8,7 @@ import { isHiddenPath, isUnder, type FileEventSource } from './file-event-source
 import { FileState } from './file-state.js'
 import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
+import { systemRuntime, type WatcherRuntime } from './runtime.js'
 import { ProgressMeter } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
 import { statPath, walkTree, type SkipReason, type SkippedEntry } from './tree-walk.js'
@@ -44,6 +45,7 @@ class FilesWatcher implements WatcherHandle {
   private readonly watcherId: string
   private readonly holderId: string
   private readonly log: Logger
+  private readonly rt: WatcherRuntime
   private readonly state = new FileState()
   private readonly writer: LifecycleWriter
   private readonly tracker: ChangeTracker
@@ -59,13 +61,13 @@ class FilesWatcher implements WatcherHandle {
   private waitingScan: Promise<ScanSummary> | undefined
   private scanning = false
   private lastScan: string | undefined
-  private rescanTimer: NodeJS.Timeout | undefined
+  private cancelRescan: (() => void) | undefined
   /** Entries the last full scan skipped, by reason (GET /api/watchers). */
   private skippedCounts: Record<SkipReason, number> = { special: 0, outside: 0, unnamable: 0 }
   /** Skipped entries already logged: each is logged once while it stays (reset by every full scan). */
   private loggedSkips = new Set<string>()
   private hints = new Set<string>()
-  private hintTimer: NodeJS.Timeout | undefined
+  private cancelHints: (() => void) | undefined
   private hintWork: Promise<void> | undefined
 
   constructor (components: WatcherComponents, init: WatcherInit) {
@@ -86,11 +88,13 @@ class FilesWatcher implements WatcherHandle {
     if (this.holderId.includes('/')) throw new InvalidInputError('holderId cannot contain "/"')
     validateFieldPath(`holders/${this.holderId}`)
     this.log = (components.logger ?? silentLogger).child('watcher')
+    this.rt = components.runtime ?? systemRuntime
     let tracker: ChangeTracker | undefined
     this.writer = new LifecycleWriter({
       records: components.records,
       state: this.state,
       holderId: this.holderId,
+      runtime: this.rt,
       logger: this.log,
       claimPendingDelete: cid => tracker?.claimPendingDelete(cid),
       recheck: rel => { this.hint(rel) }
@@ -101,6 +105,7 @@ class FilesWatcher implements WatcherHandle {
       writer: this.writer,
       settleMs,
       hashConcurrency,
+      runtime: this.rt,
       logger: this.log,
       recheck: rel => { this.hint(rel) },
       onHashed: bytes => { this.progress.hashed(bytes) }
@@ -139,9 +144,9 @@ class FilesWatcher implements WatcherHandle {
       await stopAll([
         async () => { await this.source?.stop() },
         () => {
-          clearTimeout(this.rescanTimer)
-          clearTimeout(this.hintTimer)
-          this.hintTimer = undefined
+          this.cancelRescan?.()
+          this.cancelHints?.()
+          this.cancelHints = undefined
           this.hints.clear()
         },
         async () => { await this.tracker.stop() },
@@ -214,7 +219,7 @@ class FilesWatcher implements WatcherHandle {
   private async runScan (kind: ScanKind): Promise<ScanSummary> {
     const signal = this.controller.signal
     if (signal.aborted) throw new AbortedError('watcher stopped')
-    clearTimeout(this.rescanTimer)
+    this.cancelRescan?.()
     this.scanning = true
     const tag = this.tracker.openTag()
     this.progress.begin(kind)
@@ -268,7 +273,7 @@ class FilesWatcher implements WatcherHandle {
   private async resetState (): Promise<void> {
     await this.c.records.local.write(tx => {
       tx.clearStream(FILE_EVENTS)
-      tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(Date.now()) })
+      tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(this.rt.now()) })
       FileState.clearRows(tx)
     })
     // Entries stay in memory (fresh) only so that files gone since can still be cleaned up and announced.
@@ -293,12 +298,11 @@ class FilesWatcher implements WatcherHandle {
   }
 
   private armRescan (): void {
-    clearTimeout(this.rescanTimer)
+    this.cancelRescan?.()
     if (!this.started || !this.enabled) return
-    this.rescanTimer = setTimeout(() => {
+    this.cancelRescan = this.rt.schedule(this.rescanMs, () => {
       this.requestScan('scan').catch(err => { this.scanFailed(err) })
-    }, this.rescanMs)
-    this.rescanTimer.unref()
+    })
   }
 
   private scanFailed (err: unknown): void {
@@ -330,9 +334,8 @@ class FilesWatcher implements WatcherHandle {
   private hint (rel: string): void {
     if (!this.started || isHiddenPath(rel)) return
     this.hints.add(rel)
-    if (this.hintTimer === undefined && this.hintWork === undefined) {
-      this.hintTimer = setTimeout(() => { this.hintTimer = undefined; this.flushHints() }, HINT_DELAY_MS)
-      this.hintTimer.unref()
+    if (this.cancelHints === undefined && this.hintWork === undefined) {
+      this.cancelHints = this.rt.schedule(HINT_DELAY_MS, () => { this.cancelHints = undefined; this.flushHints() })
     }
   }
 

@@ -10,7 +10,7 @@
  */
 import fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
-import { harnessPerTest, midhashOf, type Harness } from './harness.js'
+import { harnessPerTest, recordWithTitle, type Harness } from './harness.js'
 
 const harness = harnessPerTest({ source: 'scripted' })
 
@@ -19,11 +19,7 @@ const DATA = Buffer.alloc(4097, 0x5a)
 
 /** f2.bin recorded, with a title a person gave it; returns its midhash. */
 async function recordFirst (h: Harness): Promise<string> {
-  h.fsd.write('watch/s2/f2.bin', DATA)
-  await h.waitEvents(e => e.length === 1, 'the first add')
-  const cid = await midhashOf(h.abs('watch/s2/f2.bin'))
-  await h.store.records.mergeFlat(cid, { title: 'Kept' })
-  return cid
+  return await recordWithTitle(h, 'watch/s2/f2.bin', DATA)
 }
 
 /** Writes the copy on disk without a hint: the watcher does not know it. */

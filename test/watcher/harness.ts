@@ -7,13 +7,14 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach } from 'vitest'
 import { midhash256 } from '../../src/cid/index.js'
-import { waitFor, type Logger } from '../../src/common/index.js'
+import { sleep, waitFor, type Logger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import {
   FILE_EVENTS, createFsEventSource, createScriptedEventSource, createWatcher,
-  type FileEventSource, type ScriptedEventSource, type WatcherHandle, type WatcherInit
+  type FileEventSource, type ScriptedEventSource, type WatcherHandle, type WatcherInit, type WatcherRuntime
 } from '../../src/watcher/index.js'
 import { tmpDir } from '../helpers/tmp.js'
+import { virtualRuntime, type VirtualRuntime } from './virtual-runtime.js'
 
 export type SourceKind = 'real' | 'scripted'
 
@@ -31,6 +32,13 @@ export interface HarnessOptions extends Partial<WatcherInit> {
   /** Start the watcher at once (default true). */
   start?: boolean
   logger?: Logger
+  /** The watcher's clocks, timers, stat and hash (default: the system's). */
+  runtime?: WatcherRuntime
+  /**
+   * `virtual`: the watcher runs on a virtual clock (test/watcher/virtual-runtime.ts) that
+   * `waitEvents` and `idle` move on while they wait, so settle windows take no real time.
+   */
+  clock?: 'real' | 'virtual'
 }
 
 export interface Harness {
@@ -47,6 +55,8 @@ export interface Harness {
   /** Waits until `pred` holds over the events. */
   waitEvents: (pred: (evs: Array<Record<string, string>>) => boolean, what: string, timeoutMs?: number) => Promise<Array<Record<string, string>>>
   idle: (timeoutMs?: number) => Promise<void>
+  /** Lets `ms` pass: real time, or the virtual clock's (timers due meanwhile run). */
+  pause: (ms: number) => Promise<void>
   /** Stops the watcher and closes the store, keeping the folders: a node going down. */
   shutdown: () => Promise<void>
   /** Opens the store again and starts a new watcher over the same folders: the node coming back. */
@@ -70,15 +80,23 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
   let source: FileEventSource | undefined
   let scripted: ScriptedEventSource | undefined
   let closed = false
+  // One clock for every watcher the harness opens (a restart keeps its time).
+  const clock: VirtualRuntime | undefined = opts.clock === 'virtual' ? virtualRuntime() : undefined
+  /** Waits for `pred` in real time, or moves the virtual clock on until it holds. */
+  const until = async (pred: () => boolean, timeoutMs: number, what: string): Promise<void> => {
+    if (clock === undefined) return await waitFor(pred, { timeoutMs, what, intervalMs: 20 })
+    if (!await clock.advance(timeoutMs, { stepMs: 20, until: pred })) throw new Error(`timed out after ${timeoutMs} virtual ms waiting for ${what}`)
+  }
 
   const build = async (o: HarnessOptions): Promise<void> => {
     const kind = o.source ?? 'scripted'
     store = openNodeStore({ path: dbPath, nodeId: 'node-test' })
     scripted = kind === 'scripted' ? createScriptedEventSource() : undefined
     source = kind === 'real' ? createFsEventSource({ root: files }) : scripted
-    const { source: _s, start: _st, logger, ...init } = o
+    const { source: _s, start: _st, logger, clock: _c, ...rest } = o
+    const { runtime = clock, ...init } = rest
     watcher = createWatcher(
-      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}) },
+      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}), ...(runtime !== undefined ? { runtime } : {}) },
       { filesPath: files, settleMs: SETTLE_MS, rescanIntervalMs: 3_600_000, enabled: kind !== 'none', ...init }
     )
     if (o.start !== false) await watcher.start()
@@ -107,10 +125,19 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     abs,
     events,
     async waitEvents (pred, what, timeoutMs = 10_000) {
-      await waitFor(() => pred(events()), { timeoutMs, what, intervalMs: 20 })
+      await until(() => pred(events()), timeoutMs, what)
       return events()
     },
-    async idle (timeoutMs = 20_000) { await watcher.whenIdle({ timeoutMs }) },
+    async idle (timeoutMs = 20_000) {
+      let done = false
+      const idle = watcher.whenIdle({ timeoutMs }).finally(() => { done = true })
+      if (clock !== undefined) await clock.advance(timeoutMs, { stepMs: 20, until: () => done })
+      await idle
+    },
+    async pause (ms) {
+      if (clock !== undefined) await clock.advance(ms, { stepMs: 20 })
+      else await sleep(ms)
+    },
     async shutdown () {
       await watcher.stop()
       store.close()
@@ -128,6 +155,16 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     }
   }
   return h
+}
+
+/** Writes `rel` (through the driver), waits for its add and gives its record a title a person would; returns its midhash. */
+export async function recordWithTitle (h: Harness, rel: string, data: Uint8Array, title = 'Kept'): Promise<string> {
+  const before = h.events().length
+  h.fsd.write(rel, data)
+  await h.waitEvents(e => e.length === before + 1, `the add of ${rel}`)
+  const cid = await midhashOf(h.abs(rel))
+  await h.store.records.mergeFlat(cid, { title })
+  return cid
 }
 
 /** The events a test cares about, without timestamps. */

@@ -1,24 +1,30 @@
 /**
  * The record lifecycle, run once with OS events and once with scripted
  * events (architecture habit 10): both must lead the one state machine to
- * the same records and the same file:events.
+ * the same records and the same file:events. The OS run is real time on a
+ * real folder; the scripted run drives the watcher's injected runtime on a
+ * virtual clock (its settle windows pass as the test waits). The short real
+ * sleeps left only give a rewrite a new mtime.
  */
 import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sleep } from '../../src/common/index.js'
-import { midhashOf, openHarness, shapes, type Harness, type SourceKind } from './harness.js'
+import { midhashOf, openHarness, recordWithTitle, shapes, type Harness, type SourceKind } from './harness.js'
 
 const open: Harness[] = []
 afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
 
 async function harness (kind: SourceKind, settleMs?: number): Promise<Harness> {
-  const h = await openHarness({ source: kind, ...(settleMs !== undefined ? { settleMs } : {}) })
+  // Scripted hints run on a virtual clock (settle windows pass as the test waits); OS events on real time, as they must.
+  const h = await openHarness({ source: kind, clock: kind === 'scripted' ? 'virtual' : 'real', ...(settleMs !== undefined ? { settleMs } : {}) })
   open.push(h)
   await h.idle()
   return h
 }
 
 const HOLDER = 'holders/node-test'
+const DATA_4097 = Buffer.alloc(4097, 0x5a)
+
 
 describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (kind) => {
   it('records a new file: one root with filePath, size, mtime, midhash alias and holder, and an add event', async () => {
@@ -270,13 +276,40 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
   })
 
+  it('a copy made and the first deleted within one settle window keeps the record and its fields, at the copy', async () => {
+    const h = await harness(kind)
+    const cid = await recordWithTitle(h, 'watch/s2/f2.bin', DATA_4097)
+    const rid = h.store.records.resolveRoot(cid)
+    h.fsd.write('watch/copy/dup.bin', DATA_4097)
+    h.fsd.remove('watch/s2/f2.bin')
+    await h.waitEvents(e => e.length === 2, 'the move to the copy')
+    await h.idle()
+    expect(shapes(h.events())[1]).toEqual({ type: 'rename', oldPath: 'watch/s2/f2.bin', path: 'watch/copy/dup.bin', size: '4097', midhash256: cid })
+    expect(h.store.records.resolveRoot(cid)).toBe(rid)
+    expect(h.store.records.getDocument(cid)!.metadata).toMatchObject({ title: 'Kept', filePath: '/files/watch/copy/dup.bin', [HOLDER]: 'true' })
+  })
+
+  it('a copy made and the first deleted while the node was down keeps the record and its fields, at the copy', async () => {
+    const h = await harness(kind)
+    const cid = await recordWithTitle(h, 'watch/s2/f2.bin', DATA_4097)
+    await h.shutdown()
+    fs.mkdirSync(h.abs('watch/copy'), { recursive: true })
+    fs.writeFileSync(h.abs('watch/copy/dup.bin'), DATA_4097)
+    fs.rmSync(h.abs('watch/s2/f2.bin'))
+    await h.reopen()
+    await h.idle()
+    expect(shapes(h.events()).slice(1)).toEqual([{ type: 'rename', oldPath: 'watch/s2/f2.bin', path: 'watch/copy/dup.bin', size: '4097', midhash256: cid }])
+    expect(h.store.records.getDocument(cid)!.metadata).toMatchObject({ title: 'Kept', filePath: '/files/watch/copy/dup.bin', [HOLDER]: 'true' })
+    expect(h.store.records.countRecords()).toBe(1)
+  })
+
   it('a file written slowly over several seconds is recorded once, whole', async () => {
     // Writes 250 ms apart for 2.5 s against an 800 ms settle window: no pause is long enough to pass for finished.
     const h = await harness(kind, 800)
     const chunk = 'x'.repeat(4096)
     h.fsd.write('slow/big.bin', chunk)
     for (let i = 1; i < 10; i++) {
-      await sleep(250)
+      await h.pause(250)
       expect(h.events()).toEqual([])
       h.fsd.append('slow/big.bin', chunk)
     }
