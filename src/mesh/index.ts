@@ -23,4 +23,4 @@ export type { Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, Sn
 export { RecordReplica } from './replica-store.js'
 export type { RecordReplicaOptions, MeshRecords } from './replica-store.js'
 export { StandaloneMesh } from './service.js'
-export type { MeshService, MeshView, MeshPeerView } from './service.js'
+export type { MeshService, MeshView, MeshPeerView, MeshMemberView } from './service.js'

@@ -102,6 +102,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         swarmKey,
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
+        targetPeers: config.targetPeers,
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

@@ -27,7 +27,10 @@ import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshR
 import { RecordReplica } from '../replica-store.js'
 import type { MeshService, MeshView } from '../service.js'
 import type { NodeIdentity } from './identity.js'
+import { multiaddrProblem } from './addresses.js'
 import { delayedLink } from './delayed-link.js'
+import { Membership } from './membership.js'
+import { PeerLog } from './peer-log.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
@@ -55,7 +58,16 @@ export interface Libp2pMeshInit {
   gossip?: GossipParams
   /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
   countRpcs?: boolean
+  /** Connections to keep, dialing learned members (membership.ts); 0 dials only `bootstrap`. Default DEFAULT_TARGET_PEERS. */
+  targetPeers?: number
+  /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
+  unreachableRemindMs?: number
 }
+
+/** A node's default connection target: a few more than gossipsub's mesh degree (6), so its mesh has peers to choose from. */
+export const DEFAULT_TARGET_PEERS = 8
+/** How often the core's view of its peers is looked at for the sync lines of the log (peer-log.ts). */
+const OBSERVE_MS = 1_000
 
 /** The gossipsub parameters a simulation profile may set. */
 export type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | 'Dlazy' | 'heartbeatInterval' | 'floodPublish' | 'idontwantMinDataSize'>>
@@ -82,6 +94,8 @@ export class Libp2pMesh implements MeshService {
   private node: Libp2p<{ pubsub: GossipSub }> | undefined
   private core: MeshCore | undefined
   private dialer: PeerDialer | undefined
+  private membership: Membership | undefined
+  private observer: NodeJS.Timeout | undefined
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
@@ -156,16 +170,39 @@ export class Libp2pMesh implements MeshService {
       return VERDICT[core.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
     })
     node.services.pubsub.subscribe(this.topic)
-    node.addEventListener('peer:connect', (evt) => { core.peerConnected(evt.detail.toString()) })
-    node.addEventListener('peer:disconnect', (evt) => { core.peerDisconnected(evt.detail.toString()) })
+    const peerLog = new PeerLog(this.log.child('peers'))
+    node.addEventListener('peer:connect', (evt) => {
+      const conn = node.getConnections(evt.detail)[0]
+      peerLog.connected(evt.detail.toString(), conn?.remoteAddr.toString(), conn?.direction)
+      core.peerConnected(evt.detail.toString())
+    })
+    node.addEventListener('peer:disconnect', (evt) => {
+      peerLog.disconnected(evt.detail.toString())
+      core.peerDisconnected(evt.detail.toString())
+    })
     await core.start()
-    for (const p of node.getPeers()) core.peerConnected(p.toString())
+    for (const p of node.getPeers()) {
+      peerLog.connected(p.toString(), node.getConnections(p)[0]?.remoteAddr.toString(), node.getConnections(p)[0]?.direction)
+      core.peerConnected(p.toString())
+    }
+    this.observer = setInterval(() => { peerLog.observe(core.status().peers) }, OBSERVE_MS)
+    this.observer.unref()
+    this.membership = new Membership(node, {
+      selfId: this.peerId,
+      target: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
+      blocked,
+      // Learned addresses of the transport this node speaks: TCP ones, or in-memory ones for in-process meshes.
+      accept: t?.kind === 'memory' ? (a) => a.startsWith('/memory/') : (a) => multiaddrProblem(a, false) === undefined,
+      keys: this.replica,
+      log: this.log.child('members')
+    })
+    await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
       const addr = multiaddr(a)
       // Without /p2p/<peerId> the peer is whoever answers with our swarm key (peer-dialer.ts).
       const id = addr.getComponents().filter(c => c.name === 'p2p').pop()?.value
       return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
-    }), this.log.child('dial'))
+    }), this.log.child('dial'), this.init.unreachableRemindMs)
     this.dialer.start()
     this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
   }
@@ -175,7 +212,10 @@ export class Libp2pMesh implements MeshService {
     this.stopping ??= (async () => {
       await this.starting?.catch(() => {}) // a failed start leaves only what it created to stop
       this.dialer?.stop()
+      clearInterval(this.observer)
       try {
+        // The book is saved while the store is still open (the core's stop is the last store work).
+        await this.membership?.stop().catch((err: unknown) => { this.log.warn('stopping membership failed', { err }) })
         await this.core?.stop()
       } finally {
         await this.node?.stop()
@@ -213,7 +253,15 @@ export class Libp2pMesh implements MeshService {
         bytesOut: s?.self.bytesOut ?? 0,
         publishFailures: s?.self.publishFailures ?? 0
       },
-      peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
+      peers: (s?.peers ?? []).map(p => ({
+        ...p,
+        via: p.connected || p.cursor !== null || p.lastSyncAt !== null || (this.membership?.book.get(p.peerId)?.lastConnected ?? null) !== null ? 'direct' as const : 'gossip' as const,
+        addrs: addrsOf(p.peerId),
+        lastSyncAt: isoOrNull(p.lastSyncAt),
+        caughtUpAt: isoOrNull(p.caughtUpAt)
+      })),
+      targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
+      members: this.membership?.members() ?? []
     }
   }
 
