@@ -2,8 +2,12 @@
  * The libp2p runtime of the mesh core: TCP, noise, yamux, a private network
  * (pnet, private-network.ts) from the swarm key, identify and ping,
  * gossipsub with signed messages (StrictSign) for push frames on one topic
- * per mesh, and the pull protocol over streams. This file and its siblings
- * are the only place that imports libp2p.
+ * per mesh, and the pull protocol over streams. Around the core: the
+ * bootstrap dialer (peer-dialer.ts), membership (membership.ts: learns the
+ * members, keeps their addresses in the store's node-local keys, dials up
+ * to `targetPeers` connections) and the peer lines of the log
+ * (peer-log.ts). This file and its siblings are the only place that
+ * imports libp2p.
  *
  * What it guarantees the core (runtime.ts): `onGossip`'s signer is the
  * verified `from` of a StrictSign message; `handleRequest`'s peer is the
