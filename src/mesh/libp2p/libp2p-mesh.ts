@@ -208,7 +208,7 @@ export class Libp2pMesh implements MeshService {
       return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
     }), this.log.child('dial'), this.init.unreachableRemindMs)
     this.dialer.start()
-    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
+    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic, targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS })
   }
 
   /** Stops dialing, then the core (its store work finishes), then libp2p. Idempotent. */

@@ -50,9 +50,13 @@ export class Membership {
   private saveTimer: NodeJS.Timeout | undefined
   private saving: Promise<void> = Promise.resolve()
   private stopped = true
-  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }> }>): void => {
+  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, connection?: { remoteAddr: { toString: () => string } } }>): void => {
     const id = evt.detail.peerId.toString()
-    this.book.connected(id, evt.detail.listenAddrs.map(a => stripPeer(a.toString())), Date.now())
+    let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
+    // A peer on another host that listens on every interface announces its loopback address too: useless to anyone but itself.
+    const remote = evt.detail.connection?.remoteAddr.toString()
+    if (remote !== undefined && !isLoopbackAddr(remote)) addrs = addrs.filter(a => !isLoopbackAddr(a))
+    this.book.connected(id, addrs, Date.now())
     this.saveSoon()
     this.ask(evt.detail.peerId)
   }
@@ -215,6 +219,10 @@ export class Membership {
 function stripPeer (addr: string): string {
   const i = addr.indexOf('/p2p/')
   return i < 0 ? addr : addr.slice(0, i)
+}
+
+function isLoopbackAddr (addr: string): boolean {
+  return /^\/ip4\/127\.|^\/ip6\/::1\/|^\/dns[46]?\/localhost\//.test(addr)
 }
 
 function shuffle<T> (a: T[]): void {
