@@ -85,6 +85,8 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
         bootstrap: bootstrap(i),
         transport: { kind: 'memory', latencyMs, link: o.link },
         countRpcs: true,
+        // The scenario's topology is the one under test: no connections beyond it.
+        targetPeers: 0,
         gossip: {
           D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatInterval: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
         },

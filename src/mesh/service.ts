@@ -14,6 +14,12 @@ export interface MeshPeerView extends PeerCounters {
   peerId: string
   /** The name the peer announced (META_CORE_NODE_NAME), or null (not heard yet, or an older version). */
   name: string | null
+  /**
+   * `direct`: a peer this node is or was connected to (it pulls from it);
+   * `gossip`: one known only as the signer of frames relayed by others (no
+   * cursor, no connection, nothing to catch up with).
+   */
+  via: 'direct' | 'gossip'
   /** Addresses of its open connections (empty when not connected). */
   addrs: string[]
   connected: boolean
@@ -30,6 +36,20 @@ export interface MeshPeerView extends PeerCounters {
   lagMs: number
 }
 
+/** A member of the mesh this node knows the addresses of (kept across restarts, node-local). */
+export interface MeshMemberView {
+  peerId: string
+  /** The addresses it announced (identify) or a peer told us (member exchange). */
+  addrs: string[]
+  connected: boolean
+  /** When it was last connected to this node or to a peer that told us (ISO 8601). */
+  lastSeenAt: string
+  /** When it was last connected to this node (ISO 8601), or null: only heard of. */
+  lastConnectedAt: string | null
+  /** Failed dials in a row (0 when the last one worked or none was needed). */
+  dialFailures: number
+}
+
 export interface MeshView {
   /** False on a standalone node (no swarm key). */
   enabled: boolean
@@ -42,6 +62,10 @@ export interface MeshView {
     addrs: string[]
   }
   peers: MeshPeerView[]
+  /** Connections this node dials members up to (0: only its bootstrap list). */
+  targetPeers: number
+  /** The members it knows, connected or not, by peer id. */
+  members: MeshMemberView[]
 }
 
 export interface MeshService extends Startable {
@@ -74,7 +98,9 @@ export class StandaloneMesh implements MeshService {
       enabled: false,
       meshId: null,
       self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
-      peers: []
+      peers: [],
+      targetPeers: 0,
+      members: []
     }
   }
 

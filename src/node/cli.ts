@@ -15,7 +15,7 @@ import { idUsage, keygen, keygenUsage, printId } from './keys-commands.js'
 import { parseOptions } from './options.js'
 import { PortUnavailableError } from './port-check.js'
 import type { Output } from './run-node.js'
-import { defaultNodeUrl, fetchStatus, formatStatus, STATUS_OPTIONS, StatusError, statusUsage } from './status-command.js'
+import { defaultNodeUrl, fetchStatus, formatStatus, meshProblem, STATUS_OPTIONS, StatusError, statusUsage } from './status-command.js'
 
 const COMMANDS = ['start', 'keygen', 'id', 'status', 'help'] as const
 type Command = typeof COMMANDS[number]
@@ -107,7 +107,9 @@ async function status (args: readonly string[], env: Readonly<Record<string, str
   try {
     const report = await fetchStatus(url, values.apiToken as string | undefined, values.timeoutMs as number)
     io.out((values.json === true ? JSON.stringify(report, null, 2) : formatStatus(report)) + '\n')
-    return report.health.status === 'ok' ? 0 : 1
+    const problem = meshProblem(report)
+    if (problem !== undefined && values.json === true) io.err(`meta-core status: ${problem}\n`)
+    return report.health.status === 'ok' && problem === undefined ? 0 : 1
   } catch (err) {
     if (err instanceof StatusError) {
       io.err(`meta-core status: ${err.message}\n`)

@@ -31,6 +31,8 @@ export interface NodeConfig {
   p2pListen: string[]
   bootstrap: string[]
   blockedPeers: string[]
+  /** Connections the mesh keeps, dialing the members it learned (0: only the bootstrap list). */
+  targetPeers: number
   antiEntropyMs: number
   maxClockDriftMs: number
   /** File bytes sent to one peer per second (the byte protocol's per-peer rate). */
@@ -77,6 +79,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'p2pListen', env: 'META_CORE_P2P_LISTEN', flag: 'p2p-listen', kind: { type: 'multiaddrs', dial: false }, def: DEFAULT_P2P_LISTEN, help: 'comma-separated multiaddrs the mesh listens on (port 0 binds a free port; GET /api/mesh shows it)' },
   { key: 'bootstrap', env: 'META_CORE_BOOTSTRAP', flag: 'bootstrap', kind: { type: 'multiaddrs', dial: true }, def: '', help: 'comma-separated multiaddrs of peers to keep connected (/ip4/10.0.0.2/tcp/4001/p2p/<peerId>, or /dns4/peer2/tcp/4001 without a peer id: learned when connecting)' },
   { key: 'blockedPeers', env: 'META_CORE_BLOCKED_PEERS', flag: 'blocked-peers', kind: { type: 'peerids' }, def: '', help: 'comma-separated peer ids whose connections, frames and pulls are refused' },
+  { key: 'targetPeers', env: 'META_CORE_TARGET_PEERS', flag: 'target-peers', kind: { type: 'int', min: 0, max: 100 }, def: '8', help: 'connections the mesh keeps, dialing members it learned from its peers (kept across restarts) at random; 0 dials only META_CORE_BOOTSTRAP' },
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
   { key: 'peerBytesPerSecond', env: 'META_CORE_PEER_BYTES_PER_SECOND', flag: 'peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '536870912', help: 'file bytes sent to one peer per second at most (peers playing this node\'s files)' },

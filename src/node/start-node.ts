@@ -109,6 +109,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         // Peers get bytes only of this node's own copies, by the local /file route's rules.
         localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
+        targetPeers: config.targetPeers,
         options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

@@ -4,7 +4,9 @@
  * (`/api/mesh`), and prints them as a table, every peer with its
  * connection, catch-up lag and refusals; `--json` prints the three answers
  * as they came, for scripts. Exit 0 when the node answers and is healthy,
- * 1 when it cannot be reached, refuses the token, or reports degraded.
+ * 1 when it cannot be reached, refuses the token, reports degraded, or is
+ * in a mesh and reaches none of its peers. Peers known only as signers of
+ * gossip relayed by others are shown as such, not as disconnected.
  */
 import type { MeshPeerView, MeshView } from '../mesh/index.js'
 import { optionLines, type OptionSpec } from './options.js'
@@ -24,7 +26,8 @@ export function statusUsage (): string {
     'Usage: meta-core status [options]',
     '',
     'Asks a running node for its health, record count and mesh state, and prints every peer',
-    'with its connection and catch-up lag. Exit 0 when the node is healthy, 1 otherwise.',
+    'with its connection and catch-up lag. Exit 0 when the node is healthy (and, in a mesh,',
+    'connected to at least one peer), 1 otherwise.',
     '',
     ...optionLines(STATUS_OPTIONS),
     '  -h, --help',
@@ -93,6 +96,8 @@ export function formatStatus (r: StatusReport): string {
   const w = s.watcher
   const m = r.mesh
   const connected = m.peers.filter(p => p.connected).length
+  const gossipOnly = m.peers.filter(p => viaGossip(p)).length
+  const members = m.members ?? []
   const lines = [
     ...aligned([
       ['node', `${r.url}  ${r.health.status}${r.health.storage ? '' : ' (storage unavailable)'}, meta-core ${s.version}, up ${duration(s.uptimeSeconds * 1000)}`],
@@ -100,7 +105,7 @@ export function formatStatus (r: StatusReport): string {
       ['records', count(s.fileCount)],
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
       ['streams', `${count(s.eventStreams)} open SSE`],
-      ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length} peers (${connected} connected), frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
+      ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length - gossipOnly} peers (${connected} connected)${gossipOnly > 0 ? `, ${gossipOnly} heard via gossip` : ''}, ${count(members.length)} members known, frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
       ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : [])
     ], '  ')
   ]
@@ -112,12 +117,28 @@ export function formatStatus (r: StatusReport): string {
       const rows = [['NAME', 'PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
       const now = Date.now()
       for (const p of m.peers) {
-        rows.push([p.name ?? '-', p.peerId, p.connected ? 'connected' : 'disconnected', peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        const gossip = viaGossip(p)
+        rows.push([p.name ?? '-', p.peerId, gossip ? 'via gossip' : p.connected ? 'connected' : 'disconnected', gossip ? '-' : peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
     }
+    const problem = meshProblem(r)
+    if (problem !== undefined) lines.push('', problem)
   }
   return lines.join('\n')
+}
+
+/** A peer known only as the signer of frames other peers relayed (older nodes do not say: taken as direct). */
+function viaGossip (p: MeshPeerView): boolean {
+  return p.via === 'gossip'
+}
+
+/** Why the node's place in the mesh makes the status a failure, or undefined: a node in a mesh that reaches no peer is cut off. */
+export function meshProblem (r: StatusReport): string | undefined {
+  const m = r.mesh
+  if (!m.enabled || m.peers.some(p => p.connected)) return undefined
+  const known = (m.members ?? []).length
+  return `no peer reachable: this node is cut off from the mesh (${known} members known${known > 0 ? ', none connected' : ''}; check META_CORE_BOOTSTRAP, the swarm key and the network)`
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { silentLogger, waitFor } from '../../src/common/index.js'
+import { silentLogger, waitFor, type Logger } from '../../src/common/index.js'
 import { writeNewSwarmKey } from '../../src/mesh/libp2p/index.js'
 import { parseConfig, startNode, type RunningNode } from '../../src/node/index.js'
 import { tmpDir } from './tmp.js'
@@ -22,6 +22,8 @@ export interface MeshNodeOptions {
   streamRetention?: number
   trimEvery?: number
   extraFlags?: string[]
+  /** Where the node logs (default: nowhere), at the level of `--log-level` in extraFlags. */
+  logger?: Logger
 }
 
 export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
@@ -41,7 +43,7 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
   ]
   const parsed = await parseConfig(argv, {})
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
-  return await startNode(parsed.config, { logger: silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+  return await startNode(parsed.config, { logger: o.logger ?? silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
 }
 
 /**

@@ -20,6 +20,7 @@ const peerSchema = {
   properties: {
     peerId: str,
     name: { type: 'string', nullable: true, description: 'the name it announced (its META_CORE_NODE_NAME), null until heard' },
+    via: { type: 'string', enum: ['direct', 'gossip'], description: 'direct: connected now or before (pulled from); gossip: known only as the signer of frames others relayed' },
     addrs: { ...strList, description: 'remote addresses of its open connections' },
     connected: { type: 'boolean' },
     cursor: { type: 'string', nullable: true, description: 'our position in its change log (null: never synced)' },
@@ -43,6 +44,18 @@ const peerSchema = {
     pagesServed: int,
     bytesServed: int,
     busyRefusals: { ...int, description: 'its pulls refused by the per-peer rate limit' }
+  }
+} as const
+
+const memberSchema = {
+  type: 'object',
+  properties: {
+    peerId: str,
+    addrs: { ...strList, description: 'the addresses it announced, or a peer told us' },
+    connected: { type: 'boolean' },
+    lastSeenAt: { ...str, description: 'when it was last connected to this node or to a peer that told us (ISO 8601)' },
+    lastConnectedAt: { type: 'string', nullable: true, description: 'when it was last connected to this node (null: only heard of)' },
+    dialFailures: { ...int, description: 'failed dials in a row' }
   }
 } as const
 
@@ -76,7 +89,9 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
                 publishFailures: int
               }
             },
-            peers: { type: 'array', items: peerSchema }
+            peers: { type: 'array', items: peerSchema },
+            targetPeers: { ...int, description: 'connections this node dials learned members up to (0: only its bootstrap list)' },
+            members: { type: 'array', items: memberSchema, description: 'the members whose addresses this node knows (node-local, kept across restarts)' }
           }
         }
       }, 503)

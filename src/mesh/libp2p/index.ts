@@ -5,7 +5,7 @@
  * of it.
  */
 import './polyfill.js'
-export { Libp2pMesh } from './libp2p-mesh.js'
+export { Libp2pMesh, DEFAULT_TARGET_PEERS } from './libp2p-mesh.js'
 export type { Libp2pMeshInit, GossipParams } from './libp2p-mesh.js'
 export type { RpcCounts } from './rpc-counters.js'
 export { prepareIdentity } from './identity.js'

@@ -2,8 +2,12 @@
  * The libp2p runtime of the mesh core: TCP, noise, yamux, a private network
  * (pnet, private-network.ts) from the swarm key, identify and ping,
  * gossipsub with signed messages (StrictSign) for push frames on one topic
- * per mesh, and the pull protocol over streams. This file and its siblings
- * are the only place that imports libp2p.
+ * per mesh, and the pull protocol over streams. Around the core: the
+ * bootstrap dialer (peer-dialer.ts), membership (membership.ts: learns the
+ * members, keeps their addresses in the store's node-local keys, dials up
+ * to `targetPeers` connections) and the peer lines of the log
+ * (peer-log.ts). This file and its siblings are the only place that
+ * imports libp2p.
  *
  * What it guarantees the core (runtime.ts): `onGossip`'s signer is the
  * verified `from` of a StrictSign message; `handleRequest`'s peer is the
@@ -30,8 +34,11 @@ import type { MeshService, MeshView } from '../service.js'
 import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
+import { multiaddrProblem } from './addresses.js'
 import { delayedLink } from './delayed-link.js'
 import { meshScoring } from './gossip-scoring.js'
+import { Membership } from './membership.js'
+import { PeerLog } from './peer-log.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
 import { handleDigests, requestDigest, type PeerDigestResult } from './digest-protocol.js'
@@ -67,7 +74,16 @@ export interface Libp2pMeshInit {
   localFiles?: LocalFileOpener
   /** Per-peer limits of the byte protocol over DEFAULT_BYTES_LIMITS. */
   bytesLimits?: Partial<BytesLimits>
+  /** Connections to keep, dialing learned members (membership.ts); 0 dials only `bootstrap`. Default DEFAULT_TARGET_PEERS. */
+  targetPeers?: number
+  /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
+  unreachableRemindMs?: number
 }
+
+/** A node's default connection target: a few more than gossipsub's mesh degree (6), so its mesh has peers to choose from. */
+export const DEFAULT_TARGET_PEERS = 8
+/** How often the core's view of its peers is looked at for the sync lines of the log (peer-log.ts). */
+const OBSERVE_MS = 1_000
 
 /** The gossipsub parameters a simulation profile may set. */
 export type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | 'Dlazy' | 'heartbeatInterval' | 'floodPublish' | 'idontwantMinDataSize'>>
@@ -97,6 +113,8 @@ export class Libp2pMesh implements MeshService {
   private node: Libp2p<{ pubsub: GossipSub }> | undefined
   private core: MeshCore | undefined
   private dialer: PeerDialer | undefined
+  private membership: Membership | undefined
+  private observer: NodeJS.Timeout | undefined
   private starting: Promise<void> | undefined
   private stopping: Promise<void> | undefined
   private readonly counter: ReturnType<typeof rpcCounter> | undefined
@@ -180,19 +198,42 @@ export class Libp2pMesh implements MeshService {
       return VERDICT[core.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
     })
     node.services.pubsub.subscribe(this.topic)
-    node.addEventListener('peer:connect', (evt) => { core.peerConnected(evt.detail.toString()) })
-    node.addEventListener('peer:disconnect', (evt) => { core.peerDisconnected(evt.detail.toString()) })
+    const peerLog = new PeerLog(this.log.child('peers'))
+    node.addEventListener('peer:connect', (evt) => {
+      const conn = node.getConnections(evt.detail)[0]
+      peerLog.connected(evt.detail.toString(), conn?.remoteAddr.toString(), conn?.direction)
+      core.peerConnected(evt.detail.toString())
+    })
+    node.addEventListener('peer:disconnect', (evt) => {
+      peerLog.disconnected(evt.detail.toString())
+      core.peerDisconnected(evt.detail.toString())
+    })
     await core.start()
-    for (const p of node.getPeers()) core.peerConnected(p.toString())
+    for (const p of node.getPeers()) {
+      peerLog.connected(p.toString(), node.getConnections(p)[0]?.remoteAddr.toString(), node.getConnections(p)[0]?.direction)
+      core.peerConnected(p.toString())
+    }
+    this.observer = setInterval(() => { peerLog.observe(core.status().peers) }, OBSERVE_MS)
+    this.observer.unref()
+    this.membership = new Membership(node, {
+      selfId: this.peerId,
+      target: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
+      blocked,
+      // Learned addresses of the transport this node speaks: TCP ones, or in-memory ones for in-process meshes.
+      accept: t?.kind === 'memory' ? (a) => a.startsWith('/memory/') : (a) => multiaddrProblem(a, false) === undefined,
+      keys: this.replica,
+      log: this.log.child('members')
+    })
+    await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
       const addr = multiaddr(a)
       // Without /p2p/<peerId> the peer is whoever answers with our swarm key (peer-dialer.ts).
       const id = addr.getComponents().filter(c => c.name === 'p2p').pop()?.value
       return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
-    }), this.log.child('dial'))
+    }), this.log.child('dial'), this.init.unreachableRemindMs)
     this.dialer.start()
     this.stopProgress = logSyncProgress(() => this.status(), this.log)
-    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic })
+    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic, targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS })
   }
 
   /** Stops dialing, then the core (its store work finishes), then libp2p. Idempotent. */
@@ -201,7 +242,10 @@ export class Libp2pMesh implements MeshService {
       await this.starting?.catch(() => {}) // a failed start leaves only what it created to stop
       this.dialer?.stop()
       this.stopProgress?.()
+      clearInterval(this.observer)
       try {
+        // The book is saved while the store is still open (the core's stop is the last store work).
+        await this.membership?.stop().catch((err: unknown) => { this.log.warn('stopping membership failed', { err }) })
         await this.core?.stop()
       } finally {
         await this.node?.stop()
@@ -245,7 +289,16 @@ export class Libp2pMesh implements MeshService {
         bytesOut: s?.self.bytesOut ?? 0,
         publishFailures: s?.self.publishFailures ?? 0
       },
-      peers: (s?.peers ?? []).map(p => ({ ...p, name: this.names.get(p.peerId), addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
+      peers: (s?.peers ?? []).map(p => ({
+        ...p,
+        name: this.names.get(p.peerId),
+        via: p.connected || p.cursor !== null || p.lastSyncAt !== null || (this.membership?.book.get(p.peerId)?.lastConnected ?? null) !== null ? 'direct' as const : 'gossip' as const,
+        addrs: addrsOf(p.peerId),
+        lastSyncAt: isoOrNull(p.lastSyncAt),
+        caughtUpAt: isoOrNull(p.caughtUpAt)
+      })),
+      targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
+      members: this.membership?.members() ?? []
     }
   }
 

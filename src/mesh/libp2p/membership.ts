@@ -1,0 +1,233 @@
+/**
+ * Keeps the node in the mesh beyond its bootstrap list: learns the members
+ * (identify gives a connected peer's listen addresses; the member exchange
+ * asks each new peer, and one random peer a minute, whom it is connected
+ * to), keeps them in the member book (member-book.ts, saved in the store's
+ * node-local keys), and dials members until the node has `target`
+ * connections, picked at random among the members it is not connected to,
+ * so connections spread over the mesh instead of all meeting at the
+ * bootstrap node. A dropped connection is replaced within about a second.
+ * A member that cannot be reached is retried with backoff (2 s doubling to
+ * 5 min) and forgotten after a week unseen.
+ *
+ * `target` 0 dials only the bootstrap list (peer-dialer.ts), as the
+ * simulator's fixed topologies need; members are still learned and kept.
+ */
+import { multiaddr } from '@multiformats/multiaddr'
+import { peerIdFromString } from '@libp2p/peer-id'
+import type { Libp2p, PeerId } from '@libp2p/interface'
+import type { Logger } from '../../common/index.js'
+import type { MeshMemberView } from '../service.js'
+import { MemberBook, type LocalKeys, type Member } from './member-book.js'
+import { handleMemberRequests, requestMembers, type ListedMember } from './member-exchange.js'
+
+const TICK_MS = 3_000
+const SOON_MS = 250
+const EXCHANGE_MS = 60_000
+const SAVE_MS = 5_000
+const FIRST_RETRY_MS = 2_000
+const MAX_RETRY_MS = 5 * 60_000
+/** Dials under way at once: enough to refill a node's connections in one tick, few enough not to storm a mesh that restarts together. */
+const MAX_PARALLEL = 4
+
+export interface MembershipInit {
+  selfId: string
+  target: number
+  blocked: ReadonlySet<string>
+  /** Which learned addresses this node can dial (its transport's). */
+  accept: (addr: string) => boolean
+  keys: LocalKeys
+  log: Logger
+}
+
+interface DialState { failures: number, nextTryAt: number, dialing: boolean }
+
+export class Membership {
+  readonly book: MemberBook
+  private readonly dials = new Map<string, DialState>()
+  private timer: NodeJS.Timeout | undefined
+  private exchangeTimer: NodeJS.Timeout | undefined
+  private saveTimer: NodeJS.Timeout | undefined
+  private saving: Promise<void> = Promise.resolve()
+  private stopped = true
+  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, connection?: { remoteAddr: { toString: () => string } } }>): void => {
+    const id = evt.detail.peerId.toString()
+    let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
+    // A peer on another host that listens on every interface announces its loopback address too: useless to anyone but itself.
+    const remote = evt.detail.connection?.remoteAddr.toString()
+    if (remote !== undefined && !isLoopbackAddr(remote)) addrs = addrs.filter(a => !isLoopbackAddr(a))
+    this.book.connected(id, addrs, Date.now())
+    this.saveSoon()
+    this.ask(evt.detail.peerId)
+  }
+
+  private readonly onConnect = (evt: CustomEvent<PeerId>): void => {
+    this.dials.delete(evt.detail.toString())
+    this.book.connected(evt.detail.toString(), [], Date.now())
+  }
+
+  private readonly onDisconnect = (): void => { this.tickIn(SOON_MS) }
+
+  constructor (private readonly node: Libp2p, private readonly init: MembershipInit) {
+    this.book = new MemberBook(init.selfId, init.accept)
+  }
+
+  async start (): Promise<void> {
+    if (!this.stopped) return
+    this.stopped = false
+    this.book.load(this.init.keys, Date.now())
+    await handleMemberRequests(this.node, () => this.listed(), this.init.log)
+    this.node.addEventListener('peer:identify', this.onIdentify)
+    this.node.addEventListener('peer:connect', this.onConnect)
+    this.node.addEventListener('peer:disconnect', this.onDisconnect)
+    if (this.book.size > 0) this.init.log.info('known members loaded', { members: this.book.size })
+    this.tickIn(0)
+    this.exchangeTimer = setInterval(() => {
+      const peers = this.node.getPeers()
+      if (peers.length > 0) this.ask(peers[Math.floor(Math.random() * peers.length)])
+    }, EXCHANGE_MS)
+    this.exchangeTimer.unref()
+  }
+
+  /** Stops dialing and asking, and saves the book (the store must still be open). */
+  async stop (): Promise<void> {
+    if (this.stopped) return
+    this.stopped = true
+    this.node.removeEventListener('peer:identify', this.onIdentify)
+    this.node.removeEventListener('peer:connect', this.onConnect)
+    this.node.removeEventListener('peer:disconnect', this.onDisconnect)
+    clearTimeout(this.timer)
+    clearInterval(this.exchangeTimer)
+    clearTimeout(this.saveTimer)
+    const now = Date.now()
+    for (const p of this.node.getPeers()) this.book.connected(p.toString(), [], now)
+    this.book.touch()
+    await this.saving
+    await this.book.save(this.init.keys, now).catch((err: unknown) => { this.init.log.warn('could not save the known members', { err }) })
+  }
+
+  members (): MeshMemberView[] {
+    const connected = new Set(this.node.getPeers().map(String))
+    return this.book.entries().sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([peerId, m]) => ({
+      peerId,
+      addrs: m.addrs,
+      connected: connected.has(peerId),
+      lastSeenAt: new Date(m.lastSeen).toISOString(),
+      lastConnectedAt: m.lastConnected === null ? null : new Date(m.lastConnected).toISOString(),
+      dialFailures: this.dials.get(peerId)?.failures ?? 0
+    }))
+  }
+
+  /** What we tell a peer that asks: the members we are connected to now, with their announced addresses. */
+  private listed (): ListedMember[] {
+    const out: ListedMember[] = []
+    for (const p of this.node.getPeers()) {
+      const m = this.book.get(p.toString())
+      if (m !== undefined) out.push({ id: p.toString(), addrs: m.addrs })
+    }
+    return out
+  }
+
+  private ask (peer: PeerId): void {
+    if (this.stopped || this.init.target === 0) return
+    requestMembers(this.node, peer).then((list) => {
+      if (this.stopped) return
+      const now = Date.now()
+      const before = this.book.size
+      for (const m of list) this.book.heard(m.id, m.addrs.map(stripPeer), now)
+      if (this.book.size > before) {
+        this.init.log.debug('learned members', { from: peer.toString(), members: this.book.size - before })
+        this.saveSoon()
+      }
+      this.tickIn(0)
+    }, (err: unknown) => {
+      // A peer of an older version has no exchange; what it announces in identify is still learned.
+      this.init.log.debug('member exchange failed', { peer: peer.toString(), err })
+    })
+  }
+
+  private tickIn (ms: number): void {
+    if (this.stopped) return
+    clearTimeout(this.timer)
+    this.timer = setTimeout(() => { this.tick() }, ms)
+    this.timer.unref()
+  }
+
+  /** Dials members until `target` connections (counting dials under way), then looks again in TICK_MS. */
+  private tick (): void {
+    if (this.stopped) return
+    try {
+      const connected = new Set(this.node.getPeers().map(String))
+      const dialing = [...this.dials.values()].filter(d => d.dialing).length
+      let wanted = Math.min(this.init.target - connected.size - dialing, MAX_PARALLEL - dialing)
+      if (wanted <= 0) return
+      const now = Date.now()
+      const candidates = this.book.entries().filter(([id]) => {
+        const d = this.dials.get(id)
+        return !connected.has(id) && !this.init.blocked.has(id) && (d === undefined || (!d.dialing && d.nextTryAt <= now))
+      })
+      // At random, members that answered last time first: spread, and not stuck on the dead.
+      shuffle(candidates)
+      candidates.sort((a, b) => (this.dials.get(a[0])?.failures ?? 0) - (this.dials.get(b[0])?.failures ?? 0))
+      for (const [id, m] of candidates) {
+        if (wanted-- <= 0) break
+        this.dial(id, m)
+      }
+    } finally {
+      this.tickIn(Math.round(TICK_MS * (0.8 + 0.4 * Math.random())))
+    }
+  }
+
+  private dial (id: string, m: Readonly<Member>): void {
+    const d = this.dials.get(id) ?? { failures: 0, nextTryAt: 0, dialing: false }
+    this.dials.set(id, d)
+    d.dialing = true
+    let peer: PeerId
+    try {
+      peer = peerIdFromString(id)
+    } catch {
+      d.dialing = false
+      return
+    }
+    const addrs = m.addrs.map(a => multiaddr(`${a}/p2p/${id}`))
+    this.node.dial(addrs).then(() => {
+      this.dials.delete(id)
+    }, (err: unknown) => {
+      d.failures++
+      const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(d.failures - 1, 10))
+      d.nextTryAt = Date.now() + Math.round(delay * (0.8 + 0.4 * Math.random()))
+      // Members come and go: said once per streak at info, the retries at debug.
+      const log = d.failures === 1 ? this.init.log.info : this.init.log.debug
+      log('cannot reach member', { peer: peer.toString(), addrs: m.addrs, attempt: d.failures, retryInMs: delay, err })
+    }).finally(() => {
+      d.dialing = false
+    })
+  }
+
+  private saveSoon (): void {
+    if (this.stopped || this.saveTimer !== undefined) return
+    this.saveTimer = setTimeout(() => {
+      this.saveTimer = undefined
+      if (this.stopped) return
+      this.saving = this.saving.then(async () => { await this.book.save(this.init.keys, Date.now()) })
+        .catch((err: unknown) => { this.init.log.warn('could not save the known members', { err }) })
+    }, SAVE_MS)
+    this.saveTimer.unref()
+  }
+}
+
+function stripPeer (addr: string): string {
+  const i = addr.indexOf('/p2p/')
+  return i < 0 ? addr : addr.slice(0, i)
+}
+
+function isLoopbackAddr (addr: string): boolean {
+  return /^\/ip4\/127\.|^\/ip6\/::1\/|^\/dns[46]?\/localhost\//.test(addr)
+}
+
+function shuffle<T> (a: T[]): void {
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1))
+    ;[a[i], a[j]] = [a[j], a[i]]
+  }
+}
