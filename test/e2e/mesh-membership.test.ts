@@ -94,7 +94,7 @@ describe('membership', () => {
     expect(peers.find((p: any) => p.peerId === b.mesh.peerId)).toMatchObject({ via: 'direct', connected: true })
     const shown = await status(c)
     expect(shown.code).toBe(0)
-    const row = shown.out.split('\n').find(l => l.startsWith(a.mesh.peerId))
+    const row = shown.out.split('\n').find(l => l.split(/\s+/).includes(a.mesh.peerId)) // the NAME column comes first
     expect(row).toMatch(/via gossip\s+-\s/)
     expect(shown.out).not.toMatch(new RegExp(`${a.mesh.peerId}\\s+disconnected`))
 
