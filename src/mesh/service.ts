@@ -25,6 +25,8 @@ export interface MeshPeerView extends PeerCounters {
   caughtUpAt: string | null
   /** Catch-up lag in ms: 0 when the last pull reached its head, else how long since one last did (or since it was first seen). */
   lagMs: number
+  /** Its entries refused for clock drift and kept aside, retried every round. */
+  parked: number
 }
 
 export interface MeshView {
@@ -45,6 +47,9 @@ export interface MeshService extends Startable {
   digest: () => StoreDigest
 }
 
+/** A node alone measures nobody and writes as it always did. */
+const ALONE = { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null }
+
 /** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */
 export class StandaloneMesh implements MeshService {
   private readonly replica: RecordReplica
@@ -64,7 +69,7 @@ export class StandaloneMesh implements MeshService {
     return {
       enabled: false,
       meshId: null,
-      self: { peerId: this.records.nodeId, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
+      self: { peerId: this.records.nodeId, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: ALONE },
       peers: []
     }
   }

@@ -30,7 +30,9 @@ const peerSchema = {
     frameBytesIn: int,
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
     driftRefusals: { ...int, description: 'entries refused for being more than the allowed clock drift ahead' },
-    forged: { ...int, description: 'frames whose entries named another origin than their signer' },
+    forged: { ...int, description: 'frames whose entries named another origin than their signer, and pulled entries claiming this node\'s origin with a version it never issued' },
+    entriesDropped: { ...int, description: 'pulled entries dropped: malformed (never acceptable), or past what is kept aside for retry' },
+    parked: { ...int, description: 'pulled entries refused for clock drift and kept aside, retried every round' },
     replays: { ...int, description: 'frames whose sequence number was already seen' },
     framesDropped: { ...int, description: 'frames dropped because too many of its frames were waiting (pulled instead)' },
     pagesIn: int,
@@ -40,6 +42,20 @@ const peerSchema = {
     pagesServed: int,
     bytesServed: int,
     busyRefusals: { ...int, description: 'its pulls refused by the per-peer rate limit' }
+  }
+} as const
+
+/** Shared with `/health`: this node's clock against the peers it measures. */
+export const clockSchema = {
+  type: 'object',
+  description: 'this node\'s clock against its peers (measured on pulls): local writes answer 503 clock_out_of_bound while it is out of bound',
+  properties: {
+    inBound: { type: 'boolean' },
+    measured: { ...int, description: 'connected peers whose clock was measured' },
+    outOfBound: { ...int, description: 'of those, the ones this node is out of bound against' },
+    offsetMs: { ...int, nullable: true, description: 'median offset of this node\'s clock to theirs (positive: ahead); null with none measured' },
+    hlcAheadMs: { ...int, description: 'how far the store\'s HLC is ahead of this node\'s wall clock' },
+    message: { ...str, nullable: true, description: 'why writes are refused, when they are' }
   }
 } as const
 
@@ -69,7 +85,8 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
                 seq: int,
                 framesOut: int,
                 bytesOut: int,
-                publishFailures: int
+                publishFailures: int,
+                clock: clockSchema
               }
             },
             peers: { type: 'array', items: peerSchema }

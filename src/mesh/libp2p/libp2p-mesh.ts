@@ -136,6 +136,7 @@ export class Libp2pMesh implements MeshService {
     this.node = node
     const runtime: MeshRuntime = {
       now: () => Date.now(),
+      monotonic: () => performance.now(),
       random: Math.random,
       schedule: (delayMs, fn) => {
         const t = setTimeout(fn, delayMs)
@@ -211,7 +212,8 @@ export class Libp2pMesh implements MeshService {
         seq: s?.self.seq ?? 0,
         framesOut: s?.self.framesOut ?? 0,
         bytesOut: s?.self.bytesOut ?? 0,
-        publishFailures: s?.self.publishFailures ?? 0
+        publishFailures: s?.self.publishFailures ?? 0,
+        clock: s?.self.clock ?? { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null }
       },
       peers: (s?.peers ?? []).map(p => ({ ...p, addrs: addrsOf(p.peerId), lastSyncAt: isoOrNull(p.lastSyncAt), caughtUpAt: isoOrNull(p.caughtUpAt) }))
     }

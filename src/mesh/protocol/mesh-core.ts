@@ -23,6 +23,7 @@ import { silentLogger, type Logger } from '../../common/index.js'
 import { parseHlc } from '../../records/index.js'
 import { decodeMessage, WireError } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
+import { ClockGuard, type ClockStatus } from './clock-guard.js'
 import { PeerSync, type Screened } from './peer-sync.js'
 import { Pusher } from './push.js'
 import { SequenceTracker } from './sequence.js'
@@ -61,6 +62,8 @@ export class MeshCore {
   private readonly peers = new Map<PeerKey, PeerEntry>()
   private readonly sequences: SequenceTracker
   private readonly blocked: Set<string>
+  /** This node's clock against its peers': what refuses local writes while out of bound. */
+  readonly clock: ClockGuard
   private pusher: Pusher | undefined
   private unsubscribe: (() => void) | undefined
   private applyQueue: Promise<void> = Promise.resolve()
@@ -78,6 +81,12 @@ export class MeshCore {
     this.log = init.logger ?? silentLogger
     this.sequences = new SequenceTracker(this.options.sequenceWindow)
     this.blocked = new Set(this.options.blockedPeers)
+    this.clock = new ClockGuard(this.rt, this.options, () => this.store.clock(), (c) => { this.clockChanged(c) })
+  }
+
+  private clockChanged (c: ClockStatus): void {
+    if (c.inBound) this.log.info('clock back in bound: local writes accepted again', { offsetMs: c.offsetMs, measured: c.measured })
+    else this.log.warn('clock out of bound: local writes refused', { offsetMs: c.offsetMs, measured: c.measured, outOfBound: c.outOfBound, hlcAheadMs: c.hlcAheadMs, why: c.message })
   }
 
   // ------------------------------------------------------------ lifecycle
@@ -97,6 +106,7 @@ export class MeshCore {
     if (this.state !== 'starting') return // stopped while starting
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
+    this.store.setClockGate?.(() => this.clock.refusal())
     this.state = 'running'
     for (const p of this.peers.values()) if (p.sync.connected) this.kick(p.sync)
   }
@@ -118,6 +128,7 @@ export class MeshCore {
     this.state = 'stopped'
     this.unsubscribe?.()
     this.unsubscribe = undefined
+    this.store.setClockGate?.(undefined)
     this.pusher?.stop()
     for (const p of this.peers.values()) p.sync.stop()
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
@@ -140,6 +151,7 @@ export class MeshCore {
 
   peerDisconnected (peer: PeerKey): void {
     this.peers.get(peer)?.sync.disconnect()
+    this.clock.forget(peer)
   }
 
   /** Pulls from `peer` (or every connected peer) now; resolves when those rounds end. */
@@ -195,11 +207,11 @@ export class MeshCore {
       p.counters.forged++
       return refuse('entries of another origin than the signer')
     }
-    const screened = this.screen(m.entries)
+    const screened = this.screen(m.entries, false)
     if ('bad' in screened) return refuse(screened.bad)
-    if (screened.drifted > 0) {
-      p.counters.driftRefusals += screened.drifted
-      return refuse('entries too far ahead of our clock', { entries: screened.drifted })
+    if (screened.drifted.length > 0) {
+      p.counters.driftRefusals += screened.drifted.length
+      return refuse('entries too far ahead of our clock', { entries: screened.drifted.length })
     }
     const verdict = this.sequences.classify(m.origin, m.epoch, m.seq)
     if (verdict === 'replay') {
@@ -220,30 +232,45 @@ export class MeshCore {
   }
 
   /**
-   * Record grammar (the store's rules) and clock drift for a frame's or a
-   * page's entries: any malformed entry refuses the whole lot; entries too
-   * far ahead are separated out and counted by the caller.
+   * Record grammar (the store's rules), clock drift and our own origin for
+   * a frame's or a page's entries. A malformed entry refuses the whole lot,
+   * unless `perEntry` (a page: only that entry is dropped). Entries too far
+   * ahead are separated out for the caller; entries claiming our origin with
+   * a version we never issued (ahead of both our HLC and our wall clock: the
+   * HLC is persisted and never goes back) are dropped and counted.
    */
-  private screen (entries: readonly RemoteEntry[]): Screened {
+  private screen (entries: readonly RemoteEntry[], perEntry: boolean): Screened {
+    let list = entries
+    let dropped = 0
     const why = this.store.checkEntries(entries)
-    if (why !== undefined) return { bad: why }
-    const limit = this.rt.now() + this.options.maxClockDriftMs
+    if (why !== undefined) {
+      if (!perEntry) return { bad: why }
+      list = entries.filter(e => this.store.checkEntries([e]) === undefined)
+      dropped = entries.length - list.length
+    }
+    const now = this.rt.now()
+    const limit = now + this.options.maxClockDriftMs
+    const issued = this.store.clock()
     const ok: RemoteEntry[] = []
-    let drifted = 0
+    const drifted: RemoteEntry[] = []
+    let forged = 0
     // A record's entries come together and share their clock: each run of one clock value is parsed once.
     let hlc: string | undefined
     let ahead = false
-    for (const e of entries) {
+    let future = false
+    for (const e of list) {
       if (e.hlc !== hlc) {
         const h = parseHlc(e.hlc)
         if (h === undefined) return { bad: 'bad hlc' }
         hlc = e.hlc
         ahead = h.ms > limit
+        future = h.ms > now && e.hlc > issued
       }
-      if (ahead) drifted++
+      if (future && e.origin === this.selfId) forged++
+      else if (ahead) drifted.push(e)
       else ok.push(e)
     }
-    return { ok, drifted }
+    return { ok, drifted, dropped, forged }
   }
 
   private async enqueueApply (entries: RemoteEntry[]): Promise<void> {
@@ -300,8 +327,8 @@ export class MeshCore {
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
       }
       let reply: Uint8Array
-      if (m.t === 'pull') reply = servePull(this.store, this.options, m)
-      else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m)
+      if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
+      else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
       else {
         p.counters.framesRejected++
         return errorReply('bad-request', `a ${m.t} message is not a request`)
@@ -330,6 +357,7 @@ export class MeshCore {
         lastSyncAt: p.sync.lastSyncAt,
         caughtUpAt: p.sync.caughtUpAt,
         lagMs: p.sync.lagMs(now),
+        parked: p.sync.parked,
         ...p.counters
       })
     }
@@ -341,7 +369,8 @@ export class MeshCore {
         seq: this.pusher?.lastSeq ?? 0,
         framesOut: this.pusher?.stats.framesOut ?? 0,
         bytesOut: this.pusher?.stats.bytesOut ?? 0,
-        publishFailures: this.pusher?.stats.publishFailures ?? 0
+        publishFailures: this.pusher?.stats.publishFailures ?? 0,
+        clock: this.clock.status()
       },
       peers
     }
@@ -362,7 +391,9 @@ export class MeshCore {
           store: this.store,
           opts: this.options,
           counters,
-          screen: (entries) => this.screen(entries),
+          screen: (entries, perEntry) => this.screen(entries, perEntry),
+          mark: () => this.clock.mark(),
+          clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
           apply: async (entries) => { await this.enqueueApply(entries) },
           track: async (op) => await this.track(op),
           log: (msg, fields) => { this.log.debug(msg, fields) }
