@@ -20,11 +20,11 @@
  *   and logged, never thrown at the adapter.
  */
 import { silentLogger, type Logger } from '../../common/index.js'
-import { parseHlc } from '../../records/index.js'
 import { decodeMessage, WireError } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
-import { PeerSync, type Screened } from './peer-sync.js'
+import { PeerSync } from './peer-sync.js'
+import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
 import { SequenceTracker } from './sequence.js'
 import { errorReply, servePull, serveSnap } from './serve.js'
@@ -231,46 +231,8 @@ export class MeshCore {
     return 'accept'
   }
 
-  /**
-   * Record grammar (the store's rules), clock drift and our own origin for
-   * a frame's or a page's entries. A malformed entry refuses the whole lot,
-   * unless `perEntry` (a page: only that entry is dropped). Entries too far
-   * ahead are separated out for the caller; entries claiming our origin with
-   * a version we never issued (ahead of both our HLC and our wall clock: the
-   * HLC is persisted and never goes back) are dropped and counted.
-   */
   private screen (entries: readonly RemoteEntry[], perEntry: boolean): Screened {
-    let list = entries
-    let dropped = 0
-    const why = this.store.checkEntries(entries)
-    if (why !== undefined) {
-      if (!perEntry) return { bad: why }
-      list = entries.filter(e => this.store.checkEntries([e]) === undefined)
-      dropped = entries.length - list.length
-    }
-    const now = this.rt.now()
-    const limit = now + this.options.maxClockDriftMs
-    const issued = this.store.clock()
-    const ok: RemoteEntry[] = []
-    const drifted: RemoteEntry[] = []
-    let forged = 0
-    // A record's entries come together and share their clock: each run of one clock value is parsed once.
-    let hlc: string | undefined
-    let ahead = false
-    let future = false
-    for (const e of list) {
-      if (e.hlc !== hlc) {
-        const h = parseHlc(e.hlc)
-        if (h === undefined) return { bad: 'bad hlc' }
-        hlc = e.hlc
-        ahead = h.ms > limit
-        future = h.ms > now && e.hlc > issued
-      }
-      if (future && e.origin === this.selfId) forged++
-      else if (ahead) drifted.push(e)
-      else ok.push(e)
-    }
-    return { ok, drifted, dropped, forged }
+    return screenEntries(this.store, entries, { perEntry, now: this.rt.now(), maxClockDriftMs: this.options.maxClockDriftMs, selfId: this.selfId })
   }
 
   private async enqueueApply (entries: RemoteEntry[]): Promise<void> {

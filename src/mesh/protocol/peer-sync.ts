@@ -33,6 +33,7 @@ import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type Requ
 import type { MeshOptions } from './options.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import { entryWeight } from '../messages.js'
+import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
 
 export const CURSOR_PREFIX = 'mesh:cursor/'
@@ -46,14 +47,6 @@ interface CursorState {
   /** Entries refused for clock drift, kept to try again (the newest version per key). */
   parked?: RemoteEntry[]
 }
-
-/**
- * What entries come to after screening: applicable, too far ahead of our
- * clock, malformed (`dropped`), or of our own origin with a version we never
- * issued (`forged`). A gossip frame is refused whole (`bad`) for any
- * malformed entry; a page drops only those.
- */
-export type Screened = { ok: RemoteEntry[], drifted: RemoteEntry[], dropped: number, forged: number } | { bad: string }
 
 /** Where a request left, for the clock sample its reply gives (clock-guard.ts). */
 export interface SentMark { wall: number, mono: number }
