@@ -29,10 +29,9 @@
  * Every reply carries the peer's wall clock: with the request's round trip
  * it is a sample of our clock's offset to the peer (clock-guard.ts).
  */
-import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
-import { entryWeight } from '../messages.js'
 import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
 
@@ -262,7 +261,7 @@ export class PeerSync {
    */
   private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined): Promise<RemoteEntry[] | undefined> {
     const screened = this.d.screen(entries, true)
-    if ('bad' in screened) return undefined // not reached: a page's screen drops entries one by one
+    if ('bad' in screened) return parked // not reached: a page's screen drops entries one by one
     if (screened.dropped > 0) {
       this.d.counters.entriesDropped += screened.dropped
       this.d.log('dropped malformed entries from peer', { peer: this.peer, entries: screened.dropped })
