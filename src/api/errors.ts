@@ -77,7 +77,9 @@ const FASTIFY_CODES: Record<string, { status: number, slug: string }> = {
  */
 const CODE_STATUS: Record<string, { status: number, retryable: boolean }> = {
   not_found: { status: 404, retryable: false },
-  files_path_unavailable: { status: 503, retryable: true }
+  files_path_unavailable: { status: 503, retryable: true },
+  // records' ClockOutOfBoundError: this node's clock is off against its peers; writes pass again once it is back.
+  clock_out_of_bound: { status: 503, retryable: true }
 }
 
 /** Default slug by status when nothing more specific is known (spec §4.1). */

@@ -57,9 +57,9 @@ export interface PullMessage { t: 'pull', log: string | null, cursor: string | n
 /** Snapshot request: the peer's replicated range after position `after` (null: from the start). */
 export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number }
 /** Pull reply. `gap`: the cursor cannot be served (trimmed, older than the tombstone horizon, or another log): resync. */
-export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean }
+export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean, clock?: number }
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
-export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null }
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number }
 export type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
 export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number }
 
@@ -120,8 +120,8 @@ function body (m: Message): unknown {
     case 'push': return { t: m.t, o: m.origin, e: m.epoch, s: m.seq, b: encodeBlock(m.entries) }
     case 'pull': return { t: m.t, l: m.log, c: m.cursor, m: m.maxBytes }
     case 'snap': return { t: m.t, a: m.after, m: m.maxBytes }
-    case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap }
-    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head }
+    case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap, w: m.clock }
+    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock }
     case 'error': return m.retryAfterMs === undefined ? { t: m.t, c: m.code, m: m.message } : { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs }
   }
 }
@@ -195,9 +195,9 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
       return { t: 'snap', after: optToken(o.a, 'after', MAX_REMOTE_KEY_BYTES), maxBytes: pageSize(o.m) }
     case 'changes':
       if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
-      return { t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }
+      return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }, o.w)
     case 'snapshot':
-      return { t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }
+      return withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
     case 'error': {
       const code = str(o.c, 'code') as ErrorCode
       if (!ERROR_CODES.includes(code)) throw new WireError('unknown error code')
@@ -209,6 +209,12 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
     default:
       throw new WireError('unknown message type')
   }
+}
+
+/** A reply's `w`: the serving peer's wall clock in ms, which peers measure their clock offset with (absent from older peers). */
+function withClock<T extends ChangesMessage | SnapshotMessage> (m: T, w: unknown): T {
+  if (w !== undefined) m.clock = count(w, 'clock')
+  return m
 }
 
 function decodeBlock (b: unknown, maxEntries: number): RemoteEntry[] {

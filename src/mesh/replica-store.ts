@@ -18,7 +18,7 @@
  */
 import { randomBytes } from 'node:crypto'
 import {
-  checkRemoteEntry, newEntryChecks, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
+  checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
@@ -106,6 +106,10 @@ export class RecordReplica implements ReplicaStore {
 
   clock (): string {
     return this.records.clock()
+  }
+
+  setClockGate (gate: ClockGate | undefined): void {
+    this.records.setClockGate(gate)
   }
 
   getLocal (key: string): string | undefined {

@@ -34,6 +34,8 @@ export interface MeshPeerView extends PeerCounters {
   caughtUpAt: string | null
   /** Catch-up lag in ms: 0 when the last pull reached its head, else how long since one last did (or since it was first seen). */
   lagMs: number
+  /** Its entries refused for clock drift and kept aside, retried every round. */
+  parked: number
 }
 
 /** A member of the mesh this node knows the addresses of (kept across restarts, node-local). */
@@ -78,6 +80,9 @@ export interface MeshService extends Startable {
   readonly bytes?: ByteSource
 }
 
+/** A node alone measures nobody and writes as it always did. */
+const ALONE = { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null }
+
 /** The mesh of a node without a swarm key: nobody to talk to, but the same status and digest. */
 export class StandaloneMesh implements MeshService {
   private readonly replica: RecordReplica
@@ -97,7 +102,7 @@ export class StandaloneMesh implements MeshService {
     return {
       enabled: false,
       meshId: null,
-      self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 },
+      self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: ALONE },
       peers: [],
       targetPeers: 0,
       members: []

@@ -5,6 +5,7 @@
  */
 import type { Logger } from '../common/index.js'
 import type { KvStore, Tx } from '../kv/index.js'
+import { ClockOutOfBoundError, type ClockGate } from './clock-gate.js'
 import type { Hlc } from './hlc.js'
 import { HLC_KEY } from './layout.js'
 import type { Mutator } from './mutation.js'
@@ -25,10 +26,15 @@ export interface RecordContext {
    * deferred work is at its bound: every record write goes through here.
    */
   write: <T>(fn: (tx: Tx) => T) => Promise<T>
+  /** Asked before every local version is issued (clock-gate.ts); unset: always allowed. */
+  clockGate: ClockGate | undefined
 }
 
 /** Issues a version for a local write and persists the clock in the same transaction, so a restart never goes back. */
 export function issueVersion (ctx: RecordContext, tx: Tx): Version {
+  // Inside the write function: a refusal rolls back this write alone (the group commit's savepoints).
+  const refusal = ctx.clockGate?.()
+  if (refusal !== undefined) throw new ClockOutOfBoundError(refusal)
   const v = makeVersion(ctx.hlc.now(), ctx.nodeId)
   persistHlc(ctx, tx)
   return v

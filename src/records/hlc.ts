@@ -47,11 +47,17 @@ export class Hlc {
     return formatHlc({ ms: this.ms, counter: this.counter })
   }
 
-  /** Merges a remote timestamp (already checked for drift by the caller). */
-  observe (remote: HlcString): void {
+  /**
+   * Merges a remote timestamp (already checked for drift by the caller).
+   * `trustWall: false` leaves the wall clock out: a node that knows its
+   * clock is off (clock-gate.ts) must not persist that clock through a
+   * remote entry, or its versions would carry the error after the clock is
+   * corrected.
+   */
+  observe (remote: HlcString, trustWall = true): void {
     const r = parseHlc(remote)
     if (r === undefined) return
-    const w = this.wall()
+    const w = trustWall ? this.wall() : 0
     const ms = Math.max(w, this.ms, r.ms)
     let c: number
     if (ms === this.ms && ms === r.ms) c = Math.max(this.counter, r.counter) + 1

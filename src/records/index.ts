@@ -53,6 +53,8 @@ export {
 export { nest, flatten } from './flatten.js'
 export type { Nested } from './flatten.js'
 export { Hlc, formatHlc, parseHlc } from './hlc.js'
+export { ClockOutOfBoundError } from './clock-gate.js'
+export type { ClockGate, ClockRefusal } from './clock-gate.js'
 export type { HlcString } from './hlc.js'
 export { VersionMap, makeVersion, versionHlc, versionOrigin } from './versions.js'
 export type { Version } from './versions.js'

@@ -16,6 +16,7 @@ import { localStore } from './local-store.js'
 import type {
   EventStreams, FieldVersion, LibraryPage, LocalStore, Records, ReplicaDigest, SchemaCounter
 } from './surface.js'
+import type { ClockGate } from './clock-gate.js'
 import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
@@ -84,7 +85,7 @@ export class RecordStore implements Records {
       for (let w = mutator.whenWritable(); w !== undefined; w = mutator.whenWritable()) await w
       return await kv.write(fn)
     }
-    this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log, write }
+    this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log, write, clockGate: undefined }
     this.reads = new RecordReader(kv)
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads, this.writer)
@@ -175,6 +176,9 @@ export class RecordStore implements Records {
 
   /** Remote versions refused for clock drift since start. */
   get driftRefusedCount (): number { return this.remote.driftRefused }
+
+  /** Installs (or with undefined removes) the check every local version must pass (clock-gate.ts): the mesh's clock bound. */
+  setClockGate (gate: ClockGate | undefined): void { this.ctx.clockGate = gate }
 
   /** The replicated state of one root in key order: the root tombstone, live keys and tombstones, with their versions. */
   exportRoot (rid: RecordId, r: Reader = this.kv): RemoteEntry[] { return rootEntries(r, rid) }

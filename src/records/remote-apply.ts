@@ -202,7 +202,8 @@ export class RemoteApplier {
       if (!inVersionOrder(changes)) changes.sort((a, b) => (a.version < b.version ? -1 : a.version > b.version ? 1 : 0))
       applied += ctx.mutator.mutate(tx, rid, changes, { remote: true, rootTombstone: slot.root }).touched
     }
-    if (maxHlc !== undefined) ctx.hlc.observe(maxHlc)
+    // While the node's own clock is out of bound its wall clock must not reach the HLC (clock-gate.ts).
+    if (maxHlc !== undefined) ctx.hlc.observe(maxHlc, ctx.clockGate?.() === undefined)
     persistHlc(ctx, tx)
     return applied
   }

@@ -16,6 +16,7 @@
  */
 import type { EventId, EventIdParts } from '../kv/index.js'
 import type { ChangeListener } from './change-log.js'
+import type { ClockGate } from './clock-gate.js'
 import type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 import type { Nested } from './flatten.js'
 import type { RecordIndexer } from './mutation.js'
@@ -150,6 +151,8 @@ export interface Replication {
   clock: () => string
   /** Remote versions refused for clock drift since start. */
   readonly driftRefusedCount: number
+  /** Installs (or with undefined removes) the check every local version must pass: the mesh's clock bound (clock-gate.ts). */
+  setClockGate: (gate: ClockGate | undefined) => void
   digest: () => ReplicaDigest
 }
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { buildApp } from '../../src/api/index.js'
 import { StandaloneMesh } from '../../src/mesh/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
+import { testCid } from '../helpers/record-ops.js'
 
 let h: ApiHarness | undefined
 afterEach(async () => { await h?.close(); h = undefined })
@@ -32,5 +33,21 @@ describe('/api/mesh on a standalone node', () => {
     h = await startApi({ apiToken: 'tok' })
     expect((await h.app.inject({ url: '/api/mesh', headers: { authorization: 'Bearer tok' } })).statusCode).toBe(503)
     expect((await h.app.inject({ url: '/api/mesh/digest' })).statusCode).toBe(401)
+  })
+})
+
+describe('writes while the clock is out of bound', () => {
+  it('answer 503 clock_out_of_bound, retryable, with the gate\'s message, and pass again once it lifts', async () => {
+    h = await startApi()
+    const patch = async (): Promise<{ statusCode: number, json: () => any }> =>
+      await h!.app.inject({ method: 'PATCH', url: `/meta/${testCid(1)}`, payload: { title: 't' } })
+    // The gate is what the mesh installs (records' setClockGate); here it refuses by itself.
+    h.store.records.setClockGate(() => ({ message: 'this node\'s clock is off by 3600000 ms against its peers', offsetMs: 3_600_000 }))
+    const refused = await patch()
+    expect(refused.statusCode).toBe(503)
+    expect(refused.json()).toEqual({ error: 'clock_out_of_bound', message: 'this node\'s clock is off by 3600000 ms against its peers', retryable: true })
+    expect(h.store.records.getFlat(testCid(1))).toBeUndefined()
+    h.store.records.setClockGate(undefined)
+    expect((await patch()).statusCode).toBe(200)
   })
 })

@@ -33,15 +33,27 @@ export async function virtualCluster (n: number, opts: {
   store?: Partial<NodeStoreOptions>
   /** Wraps a node's runtime (to watch what its core sends, say). */
   runtime?: (id: string, rt: MeshRuntime) => MeshRuntime
+  /**
+   * A node's wall clock offset from virtual time (ms), read on every use, so
+   * a test can step it: its store and its core see the offset clock, and the
+   * core's monotonic clock stays virtual time.
+   */
+  skewMs?: (id: string) => number
 }): Promise<VirtualCluster> {
   const t = tmpDir('mc-mesh-')
   const mesh = new VirtualMesh({ seed: opts.seed, ...opts.link })
   const nodes: ClusterNode[] = []
+  const { skewMs } = opts
+  const wall = (id: string): () => number => skewMs === undefined ? mesh.now : () => mesh.now() + skewMs(id)
+  const runtimeOf = (id: string): MeshRuntime => {
+    const rt = mesh.runtime(id)
+    return skewMs === undefined ? rt : { ...rt, now: wall(id), monotonic: mesh.now }
+  }
   const makeCore = (id: string, replica: RecordReplica): MeshCore =>
-    new MeshCore({ selfId: id, runtime: opts.runtime?.(id, mesh.runtime(id)) ?? mesh.runtime(id), store: replica, options: opts.mesh })
+    new MeshCore({ selfId: id, runtime: opts.runtime?.(id, runtimeOf(id)) ?? runtimeOf(id), store: replica, options: opts.mesh })
   for (let i = 0; i < n; i++) {
     const id = `peer${String.fromCharCode(65 + i)}`
-    const store = openNodeStore({ ...opts.store, path: path.join(t.dir, `${id}.db`), nodeId: id, now: mesh.now, backgroundCheckpoint: false })
+    const store = openNodeStore({ ...opts.store, path: path.join(t.dir, `${id}.db`), nodeId: id, now: wall(id), backgroundCheckpoint: false })
     const replica = new RecordReplica(store.records, { newLogId: () => `log-${opts.seed}-${id}` })
     const core = makeCore(id, replica)
     mesh.attach(id, core)

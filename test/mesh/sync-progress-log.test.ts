@@ -10,9 +10,9 @@ import { logSyncProgress } from '../../src/mesh/sync-progress-log.js'
 
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
-    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: null, behind: false, resyncing: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0,
+    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: null, behind: false, resyncing: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0, parked: 0,
     framesIn: 0, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 0, bytesIn: 0,
-    pullFailures: 0, resyncs: 0, pagesServed: 0, bytesServed: 0, busyRefusals: 0, ...over
+    pullFailures: 0, resyncs: 0, pagesServed: 0, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
   }
 }
 
@@ -21,7 +21,7 @@ describe('logSyncProgress', () => {
     const lines: Array<{ msg: string, fields?: Record<string, unknown> }> = []
     const log: Logger = { debug: () => {}, warn: () => {}, error: () => {}, info: (msg, fields) => { lines.push({ msg, fields }) }, child: () => log }
     let p = peer({ resyncing: true, behind: true, pagesIn: 1, bytesIn: 1_000_000, lagMs: 3000 })
-    const status = (): MeshView => ({ enabled: true, meshId: 'm', self: { peerId: 'me', name: 'me', addrs: [], hlc: '0', epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0 }, peers: [p, peer({ peerId: 'idle', name: null })], targetPeers: 8, members: [] })
+    const status = (): MeshView => ({ enabled: true, meshId: 'm', self: { peerId: 'me', name: 'me', addrs: [], hlc: '0', epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null } }, peers: [p, peer({ peerId: 'idle', name: null })], targetPeers: 8, members: [] })
     const stop = logSyncProgress(status, log, 20)
     try {
       await waitFor(() => { p = { ...p, pagesIn: p.pagesIn + 1, bytesIn: p.bytesIn + 2_000_000 }; return lines.length >= 2 }, { timeoutMs: 5_000, what: 'two progress lines' })

@@ -73,9 +73,12 @@ describe('scenarios (short)', () => {
     expect(head.timeline.map(e => e.kind)).toEqual(['stop', 'start'])
   })
 
-  it('clock-skew: entries too far ahead are refused, and the mesh still converges', async () => {
+  it('clock-skew: the node out of bound refuses its writes, nobody else\'s are refused or delayed, and the mesh converges', async () => {
     const { report, head } = await run({ scenario: 'clock-skew', duration: 6, tail: 20 })
-    expect(head.rejected.honestDriftRefusals).toBeGreaterThan(0)
+    // Node 0 runs 12 s ahead: out of bound against every peer, it mints nothing the others would refuse.
+    expect(head.operations.writeErrors).toBeGreaterThan(0)
+    expect(head.rejected.honestDriftRefusals).toBe(0)
+    expect(report.latencyMs.max).toBeLessThan(1_000)
     expect(report.converged).toBe(true)
     expect(report.lostWrites).toBe(0)
   })

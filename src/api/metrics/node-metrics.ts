@@ -53,7 +53,7 @@ function defaultMetrics (): Registry {
   return processRegistry
 }
 
-type PeerCounter = 'framesIn' | 'framesRejected' | 'framesDropped' | 'driftRefusals' | 'forged' | 'replays' | 'pagesIn' | 'bytesIn' | 'pagesServed' | 'bytesServed' | 'pullFailures' | 'resyncs' | 'busyRefusals'
+type PeerCounter = 'framesIn' | 'framesRejected' | 'framesDropped' | 'driftRefusals' | 'forged' | 'entriesDropped' | 'replays' | 'pagesIn' | 'bytesIn' | 'pagesServed' | 'bytesServed' | 'pullFailures' | 'resyncs' | 'busyRefusals'
 
 /** Per-peer counters of the mesh core, as `meta_core_mesh_<name>_total{peer}`. */
 const PEER_COUNTERS: ReadonlyArray<[PeerCounter, string, string]> = [
@@ -61,7 +61,8 @@ const PEER_COUNTERS: ReadonlyArray<[PeerCounter, string, string]> = [
   ['framesRejected', 'frames_rejected', 'frames and pull replies from the peer refused as bad (malformed, oversized, forged, replayed, far-future)'],
   ['framesDropped', 'frames_dropped', 'frames dropped because too many of the peer\'s frames were waiting (pulled instead)'],
   ['driftRefusals', 'drift_refusals', 'entries from the peer refused for being too far ahead of this node\'s clock'],
-  ['forged', 'frames_forged', 'frames whose entries named another origin than their signer'],
+  ['forged', 'frames_forged', 'frames whose entries named another origin than their signer, and pulled entries claiming this node\'s origin with a version it never issued'],
+  ['entriesDropped', 'entries_dropped', 'pulled entries dropped: malformed, or past what is kept aside for retry'],
   ['replays', 'frames_replayed', 'frames whose sequence number was already seen'],
   ['pagesIn', 'pages_in', 'pages pulled from the peer'],
   ['bytesIn', 'pull_bytes_in', 'bytes of pages pulled from the peer'],
@@ -263,6 +264,7 @@ export class NodeMetrics {
     }
     perPeer('connected', '1 while connected to the peer', p => (p.connected ? 1 : 0))
     perPeer('behind', '1 until a pull from the peer reaches the head it reported', p => (p.behind ? 1 : 0))
+    perPeer('parked', 'entries from the peer refused for clock drift and kept aside, retried every round', p => p.parked)
     perPeer('lag_seconds', 'catch-up lag: 0 when the last pull reached the peer\'s head, else seconds since one last did', p => p.lagMs / 1000)
     const self = (name: string, help: string, read: (s: ReturnType<MeshService['status']>['self']) => number): void => {
       this.scraped.push(new Counter({
@@ -276,6 +278,21 @@ export class NodeMetrics {
         }
       }))
     }
+    const clock = (name: string, help: string, read: (c: ReturnType<MeshService['status']>['self']['clock']) => number): void => {
+      this.scraped.push(new Gauge({
+        name: `${PREFIX}mesh_clock_${name}`,
+        help,
+        registers,
+        collect () {
+          this.reset()
+          const m = src()?.mesh
+          if (m !== undefined) this.set(read(m.status().self.clock))
+        }
+      }))
+    }
+    clock('out_of_bound', '1 while this node\'s clock is out of bound against most of the peers it measures (local writes refused)', c => (c.inBound ? 0 : 1))
+    clock('offset_seconds', 'median offset of this node\'s clock to the peers it measures (positive: ahead)', c => (c.offsetMs ?? 0) / 1000)
+    clock('peers_measured', 'connected peers whose clock this node measured', c => c.measured)
     self('frames_out', 'gossip frames this node published to the mesh (all peers at once)', s => s.framesOut)
     self('frame_bytes_out', 'bytes of the gossip frames this node published', s => s.bytesOut)
     self('publish_failures', 'frames that could not be published (no peer subscribed yet, transport error)', s => s.publishFailures)

@@ -34,7 +34,9 @@ const peerSchema = {
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
     driftRefusals: { ...int, description: 'entries refused for being more than the allowed clock drift ahead' },
     relayedRejected: { ...int, description: 'frames it relayed from signers we hold no state for, refused as bad' },
-    forged: { ...int, description: 'frames whose entries named another origin than their signer' },
+    forged: { ...int, description: 'frames whose entries named another origin than their signer, and pulled entries claiming this node\'s origin with a version it never issued' },
+    entriesDropped: { ...int, description: 'pulled entries dropped: malformed (never acceptable), or past what is kept aside for retry' },
+    parked: { ...int, description: 'pulled entries refused for clock drift and kept aside, retried every round' },
     replays: { ...int, description: 'frames whose sequence number was already seen' },
     framesDropped: { ...int, description: 'frames dropped because too many of its frames were waiting (pulled instead)' },
     pagesIn: int,
@@ -56,6 +58,20 @@ const memberSchema = {
     lastSeenAt: { ...str, description: 'when it was last connected to this node or to a peer that told us (ISO 8601)' },
     lastConnectedAt: { type: 'string', nullable: true, description: 'when it was last connected to this node (null: only heard of)' },
     dialFailures: { ...int, description: 'failed dials in a row' }
+  }
+} as const
+
+/** Shared with `/health`: this node's clock against the peers it measures. */
+export const clockSchema = {
+  type: 'object',
+  description: 'this node\'s clock against its peers (measured on pulls): local writes answer 503 clock_out_of_bound while it is out of bound',
+  properties: {
+    inBound: { type: 'boolean' },
+    measured: { ...int, description: 'connected peers whose clock was measured' },
+    outOfBound: { ...int, description: 'of those, the ones this node is out of bound against' },
+    offsetMs: { ...int, nullable: true, description: 'median offset of this node\'s clock to theirs (positive: ahead); null with none measured' },
+    hlcAheadMs: { ...int, description: 'how far the store\'s HLC is ahead of this node\'s wall clock' },
+    message: { ...str, nullable: true, description: 'why writes are refused, when they are' }
   }
 } as const
 
@@ -86,7 +102,8 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
                 seq: int,
                 framesOut: int,
                 bytesOut: int,
-                publishFailures: int
+                publishFailures: int,
+                clock: clockSchema
               }
             },
             peers: { type: 'array', items: peerSchema },

@@ -6,6 +6,7 @@ import fs from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import type { ApiContext } from '../context.js'
 import { withErrors } from '../schemas.js'
+import { clockSchema } from './mesh-routes.js'
 
 /** `/health` must answer even when storage is gone: it reports, it does not fail. */
 function storageUp (ctx: ApiContext): boolean {
@@ -45,19 +46,20 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
   app.get('/health', {
     config: { public: true },
     schema: {
-      summary: 'Liveness: always 200, status degraded when storage is unavailable',
+      summary: 'Liveness: always 200, status degraded when storage is unavailable or the clock is out of bound (writes refused)',
       tags: ['system'],
       security: [],
       response: {
         200: {
           type: 'object',
-          properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, storage: { type: 'boolean' }, redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' }, timestamp: { type: 'string' } }
+          properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, storage: { type: 'boolean' }, redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' }, timestamp: { type: 'string' }, clock: { ...clockSchema, nullable: true } }
         }
       }
     }
   }, async () => {
     const up = storageUp(ctx)
-    return { status: up ? 'ok' : 'degraded', storage: up, redis: up, timestamp: new Date().toISOString() }
+    const clock = ctx.mesh?.status().self.clock ?? null
+    return { status: up && clock?.inBound !== false ? 'ok' : 'degraded', storage: up, redis: up, timestamp: new Date().toISOString(), clock }
   })
 
   app.get('/status', {

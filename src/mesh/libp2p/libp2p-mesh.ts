@@ -175,6 +175,7 @@ export class Libp2pMesh implements MeshService {
     this.names.attach(node)
     const runtime: MeshRuntime = {
       now: () => Date.now(),
+      monotonic: () => performance.now(),
       random: Math.random,
       schedule: (delayMs, fn) => {
         const t = setTimeout(fn, delayMs)
@@ -287,7 +288,8 @@ export class Libp2pMesh implements MeshService {
         seq: s?.self.seq ?? 0,
         framesOut: s?.self.framesOut ?? 0,
         bytesOut: s?.self.bytesOut ?? 0,
-        publishFailures: s?.self.publishFailures ?? 0
+        publishFailures: s?.self.publishFailures ?? 0,
+        clock: s?.self.clock ?? { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null }
       },
       peers: (s?.peers ?? []).map(p => ({
         ...p,

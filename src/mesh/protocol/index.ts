@@ -10,6 +10,8 @@ export { CURSOR_PREFIX } from './peer-sync.js'
 export { SequenceTracker } from './sequence.js'
 export type { SequenceVerdict } from './sequence.js'
 export type { MeshStatus, PeerStatus, SelfStatus, PeerCounters } from './status.js'
+export { ClockGuard } from './clock-guard.js'
+export type { ClockStatus, ClockSample } from './clock-guard.js'
 export type {
   MeshRuntime, ReplicaStore, ChangePage, RangePage, ApplyOutcome, StoreDigest, PeerKey, Cursor, RemoteEntry
 } from './runtime.js'

@@ -25,10 +25,11 @@
  *   and logged, never thrown at the adapter.
  */
 import { silentLogger, type Logger } from '../../common/index.js'
-import { parseHlc } from '../../records/index.js'
 import { decodeMessage, entryWeight, FRAME_LIMITS, WireError } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
-import { PeerSync, type Screened } from './peer-sync.js'
+import { ClockGuard, type ClockStatus } from './clock-guard.js'
+import { PeerSync } from './peer-sync.js'
+import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
 import { SequenceTracker } from './sequence.js'
 import { errorReply, servePull, serveSnap } from './serve.js'
@@ -67,6 +68,8 @@ export class MeshCore {
   private readonly peers = new Map<PeerKey, PeerEntry>()
   private readonly sequences: SequenceTracker
   private readonly blocked: Set<string>
+  /** This node's clock against its peers': what refuses local writes while out of bound. */
+  readonly clock: ClockGuard
   private pusher: Pusher | undefined
   private unsubscribe: (() => void) | undefined
   private applyQueue: Promise<void> = Promise.resolve()
@@ -86,6 +89,12 @@ export class MeshCore {
     this.log = init.logger ?? silentLogger
     this.sequences = new SequenceTracker(this.options.sequenceWindow, this.options.maxSigners)
     this.blocked = new Set(this.options.blockedPeers)
+    this.clock = new ClockGuard(this.rt, this.options, () => this.store.clock(), (c) => { this.clockChanged(c) })
+  }
+
+  private clockChanged (c: ClockStatus): void {
+    if (c.inBound) this.log.info('clock back in bound: local writes accepted again', { offsetMs: c.offsetMs, measured: c.measured })
+    else this.log.warn('clock out of bound: local writes refused', { offsetMs: c.offsetMs, measured: c.measured, outOfBound: c.outOfBound, hlcAheadMs: c.hlcAheadMs, why: c.message })
   }
 
   // ------------------------------------------------------------ lifecycle
@@ -105,6 +114,7 @@ export class MeshCore {
     if (this.state !== 'starting') return // stopped while starting
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
+    this.store.setClockGate?.(() => this.clock.refusal())
     this.state = 'running'
     for (const p of this.peers.values()) if (p.sync.connected) this.kick(p.sync)
   }
@@ -126,6 +136,7 @@ export class MeshCore {
     this.state = 'stopped'
     this.unsubscribe?.()
     this.unsubscribe = undefined
+    this.store.setClockGate?.(undefined)
     this.pusher?.stop()
     for (const p of this.peers.values()) p.sync.stop()
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
@@ -148,6 +159,7 @@ export class MeshCore {
 
   peerDisconnected (peer: PeerKey): void {
     this.peers.get(peer)?.sync.disconnect()
+    this.clock.forget(peer)
   }
 
   /** Pulls from `peer` (or every connected peer) now; resolves when those rounds end. */
@@ -209,15 +221,15 @@ export class MeshCore {
     if (m.origin !== signer || m.entries.some(e => e.origin !== signer)) {
       return refuse('entries of another origin than the signer', {}, c => { c.forged++ })
     }
-    const screened = this.screen(m.entries)
+    const screened = this.screen(m.entries, false)
     if ('bad' in screened) return refuse(screened.bad)
-    if (screened.drifted > 0) {
+    if (screened.drifted.length > 0) {
       // Refused, but not the relay's fault, nor surely the signer's (our own clock may be behind): no penalty.
       if (p !== undefined) {
         p.counters.framesRejected++
-        p.counters.driftRefusals += screened.drifted
+        p.counters.driftRefusals += screened.drifted.length
       }
-      this.log.debug('refused a frame', { signer, why: 'entries too far ahead of our clock', entries: screened.drifted })
+      this.log.debug('refused a frame', { signer, why: 'entries too far ahead of our clock', entries: screened.drifted.length })
       return 'ignore'
     }
     const verdict = this.sequences.classify(m.origin, m.epoch, m.seq)
@@ -251,31 +263,8 @@ export class MeshCore {
     touch(this.peers, signer, p)
   }
 
-  /**
-   * Record grammar (the store's rules) and clock drift for a frame's or a
-   * page's entries: any malformed entry refuses the whole lot; entries too
-   * far ahead are separated out and counted by the caller.
-   */
-  private screen (entries: readonly RemoteEntry[]): Screened {
-    const why = this.store.checkEntries(entries)
-    if (why !== undefined) return { bad: why }
-    const limit = this.rt.now() + this.options.maxClockDriftMs
-    const ok: RemoteEntry[] = []
-    let drifted = 0
-    // A record's entries come together and share their clock: each run of one clock value is parsed once.
-    let hlc: string | undefined
-    let ahead = false
-    for (const e of entries) {
-      if (e.hlc !== hlc) {
-        const h = parseHlc(e.hlc)
-        if (h === undefined) return { bad: 'bad hlc' }
-        hlc = e.hlc
-        ahead = h.ms > limit
-      }
-      if (ahead) drifted++
-      else ok.push(e)
-    }
-    return { ok, drifted }
+  private screen (entries: readonly RemoteEntry[], perEntry: boolean): Screened {
+    return screenEntries(this.store, entries, { perEntry, now: this.rt.now(), maxClockDriftMs: this.options.maxClockDriftMs, selfId: this.selfId })
   }
 
   private async enqueueApply (entries: RemoteEntry[]): Promise<void> {
@@ -332,8 +321,8 @@ export class MeshCore {
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
       }
       let reply: Uint8Array
-      if (m.t === 'pull') reply = servePull(this.store, this.options, m)
-      else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m)
+      if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
+      else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
       else {
         p.counters.framesRejected++
         return errorReply('bad-request', `a ${m.t} message is not a request`)
@@ -362,6 +351,7 @@ export class MeshCore {
         lastSyncAt: p.sync.lastSyncAt,
         caughtUpAt: p.sync.caughtUpAt,
         lagMs: p.sync.lagMs(now),
+        parked: p.sync.parked,
         ...p.counters
       })
     }
@@ -373,7 +363,8 @@ export class MeshCore {
         seq: this.pusher?.lastSeq ?? 0,
         framesOut: this.pusher?.stats.framesOut ?? 0,
         bytesOut: this.pusher?.stats.bytesOut ?? 0,
-        publishFailures: this.pusher?.stats.publishFailures ?? 0
+        publishFailures: this.pusher?.stats.publishFailures ?? 0,
+        clock: this.clock.status()
       },
       peers
     }
@@ -394,7 +385,9 @@ export class MeshCore {
           store: this.store,
           opts: this.options,
           counters,
-          screen: (entries) => this.screen(entries),
+          screen: (entries, perEntry) => this.screen(entries, perEntry),
+          mark: () => this.clock.mark(),
+          clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
           apply: async (entries) => { await this.enqueueApply(entries) },
           track: async (op) => await this.track(op),
           log: (msg, fields) => { this.log.debug(msg, fields) }

@@ -19,6 +19,15 @@ export interface MeshOptions {
   requestTimeoutMs: number
   /** Remote versions further ahead of our clock than this are refused (replication.md: 10 s). */
   maxClockDriftMs: number
+  /**
+   * Our clock may be this far off our peers' (measured on pulls); out of
+   * bound against most of them, local writes are refused (clock-guard.ts).
+   * Default: half the drift limit, so versions of two in-bound nodes stay
+   * within what each accepts of the other.
+   */
+  maxClockOffsetMs: number
+  /** Refused entries kept aside per peer, to retry (their bytes, about); past it the oldest are dropped and counted. */
+  maxParkedBytes: number
   /** Frames from one signer waiting to be applied; past this, new ones are dropped (pull repairs). */
   maxQueuedFrames: number
   /**
@@ -53,6 +62,8 @@ export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
   pageKeys: 20_000,
   requestTimeoutMs: 15_000,
   maxClockDriftMs: 10_000,
+  maxClockOffsetMs: 5_000,
+  maxParkedBytes: MAX_MESSAGE_BYTES,
   maxQueuedFrames: 256,
   maxQueuedBytes: 64 * 1024 * 1024,
   maxSigners: 1024,
@@ -65,6 +76,7 @@ export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
 
 export function meshOptions (o: Partial<MeshOptions> = {}): MeshOptions {
   const out = { ...DEFAULT_MESH_OPTIONS, ...o }
+  if (o.maxClockOffsetMs === undefined) out.maxClockOffsetMs = out.maxClockDriftMs / 2
   out.pageBytes = Math.min(out.pageBytes, MAX_MESSAGE_BYTES)
   return out
 }

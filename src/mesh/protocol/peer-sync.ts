@@ -17,13 +17,22 @@
  * peer reads and sends it meanwhile. The cursor moves only past pages
  * applied; a page asked for ahead and not taken is dropped with the round.
  *
- * A page with an entry too far ahead of our clock is applied without it and
- * the cursor stays put: the round ends and the next one asks again, by when
- * our clock may have caught up.
+ * A refused entry never holds the cursor back. One too far ahead of our
+ * clock may become acceptable as time passes: it is kept aside ("parked",
+ * in the cursor's own row, so the cursor never moves past an entry that was
+ * neither applied nor kept) and tried again at the start of every round,
+ * the newest version per key, at most `maxParkedBytes` (past that the ones
+ * furthest ahead are dropped and counted). One that can never be accepted
+ * (record grammar, sizes, a version of our own origin we never issued) is
+ * dropped and counted; the rest of its page is applied.
+ *
+ * Every reply carries the peer's wall clock: with the request's round trip
+ * it is a sample of our clock's offset to the peer (clock-guard.ts).
  */
-import { decodeMessage, encodeMessage, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
 
 export const CURSOR_PREFIX = 'mesh:cursor/'
@@ -34,18 +43,24 @@ interface CursorState {
   cursor: Cursor | null
   /** A full resync under way: the head captured before it, and the position reached. */
   snap?: { log: string | null, head: Cursor | null, after: string | null }
+  /** Entries refused for clock drift, kept to try again (the newest version per key). */
+  parked?: RemoteEntry[]
 }
 
-/** What a page's entries come to after screening. */
-export type Screened = { ok: RemoteEntry[], drifted: number } | { bad: string }
+/** Where a request left, for the clock sample its reply gives (clock-guard.ts). */
+export interface SentMark { wall: number, mono: number }
 
 export interface PeerSyncDeps {
   rt: MeshRuntime
   store: ReplicaStore
   opts: MeshOptions
   counters: PeerCounters
-  screen: (entries: readonly RemoteEntry[]) => Screened
+  /** `perEntry`: drop malformed entries one by one rather than refuse the lot. */
+  screen: (entries: readonly RemoteEntry[], perEntry: boolean) => Screened
   apply: (entries: RemoteEntry[]) => Promise<void>
+  /** The clock sample of a reply: when its request left, and the peer's wall clock in it. */
+  mark: () => SentMark
+  clockSample: (peer: PeerKey, sent: SentMark, peerWall: number) => void
   /** Tracks store writes so a driver can tell when the core is idle. */
   track: <T>(p: Promise<T>) => Promise<T>
   log: (msg: string, fields?: Record<string, unknown>) => void
@@ -140,8 +155,15 @@ export class PeerSync {
     })
   }
 
+  /** Entries kept aside from this peer's pages, waiting for our clock. */
+  get parked (): number {
+    return this.load().parked?.length ?? 0
+  }
+
   private async round (): Promise<void> {
     try {
+      // Only when there is something to retry: a round's first request otherwise leaves in the same turn.
+      if (this.parked > 0) await this.retryParked()
       for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
         if (this.stopped || !this.connected) return
         const s = this.load()
@@ -178,13 +200,12 @@ export class PeerSync {
     }
     if (reply.gap) {
       this.d.log('peer cannot serve our cursor: full resync', { peer: this.peer, cursor: s.cursor })
-      await this.save({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } })
+      await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
       return 'more'
     }
-    const applied = await this.applyPage(reply.entries)
-    if (!applied) return 'stop'
+    const parked = await this.applyPage(reply.entries, s.parked)
     const before = s.cursor
-    if (reply.next !== null && reply.next !== before) await this.save({ log: reply.log, cursor: reply.next })
+    if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before }, parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
     if (!this.behind) this.caughtUpAt = this.lastSyncAt
@@ -204,42 +225,78 @@ export class PeerSync {
       next = { log: reply.log, head: reply.head, after: null }
     } else if (reply.log !== snap.log) {
       // The peer's store changed under the resync: start over against the new one.
-      await this.save({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } })
+      await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
       return 'more'
     }
-    if (!await this.applyPage(reply.entries)) return 'stop'
+    const parked = await this.applyPage(reply.entries, s.parked)
     if (snap.after === null) this.d.counters.resyncs++
     this.lastSyncAt = this.d.rt.now()
     this.behind = true
     if (reply.next === null) {
       // The range is done: continue with the changes made since the head captured before it.
-      await this.save({ log: next.log, cursor: next.head })
+      await this.save(withParked({ log: next.log, cursor: next.head }, parked))
       this.d.log('full resync done', { peer: this.peer })
       return 'more'
     }
-    await this.save({ log: s.log, cursor: s.cursor, snap: { ...next, after: reply.next } })
+    await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { ...next, after: reply.next } }, parked))
     return 'more'
   }
 
-  /** Screens and applies a page; false when the round must stop (bad page, drift, apply failure). */
-  private async applyPage (entries: RemoteEntry[]): Promise<boolean> {
-    const screened = this.d.screen(entries)
-    if ('bad' in screened) {
-      this.d.counters.framesRejected++
-      this.d.log('refused a page from peer', { peer: this.peer, why: screened.bad })
-      return false
+  /** Tries the parked entries again: those our clock now accepts are applied, the rest stay. */
+  private async retryParked (): Promise<void> {
+    const s = this.load()
+    if (s.parked === undefined || s.parked.length === 0) return
+    const screened = this.d.screen(s.parked, true)
+    if ('bad' in screened) return // not reached: a page's screen drops entries one by one
+    if (screened.drifted.length === s.parked.length) return
+    if (screened.ok.length > 0) await this.d.apply(screened.ok)
+    this.d.counters.entriesDropped += screened.dropped
+    this.d.counters.forged += screened.forged
+    await this.save(withParked({ ...s }, screened.drifted))
+  }
+
+  /**
+   * Screens and applies a page: returns the parked entries to keep with the
+   * cursor (`parked` itself when unchanged; undefined: none).
+   */
+  private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined): Promise<RemoteEntry[] | undefined> {
+    const screened = this.d.screen(entries, true)
+    if ('bad' in screened) return parked // not reached: a page's screen drops entries one by one
+    if (screened.dropped > 0) {
+      this.d.counters.entriesDropped += screened.dropped
+      this.d.log('dropped malformed entries from peer', { peer: this.peer, entries: screened.dropped })
+    }
+    if (screened.forged > 0) {
+      this.d.counters.forged += screened.forged
+      this.d.log('dropped entries claiming our origin with versions we never issued', { peer: this.peer, entries: screened.forged })
     }
     if (screened.ok.length > 0) await this.d.apply(screened.ok)
-    if (screened.drifted > 0) {
-      this.d.counters.driftRefusals += screened.drifted
-      this.behind = true
-      return false
+    if (screened.drifted.length === 0) return parked
+    this.d.counters.driftRefusals += screened.drifted.length
+    return this.park(parked ?? [], screened.drifted)
+  }
+
+  /** The newest version per key of both lists, within `maxParkedBytes`: the entries furthest ahead are dropped first. */
+  private park (held: readonly RemoteEntry[], more: readonly RemoteEntry[]): RemoteEntry[] {
+    const byKey = new Map<string, RemoteEntry>()
+    for (const e of [...held, ...more]) {
+      const had = byKey.get(e.key)
+      if (had === undefined || e.hlc > had.hlc || (e.hlc === had.hlc && e.origin > had.origin)) byKey.set(e.key, e)
     }
-    return true
+    const all = [...byKey.values()].sort((a, b) => (a.hlc < b.hlc ? -1 : a.hlc > b.hlc ? 1 : 0))
+    let bytes = 0
+    let keep = 0
+    while (keep < all.length && bytes + entryWeight(all[keep]) <= this.d.opts.maxParkedBytes) bytes += entryWeight(all[keep++])
+    if (keep < all.length) {
+      this.d.counters.entriesDropped += all.length - keep
+      this.d.log('too many refused entries kept aside: dropped the furthest ahead', { peer: this.peer, dropped: all.length - keep })
+    }
+    return all.slice(0, keep)
   }
 
   private async ask<T extends 'changes' | 'snapshot'> (req: Parameters<typeof encodeMessage>[0], want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
     let bytes: Uint8Array
+    const sent = this.d.mark()
     try {
       bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
     } catch (err) {
@@ -256,6 +313,8 @@ export class PeerSync {
         return undefined
       }
       if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
+      const clock = (m as ChangesMessage | SnapshotMessage).clock
+      if (clock !== undefined) this.d.clockSample(this.peer, sent, clock)
       this.d.counters.pagesIn++
       this.d.counters.bytesIn += bytes.length
       return m as T extends 'changes' ? ChangesMessage : SnapshotMessage
@@ -280,6 +339,14 @@ export class PeerSync {
     this.state = s
     await this.d.track(this.d.store.setLocal(CURSOR_PREFIX + this.peer, JSON.stringify(s)))
   }
+}
+
+/** A cursor state with its parked entries (none: the field is left out). */
+function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorState {
+  const out: CursorState = { log: s.log, cursor: s.cursor }
+  if (s.snap !== undefined) out.snap = s.snap
+  if (parked !== undefined && parked.length > 0) out.parked = parked
+  return out
 }
 
 /** Where a page request starts (its log and cursor, or its range position): a page asked for ahead is taken by the request for the same place. */

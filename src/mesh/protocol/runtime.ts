@@ -7,7 +7,7 @@
  * runtime; the in-process virtual mesh (`src/mesh/testing/`) and the
  * simulator (`sim/`) are others.
  */
-import type { RemoteEntry } from '../../records/index.js'
+import type { ClockGate, RemoteEntry } from '../../records/index.js'
 
 export type { RemoteEntry }
 
@@ -37,6 +37,12 @@ export type Cursor = string
 export interface MeshRuntime {
   /** Wall-clock milliseconds since 1970 (virtual in a simulation). */
   now: () => number
+  /**
+   * A clock that never steps (ms, any origin): what tells a step of the wall
+   * clock from time passing (clock-guard.ts). Without it, `now` stands in and
+   * a step shows only at the next pull from each peer.
+   */
+  monotonic?: () => number
   /** Uniform in [0, 1). */
   random: () => number
   /** Runs `fn` after `delayMs`; returns a cancel function. */
@@ -134,4 +140,6 @@ export interface ReplicaStore {
   getLocal: (key: string) => string | undefined
   /** Writes (or with null deletes) a node-local key. */
   setLocal: (key: string, value: string | null) => Promise<void>
+  /** Installs (undefined: removes) the check each local write passes before it is issued a version: the core's clock bound. */
+  setClockGate?: (gate: ClockGate | undefined) => void
 }

@@ -24,26 +24,27 @@ function fit (budget: number, read: (maxBytes: number) => Message): Uint8Array {
   }
 }
 
-export function servePull (store: ReplicaStore, opts: MeshOptions, m: PullMessage): Uint8Array {
+/** `clock`: our wall clock, which every reply carries so the peer can measure its offset to us (clock-guard.ts). */
+export function servePull (store: ReplicaStore, opts: MeshOptions, m: PullMessage, clock: number): Uint8Array {
   const log = store.logId()
   if (m.log !== log) {
     // Not a cursor into this log (another store, or one that was replaced): the peer must resync.
-    return encodeMessage({ t: 'changes', log, entries: [], next: null, head: store.head(), gap: true })
+    return encodeMessage({ t: 'changes', log, entries: [], next: null, head: store.head(), gap: true, clock })
   }
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
     const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes })
-    return { t: 'changes', log, entries: page.changes, next: page.next, head: page.head, gap: page.gap }
+    return { t: 'changes', log, entries: page.changes, next: page.next, head: page.head, gap: page.gap, clock }
   })
 }
 
-export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessage): Uint8Array {
+export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessage, clock: number): Uint8Array {
   const log = store.logId()
   // The head is captured before the first page is read: every change after it reaches the peer through the
   // changes it asks for next, including changes to keys on pages it already has.
   const head = m.after === null ? store.head() : null
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
     const page = store.exportRange(m.after, { maxBytes })
-    return { t: 'snapshot', log, entries: page.entries, next: page.next, head }
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock }
   })
 }
 

@@ -3,6 +3,7 @@
  * `GET /api/mesh`. Counters only grow while the node runs; they start at 0
  * on every start.
  */
+import type { ClockStatus } from './clock-guard.js'
 import type { Cursor, PeerKey } from './runtime.js'
 
 export interface PeerCounters {
@@ -15,8 +16,10 @@ export interface PeerCounters {
   driftRefusals: number
   /** Frames this peer relayed to us, signed by a signer we hold no state for, that we refused (gossipsub scores the relay down for them). */
   relayedRejected: number
-  /** Frames whose entries named another origin than their signer. */
+  /** Frames whose entries named another origin than their signer, and pulled entries claiming our origin with a version we never issued. */
   forged: number
+  /** Pulled entries dropped: malformed (they can never be accepted), or past what is kept aside for retry. */
+  entriesDropped: number
   /** Frames whose sequence we had already seen. */
   replays: number
   /** Frames dropped because too many of this peer's frames were waiting to be applied. */
@@ -49,6 +52,8 @@ export interface PeerStatus extends PeerCounters {
   caughtUpAt: number | null
   /** Catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since the peer was first seen). */
   lagMs: number
+  /** Entries from this peer refused for clock drift and kept aside, retried every round. */
+  parked: number
 }
 
 export interface SelfStatus {
@@ -62,6 +67,8 @@ export interface SelfStatus {
   bytesOut: number
   /** Frames the runtime failed to publish (no peer subscribed yet, transport error). */
   publishFailures: number
+  /** Our clock against the peers we measure: local writes are refused while out of bound. */
+  clock: ClockStatus
 }
 
 export interface MeshStatus {
@@ -78,6 +85,7 @@ export function emptyCounters (): PeerCounters {
     driftRefusals: 0,
     relayedRejected: 0,
     forged: 0,
+    entriesDropped: 0,
     replays: 0,
     framesDropped: 0,
     pagesIn: 0,
