@@ -83,7 +83,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     prepared?.persist()
     fs.mkdirSync(config.filesPath, { recursive: true })
     const { kv, records } = store
-    await adoptHolderId(store, log.child('node'))
+    // A store recorded under an id that is not this node's is a copy of another node's store (holder-id.ts).
+    await adoptHolderId(store, log.child('node'), { keyPeerId: async () => identity?.peerId ?? await keyFilePeerId(config.keyPath, log) })
     // Batches and events are counted from here on: the store's own figures, fed to /metrics.
     const metrics = new NodeMetrics()
     stops.push({ what: 'metrics', fn: kv.onBatch(b => { metrics.observeWriteBatch(b) }) })
@@ -156,4 +157,11 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     await unwind().catch((e: unknown) => { log.error('cleanup after a failed start also failed', { err: e }) }) // the start error is the one to report
     throw err
   }
+}
+
+/** The peer id of an existing identity key file (a standalone node that left its mesh keeps it), else undefined. */
+async function keyFilePeerId (keyPath: string, log: Logger): Promise<string | undefined> {
+  if (!fs.existsSync(keyPath)) return undefined
+  const { prepareIdentity } = await import('../mesh/libp2p/index.js')
+  return (await prepareIdentity(keyPath, log.child('mesh'))).identity.peerId
 }

@@ -9,8 +9,7 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, fieldKey, membersOf, readCids, readDuplicates } from './layout.js'
-import type { LocalWriter } from './local-writes.js'
+import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, fieldKey, isLive, membersOf, readCids, readDuplicates } from './layout.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
 import type { FieldChange } from './mutation.js'
@@ -20,7 +19,7 @@ export class FileOps {
   private fieldStmt: SqlStatement | undefined
   private holderStmt: SqlStatement | undefined
 
-  constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader, private readonly writer: LocalWriter) {}
+  constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader) {}
 
   /**
    * The copy of the content at `path` on this node went away. Decided in one
@@ -34,9 +33,11 @@ export class FileOps {
    *   the record's paths are brought back in line with the disk;
    * - while any local copy remains (a duplicate row, `copies`), the record
    *   and this node's `holders/<holderId>` member stay. Only when none does,
-   *   this node stops being a holder (replication.md): the record is deleted
-   *   when no other holder remains, else only our member goes. A record that
-   *   never had holders (written only through the API) is never deleted.
+   *   this node stops being a holder (replication.md): its member goes, and
+   *   nothing else. The record is no record any more (`deleted`) when no
+   *   holder is left live: a function of the merged state, so a holder
+   *   another node adds concurrently keeps it. A record that never had
+   *   holders (written only through the API) is never deleted here.
    * A caller that counts one copy fewer than the record lists (a duplicate
    * whose record write committed without the caller's own bookkeeping) thus
    * never deletes a record whose content is still here; the `localPaths` it
@@ -63,20 +64,16 @@ export class FileOps {
         const promoted = removed.kind === 'promoted' ? removed.promoted : undefined
         return { kind: 'kept', rid, ...(promoted !== undefined ? { promoted } : {}), localPaths: promoted !== undefined ? [promoted, ...dups] : dups }
       }
-      const fields = this.reads.mergedFields(tx, rid)
-      const mine = fields[holder] !== undefined
-      const others = Object.keys(fields).some(f => f.startsWith('holders/') && f !== holder)
-      if (mine && !others) {
-        this.writer.deleteRootTx(tx, rid)
-        return { kind: 'deleted', rid }
+      // Only this node's own member goes, never a root tombstone: the record stops being one when no holder
+      // is live in the merged state (mutation.ts isRecord), so a holder another node adds concurrently keeps it,
+      // with all its fields, on every node whatever the order the two changes arrive in.
+      const version = issueVersion(this.ctx, tx)
+      let live = false
+      for (const m of members) {
+        if (tx.get(fieldKey(m, holder)) !== undefined) live = this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }]).live || live
+        else live = isLive(tx, m) || live
       }
-      if (mine) {
-        const version = issueVersion(this.ctx, tx)
-        for (const m of members) {
-          if (tx.get(fieldKey(m, holder)) !== undefined) this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }])
-        }
-      }
-      return { kind: 'released', rid }
+      return { kind: live ? 'released' : 'deleted', rid }
     })
   }
 
@@ -216,6 +213,17 @@ export class FileOps {
     const sizeByte = kv.get(fieldKey(rid, 'sizeByte'))
     const mtimeNano = kv.get(fieldKey(rid, 'mtimeNano'))
     return filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined ? { rid, filePath, sizeByte, mtimeNano } : undefined
+  }
+
+  /**
+   * Drops every node-local path row (duplicates, locations): for a store
+   * copied from another node, whose rows name that node's disk. The
+   * replicated fields are left as they are.
+   */
+  async forgetLocalPaths (): Promise<number> {
+    const keys = this.ctx.kv.keys(DUP, prefixEnd(DUP))
+    await this.ctx.write(tx => { for (const k of keys) tx.delete(k) })
+    return keys.length
   }
 
   /** Every duplicate path on this node, as [rid, path]. */

@@ -21,6 +21,7 @@ import { cidMemberOf } from './field-path.js'
 import { ChangeBatch, type ChangeLog } from './change-log.js'
 import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
+import { isRecord } from './record-liveness.js'
 import type { RecordId } from './record-id.js'
 
 /**
@@ -102,7 +103,8 @@ export class Mutator {
       if (r !== undefined) return r
     }
     const vm = VersionMap.parse(verRaw)
-    const wasLive = cur.size > 0
+    // Liveness as stored (idx:roots), not recomputed: a store written before the rule below keeps its count straight.
+    const wasLive = cur.size > 0 && tx.get(ROOTS + rid) !== undefined
     const changed = new Set<string>()
     // The record's cids/ members before this mutation: aliases follow the net change, so a member set and
     // deleted again within one batch (two peers' versions of it) registers nothing.
@@ -195,7 +197,7 @@ export class Mutator {
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
 
-    const live = cur.size > 0
+    const live = isRecord(cur, vm)
     if (live && !wasLive) {
       // Not live before, so not visible before; visible after when canonical (a root not live is in no group).
       puts.push([ROOTS + rid, '', undefined])
@@ -213,18 +215,30 @@ export class Mutator {
       }
     }
 
+    // The cid: index names live roots only: a root that stops being a record with cids/ members still held
+    // (its last holder released it) gives up all of them, one that becomes a record again takes all of its own.
     const cidAdds: string[] = []
     const cidRemoves: string[] = []
-    for (const f of changed) {
-      const c = cidMemberOf(f)
-      if (c === undefined) continue
-      const was = cidsBefore.has(f)
-      if (was && !cur.has(f)) cidRemoves.push(c)
-      else if (!was && cur.has(f)) cidAdds.push(c)
+    if (wasLive && !live) {
+      for (const f of cidsBefore) cidRemoves.push(f.slice(5))
+    } else if (live && !wasLive) {
+      for (const f of cur.keys()) { const c = cidMemberOf(f); if (c !== undefined) cidAdds.push(c) }
+    } else if (live) {
+      for (const f of changed) {
+        const c = cidMemberOf(f)
+        if (c === undefined) continue
+        const was = cidsBefore.has(f)
+        if (was && !cur.has(f)) cidRemoves.push(c)
+        else if (!was && cur.has(f)) cidAdds.push(c)
+      }
     }
     for (const c of cidRemoves) this.aliasRemoved(tx, rid, c)
-    if (live) for (const c of cidAdds) this.aliasAdded(tx, rid, c)
+    for (const c of cidAdds) this.aliasAdded(tx, rid, c)
 
+    if (live && !wasLive) {
+      // Back to life with fields this change did not touch (a holder's add arriving after the last release): all are new to the indexers.
+      for (const f of cur.keys()) changed.add(f)
+    }
     if (live && changed.size > 0) for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, changed)
     return { changed: changed.size, touched, live }
   }
@@ -267,6 +281,7 @@ export class Mutator {
       versions.push(version)
     }
     const touched = vm.fields.size
+    const live = fields.length > 0 && isRecord(new Map(fields.map(f => [f, ''])), vm)
     // As in the general path: the tombstones logged in list order, then the sets.
     for (let i = 0; i < fields.length; i++) {
       const [k, value] = puts[i]
@@ -275,10 +290,9 @@ export class Mutator {
     }
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([VER + rid, vm.serialize(), undefined])
-    const live = fields.length > 0
     if (!live) {
       tx.putMany(puts)
-      return { changed: 0, touched, live }
+      return { changed: fields.length, touched, live }
     }
     puts.push([ROOTS + rid, '', undefined])
     tx.putMany(puts)
@@ -317,7 +331,8 @@ export class Mutator {
     // Every live holder of a CID is in one group; if one is left, the entry stays (pointing at its canonical root).
     const canon = canonOf(tx, owner)
     for (const m of membersOf(tx, canon)) {
-      if (tx.get(fieldKey(m, `cids/${cid}`)) !== undefined) {
+      // A root that is no record keeps its cids/ rows (its holders released it) but is reached by none.
+      if (tx.get(fieldKey(m, `cids/${cid}`)) !== undefined && isLive(tx, m)) {
         if (owner !== canon) tx.put(CID + cid, canon)
         return
       }
@@ -419,3 +434,4 @@ export class Mutator {
     if (after !== before) tx.addCounter(COUNT_ROOTS, after - before)
   }
 }
+

@@ -87,7 +87,7 @@ export class RecordStore implements Records {
     this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log, write }
     this.reads = new RecordReader(kv)
     this.writer = new LocalWriter(this.ctx, this.reads)
-    this.files = new FileOps(this.ctx, this.reads, this.writer)
+    this.files = new FileOps(this.ctx, this.reads)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
     this.digester = new ReplicaDigester(kv)
     this.events = eventStreams(kv)
@@ -148,6 +148,7 @@ export class RecordStore implements Records {
   iterateFileTuples (): IterableIterator<FileTuple> { return this.files.iterateFileTuples() }
   fileTuplesWithField (field: string): FileTuple[] { return this.files.fileTuplesWithField(field) }
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
+  async forgetLocalPaths (): Promise<number> { return await this.files.forgetLocalPaths() }
 
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 

@@ -71,14 +71,16 @@ describe('applyRemote', () => {
     await s.records.applyRemote([
       { key: `file:${RID}/title`, value: 't', hlc: hlcAt(now - 100), origin: 'p' },
       { key: `file:${RID}/year`, value: '2000', hlc: hlcAt(now + 5), origin: 'p' },
+      { key: `file:${RID}/cids/${cid(1)}`, value: 'true', hlc: hlcAt(now + 5), origin: 'p' },
       { key: `file:${RID}`, value: null, hlc: hlcAt(now), origin: 'p' }
     ])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    const c1 = { [`cids/${cid(1)}`]: 'true' }
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', ...c1 })
     // A stale peer's older key does not come back.
     await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now - 1), origin: 'q' }])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', ...c1 })
     await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now + 1), origin: 'q' }])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000', genre: 'x' })
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', genre: 'x', ...c1 })
   })
 
   it('refuses versions too far ahead of local time and does not advance the clock', async () => {
