@@ -22,12 +22,17 @@
  *   node's disk) are dropped; the watcher's scan then adds this node's own
  *   members for the files on its own disk. The other id is kept in
  *   `meta-core:copied-from`.
+ *
+ * A store from before location rows existed has them filled in once from
+ * the records this node holds (records' backfillLocations).
  */
 import type { Logger } from '../common/index.js'
 import type { NodeStore } from '../records/index.js'
 
 const HOLDER_ID_KEY = 'meta-core:holder-id'
 const COPIED_FROM_KEY = 'meta-core:copied-from'
+/** Records' marker that the location rows were filled in once (records/file-ops.ts backfillLocations). */
+const LOCATIONS_DONE_KEY = 'meta-core:locations'
 /** The standalone id the store used before `meta-core:holder-id` existed (records/open-store.ts). */
 const NODE_ID_KEY = 'meta-core:node-id'
 /** Records moved per group commit: every write of a chunk shares one transaction. */
@@ -54,11 +59,15 @@ export async function checkStoreIdentity (store: NodeStore, log: Logger, opts: A
   const { kv, records } = store
   const current = records.nodeId
   const prev = kv.get(HOLDER_ID_KEY) ?? kv.get(NODE_ID_KEY)
-  if (prev === current) return { moved: 0 }
+  if (prev === current) {
+    await records.backfillLocations(current)
+    return { moved: 0 }
+  }
   if (prev !== undefined && prev !== kv.get(NODE_ID_KEY) && prev !== await opts.keyPeerId?.()) {
     log.warn('this store was written by another node (a copy of its store): its holder members stay its own, and the copy\'s local paths are dropped', { storeNodeId: prev, nodeId: current })
     await records.forgetLocalPaths()
-    await kv.write(tx => { tx.put(HOLDER_ID_KEY, current); tx.put(COPIED_FROM_KEY, prev) })
+    // The copy's location rows went above: none are filled in from the other node's replicated paths.
+    await kv.write(tx => { tx.put(HOLDER_ID_KEY, current); tx.put(COPIED_FROM_KEY, prev); tx.put(LOCATIONS_DONE_KEY, '1') })
     return { moved: 0, copiedFrom: prev }
   }
   let moved = 0
@@ -76,5 +85,6 @@ export async function checkStoreIdentity (store: NodeStore, log: Logger, opts: A
     }
   }
   await kv.write(tx => { tx.put(HOLDER_ID_KEY, current) })
+  await records.backfillLocations(current)
   return { moved }
 }

@@ -30,6 +30,9 @@
  */
 export { RecordStore } from './record-store.js'
 export { OWNED_FIELD_PREFIXES } from './local-writes.js'
+export { LOCATION_FIELDS, isLocationField } from './local-location.js'
+export { isRecord } from './record-liveness.js'
+export type { Location } from './local-location.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
@@ -48,7 +51,7 @@ export {
   MAX_FIELD_LENGTH, MAX_FIELD_BYTES, MAX_VALUE_LENGTH
 } from './field-path.js'
 export {
-  InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError
+  InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError, LocationFieldError
 } from './errors.js'
 export { nest, flatten } from './flatten.js'
 export type { Nested } from './flatten.js'

@@ -14,7 +14,7 @@
  */
 import type { Tx } from '../kv/index.js'
 import {
-  CID, COUNT_ROOTS, DUP, GRP, GRPM, ROOTS, VER, canonOf, fieldKey, isLive, membersOf, readCids, readFields
+  CID, COUNT_ROOTS, DUP, GRP, GRPM, LOC, ROOTS, VER, canonOf, fieldKey, isLive, membersOf, readCids, readFields
 } from './layout.js'
 import { prefixEnd } from '../kv/index.js'
 import { cidMemberOf } from './field-path.js'
@@ -22,6 +22,7 @@ import { ChangeBatch, type ChangeLog } from './change-log.js'
 import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
 import { isRecord } from './record-liveness.js'
+import { mirrorLocation } from './local-location.js'
 import type { RecordId } from './record-id.js'
 
 /**
@@ -197,6 +198,7 @@ export class Mutator {
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
 
+    if (opts.remote !== true) mirrorLocation(tx, rid, changes, false)
     const live = isRecord(cur, vm)
     if (live && !wasLive) {
       // Not live before, so not visible before; visible after when canonical (a root not live is in no group).
@@ -210,6 +212,7 @@ export class Mutator {
         this.adjustCount(tx, [rid], () => { tx.delete(ROOTS + rid) })
         const lo = `${DUP}${rid}/`
         for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
+        tx.delete(LOC + rid)
         for (const ix of this.indexers) ix.onRecordDeleted?.(tx, rid)
         if (group.length > 1) this.regroup(tx, group)
       }
@@ -281,6 +284,7 @@ export class Mutator {
       versions.push(version)
     }
     const touched = vm.fields.size
+    if (!remote) mirrorLocation(tx, rid, changes, true)
     const live = fields.length > 0 && isRecord(new Map(fields.map(f => [f, ''])), vm)
     // As in the general path: the tombstones logged in list order, then the sets.
     for (let i = 0; i < fields.length; i++) {

@@ -19,6 +19,7 @@ import type {
 import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
+import type { Location } from './local-location.js'
 import { Hlc } from './hlc.js'
 import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, canonOf, type Reader } from './layout.js'
 import { LocalWriter } from './local-writes.js'
@@ -144,11 +145,13 @@ export class RecordStore implements Records {
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> { return await this.files.removeFilePath(addr, path) }
   isDuplicatePath (addr: string, path: string): boolean { return this.files.isDuplicatePath(addr, path) }
   copyPaths (doc: RecordDocument): string[] { return this.files.copyPaths(doc) }
+  ownLocation (addr: string): Location | undefined { return this.files.ownLocation(addr) }
   rootCids (rid: RecordId): string[] { return this.files.rootCids(rid) }
   iterateFileTuples (): IterableIterator<FileTuple> { return this.files.iterateFileTuples() }
   fileTuplesWithField (field: string): FileTuple[] { return this.files.fileTuplesWithField(field) }
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
   async forgetLocalPaths (): Promise<number> { return await this.files.forgetLocalPaths() }
+  async backfillLocations (holderId: string): Promise<number> { return await this.files.backfillLocations(holderId) }
 
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { encodeCidV1 } from '../../src/cid/index.js'
-import type { NodeStore, RecordId } from '../../src/records/index.js'
+import type { NodeStore, RecordDocument, RecordId } from '../../src/records/index.js'
 import { pick } from './prng.js'
 
 /** A valid CIDv1 (raw, sha2-256) derived from `n`: the same `n` gives the same CID on every node. */
@@ -46,4 +46,11 @@ export async function randomRecordOp (s: NodeStore, rand: () => number, known: R
     // Only address errors are expected (a target that was deleted); anything else is a bug.
     if (!(err instanceof Error) || !/neither|not found/.test(err.message)) throw err
   }
+}
+
+/** A document without the location fields, which each node shows for its own copy (records' local-location.ts): what every node reads the same. */
+export function replicatedDoc (doc: RecordDocument | undefined): RecordDocument | undefined {
+  if (doc === undefined) return undefined
+  const { filePath: _p, sizeByte: _s, mtimeNano: _m, ...metadata } = doc.metadata
+  return { ...doc, metadata }
 }

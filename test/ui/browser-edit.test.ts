@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { syntheticRecord } from '../../bench/lib/synthetic.js'
+import { apiFields, syntheticRecord } from '../../bench/lib/synthetic.js'
 import {
   HAVE_CHROMIUM, api, launchBrowser, screenshot, seriousA11yViolations, startTestNode, watchPageErrors, type TestNode
 } from '../helpers/browser.js'
@@ -23,7 +23,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: editing on a node with a token', () =
 
   beforeAll(async () => {
     ;[browser, node] = await Promise.all([launchBrowser(), startTestNode(['--enable-file-watcher=false', '--api-token', TOKEN])])
-    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', rec.fields, TOKEN)).status).toBe(200)
+    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', apiFields(rec), TOKEN)).status).toBe(200)
   }, 60_000)
   afterAll(async () => {
     await browser?.close()
