@@ -144,4 +144,23 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: editing on a node with a token', () =
     await ctx.close()
     expect(errors).toEqual([])
   })
+  it('offers no Edit or Delete on the location fields, which only a node\'s watcher writes', async () => {
+    // What a watcher writes (the record layer's own write, as for a file on this node's disk).
+    await node.node.store.records.mergeFlat(rec.cid, { filePath: '/files/films/own.mkv', sizeByte: '42', mtimeNano: '7' })
+    const { ctx, page, errors } = await open()
+    await page.goto(`${node.url}/`)
+    await enterToken(page, TOKEN)
+    await page.goto(`${node.url}/cid/${rec.cid}`)
+    const filePath = page.locator('.field[data-field="filePath"]')
+    await filePath.locator('.value', { hasText: '/files/films/own.mkv' }).waitFor()
+    for (const f of ['filePath', 'sizeByte', 'mtimeNano']) {
+      const row = page.locator(`.field[data-field="${f}"]`)
+      expect(await row.getByRole('button').count(), f).toBe(0)
+    }
+    // Other fields keep theirs.
+    expect(await page.locator('.field[data-field="year"]').getByRole('button', { name: 'Edit year' }).count()).toBe(1)
+    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', { filePath: '/files/oops.mkv' }, TOKEN)).status).toBe(400)
+    await ctx.close()
+    expect(errors).toEqual([])
+  })
 })
