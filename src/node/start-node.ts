@@ -95,6 +95,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
     stops.push({ what: 'search', fn: () => search.stop() })
     await search.start()
+    // A store from before the record rule may count roots that are no records: taken out once, search told.
+    await records.sweepNonRecords()
 
     const mesh: MeshService = swarmKey === undefined || identity === undefined || p2p === undefined
       ? new StandaloneMesh(records)

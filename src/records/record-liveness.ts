@@ -2,8 +2,11 @@
  * What makes a root a record: the rule the mutation path applies to every
  * change (idx:roots, the count, the cid: index, groups and search follow it).
  */
-import { HOLDERS_PREFIX } from './layout.js'
-import type { VersionMap } from './versions.js'
+import { prefixEnd } from '../kv/index.js'
+import type { RecordContext } from './context.js'
+import { HOLDERS_PREFIX, ROOTS, VER, readFields } from './layout.js'
+import type { RecordId } from './record-id.js'
+import { VersionMap } from './versions.js'
 
 /**
  * Whether a root's live fields and versions make it a record (replication.md,
@@ -38,4 +41,40 @@ export function isRecord (cur: ReadonlyMap<string, string>, vm: VersionMap): boo
     if (!holder && f.startsWith(HOLDERS_PREFIX)) return false
   }
   return true
+}
+
+/** Set once the roots a store indexed as records were checked against `isRecord` (sweepNonRecords). */
+const RULE_CHECKED_KEY = 'meta-core:record-rule'
+/** Roots read per snapshot by the sweep. */
+const SWEEP_PAGE = 1000
+
+/**
+ * Once per store: a store written before `isRecord` counted roots with a
+ * field but no `cids/` member (a delete that raced a later field write) or
+ * with every holder released. Each such root is put through the mutation
+ * path with no change, which takes it out of the count, the listings, the
+ * `cid:` index, its group and search, and writes nothing replicated.
+ * Returns how many roots it took out. Run once the indexers are attached.
+ */
+export async function sweepNonRecords (ctx: RecordContext): Promise<number> {
+  const { kv } = ctx
+  if (kv.get(RULE_CHECKED_KEY) !== undefined) return 0
+  let n = 0
+  let lo = ROOTS
+  for (;;) {
+    const keys = kv.keys(lo, prefixEnd(ROOTS), SWEEP_PAGE)
+    if (keys.length === 0) break
+    const none = kv.read(() => keys.map(k => k.slice(ROOTS.length)).filter(rid => !isRecord(readFields(kv, rid), VersionMap.parse(kv.get(VER + rid)))))
+    if (none.length > 0) {
+      n += await ctx.write(tx => {
+        let out = 0
+        for (const rid of none) if (!ctx.mutator.mutate(tx, rid as RecordId, []).live) out++
+        return out
+      })
+    }
+    lo = keys[keys.length - 1] + '\u0000'
+  }
+  if (n > 0) ctx.log.info('took out roots that are no records (no live cids/ member, or every holder released)', { roots: n })
+  await ctx.write(tx => { tx.put(RULE_CHECKED_KEY, '1') })
+  return n
 }

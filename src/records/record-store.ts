@@ -19,6 +19,7 @@ import type {
 import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
+import { sweepNonRecords } from './record-liveness.js'
 import type { Location } from './local-location.js'
 import { Hlc } from './hlc.js'
 import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, canonOf, type Reader } from './layout.js'
@@ -152,6 +153,8 @@ export class RecordStore implements Records {
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
   async forgetLocalPaths (): Promise<number> { return await this.files.forgetLocalPaths() }
   async backfillLocations (holderId: string): Promise<number> { return await this.files.backfillLocations(holderId) }
+  /** Once per store, after the indexers attached: roots counted before the record rule that are no records go (record-liveness.ts). */
+  async sweepNonRecords (): Promise<number> { return await sweepNonRecords(this.ctx) }
 
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 

@@ -17,7 +17,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { silentLogger } from '../../src/common/index.js'
 import { RecordReplica } from '../../src/mesh/replica-store.js'
 import { adoptHolderId } from '../../src/node/holder-id.js'
-import { openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
+import { formatHlc, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { pick, prng, shuffle } from '../helpers/prng.js'
 import { testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -208,4 +208,29 @@ describe('holders and record deletes through the apply path', () => {
       await runCase(c, rand)
     }
   }, 120_000)
+
+  it('takes out, once, the roots an older store counted that are no records', async () => {
+    const s = open('A')
+    const kept = await s.records.mint(PATH_A, 9, 1, { [`cids/${X}`]: 'true', title: 'kept' })
+    // A husk as the old rule left it: a field newer than the record's delete, counted, reachable by no CID.
+    const husk = '01M8ME6YDNEBQ9WHRFBFD4HMGQ'
+    const rt = formatHlc({ ms: Date.now(), counter: 0 }) + 'A'
+    const later = formatHlc({ ms: Date.now() + 20, counter: 0 }) + 'B'
+    s.kv.writeSync(tx => {
+      tx.put(`file:${husk}/rating`, '5')
+      tx.put(`ver:${husk}`, JSON.stringify({ r: rt, g: { [later]: ['rating'] } }))
+      tx.put(`idx:roots/${husk}`, '')
+      tx.addCounter('idx:count/roots', 1)
+    })
+    expect(s.records.countRecords()).toBe(2)
+    const before = s.records.changeLogHead()
+    expect(await s.records.sweepNonRecords()).toBe(1)
+    expect(s.records.countRecords()).toBe(1)
+    expect(s.records.listRoots()).toEqual([kept])
+    expect(reachabilityErrors(s)).toEqual([])
+    // Nothing replicated was written, and a second start sweeps nothing.
+    expect(s.records.changeLogHead()).toBe(before)
+    expect(await s.records.sweepNonRecords()).toBe(0)
+    s.close()
+  })
 })
