@@ -1,7 +1,8 @@
 /**
  * Start order and stop order of a node. Start: identity key read (its peer
  * id is the origin the store writes with; a new one is written only once the
- * store opened as ours) → store → holder members moved to that id → search (it registers its indexer before any write runs) → mesh →
+ * store opened as ours) → store → holder members moved to that id, or a copied store recognised (holder-id.ts) →
+ * search (it registers its indexer before any write runs) → roots that are no records taken out (once) → mesh →
  * watcher → API listening. Stop runs in reverse, every step even when one
  * fails (stopAll), so the mesh stops before the store closes, the store is
  * always closed last and nothing writes into a closed store.
