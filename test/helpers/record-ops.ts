@@ -8,7 +8,8 @@ export function testCid (n: number): string {
   return encodeCidV1(0x55, 0x12, createHash('sha256').update(String(n)).digest())
 }
 
-export const OP_FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0']
+// Holder members too: records whose every holder goes stop being records (records' isRecord), in groups as alone.
+export const OP_FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0', 'holders/n1', 'holders/n2']
 export const OP_VALUES = ['a', 'b', 'Ünïcode ✓', '', '2001', 'true']
 export const OP_CIDS = Array.from({ length: 6 }, (_, i) => testCid(i))
 
