@@ -73,3 +73,9 @@ export function syntheticRecord (i: number): SyntheticRecord {
   if (i % 3 === 0) fields[`cids/${encodeCidV1(0x70, 0x12, digest(i, 'ipfs'))}`] = 'true'
   return { cid: mid, fields }
 }
+
+/** The fields a client may write through the API: all but the location fields, which only a node's watcher writes (400 otherwise). */
+export function apiFields (r: SyntheticRecord): Record<string, string> {
+  const { filePath: _p, sizeByte: _s, mtimeNano: _m, ...rest } = r.fields
+  return rest
+}

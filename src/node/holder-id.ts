@@ -1,31 +1,75 @@
 /**
  * The watcher marks each record whose content this node holds with the
  * member `holders/<id>`, where id is this node's origin: `node-<hex>` for a
- * standalone store, its libp2p peer id in a mesh. When that id changes (a
- * standalone store joins a mesh, leaves it, or its identity key is
- * replaced), the node's members must follow, or the deletion rule would see
- * holders that no longer exist and this node's own copies would be
- * forgotten. So at start, before the watcher and the mesh run, every
- * `holders/<old>` member becomes `holders/<new>`: the new member is written
- * first, then the old one is deleted (ordinary replicated writes: peers
- * learn of the move like of any other). The id in use is kept in
- * `meta-core:holder-id`; a crash half-way is finished at the next start.
+ * standalone store, its libp2p peer id in a mesh. The store records the id
+ * its holder members are under (`meta-core:holder-id`). At start, before the
+ * watcher and the mesh run, that id is compared with this node's:
+ *
+ * - the same: nothing to do.
+ * - one this node owned: the store's own standalone id (a standalone store
+ *   joining a mesh) or the peer id of this node's identity key file (a node
+ *   leaving its mesh). Its members must follow the id, or the deletion rule
+ *   would see holders that no longer exist and this node's own copies would
+ *   be forgotten: every `holders/<old>` member becomes `holders/<new>`, the
+ *   new member written first, then the old one deleted (ordinary replicated
+ *   writes: peers learn of the move like of any other). A crash half-way is
+ *   finished at the next start.
+ * - any other id: the store was written by another node (a copy of its
+ *   store, the way a machine is seeded). That node's holder members are its
+ *   own, live on its disk: they are never moved or released here, so this
+ *   node can never remove a record the other node holds. The node-local
+ *   rows of the copy (duplicate paths and locations, which name the other
+ *   node's disk) are dropped; the watcher's scan then adds this node's own
+ *   members for the files on its own disk. The other id is kept in
+ *   `meta-core:copied-from`.
+ *
+ * A store from before location rows existed has them filled in once from
+ * the records this node holds (records' backfillLocations).
  */
 import type { Logger } from '../common/index.js'
 import type { NodeStore } from '../records/index.js'
 
 const HOLDER_ID_KEY = 'meta-core:holder-id'
+const COPIED_FROM_KEY = 'meta-core:copied-from'
+/** Records' marker that the location rows were filled in once (records/file-ops.ts backfillLocations). */
+const LOCATIONS_DONE_KEY = 'meta-core:locations'
 /** The standalone id the store used before `meta-core:holder-id` existed (records/open-store.ts). */
 const NODE_ID_KEY = 'meta-core:node-id'
 /** Records moved per group commit: every write of a chunk shares one transaction. */
 const CHUNK = 500
 
-/** Moves this node's holder members to its current id; returns how many records moved. */
-export async function adoptHolderId (store: NodeStore, log: Logger): Promise<number> {
+export interface AdoptOptions {
+  /**
+   * The peer id of this node's identity key file, when there is one: asked
+   * only when the store's id is neither this node's current id nor the
+   * store's own standalone id (reading the key loads the crypto stack).
+   */
+  keyPeerId?: () => Promise<string | undefined>
+}
+
+/** What the start found: the records whose holder members moved, or the other node a copied store came from. */
+export interface AdoptResult { moved: number, copiedFrom?: string }
+
+/** Moves this node's holder members to its current id, or recognises a store copied from another node. */
+export async function adoptHolderId (store: NodeStore, log: Logger, opts: AdoptOptions = {}): Promise<number> {
+  return (await checkStoreIdentity(store, log, opts)).moved
+}
+
+export async function checkStoreIdentity (store: NodeStore, log: Logger, opts: AdoptOptions = {}): Promise<AdoptResult> {
   const { kv, records } = store
   const current = records.nodeId
   const prev = kv.get(HOLDER_ID_KEY) ?? kv.get(NODE_ID_KEY)
-  if (prev === current) return 0
+  if (prev === current) {
+    await records.backfillLocations(current)
+    return { moved: 0 }
+  }
+  if (prev !== undefined && prev !== kv.get(NODE_ID_KEY) && prev !== await opts.keyPeerId?.()) {
+    log.warn('this store was written by another node (a copy of its store): its holder members stay its own, and the copy\'s local paths are dropped', { storeNodeId: prev, nodeId: current })
+    await records.forgetLocalPaths()
+    // The copy's location rows went above: none are filled in from the other node's replicated paths.
+    await kv.write(tx => { tx.put(HOLDER_ID_KEY, current); tx.put(COPIED_FROM_KEY, prev); tx.put(LOCATIONS_DONE_KEY, '1') })
+    return { moved: 0, copiedFrom: prev }
+  }
   let moved = 0
   if (prev !== undefined) {
     const from = `holders/${prev}`
@@ -41,5 +85,6 @@ export async function adoptHolderId (store: NodeStore, log: Logger): Promise<num
     }
   }
   await kv.write(tx => { tx.put(HOLDER_ID_KEY, current) })
-  return moved
+  await records.backfillLocations(current)
+  return { moved }
 }

@@ -1,7 +1,8 @@
 /**
  * Start order and stop order of a node. Start: paths and ports checked → identity key read (its peer
  * id is the origin the store writes with; a new one is written only once the
- * store opened as ours) → store → holder members moved to that id → search (it registers its indexer before any write runs) → mesh →
+ * store opened as ours) → store → holder members moved to that id, or a copied store recognised (holder-id.ts) →
+ * search (it registers its indexer before any write runs) → roots that are no records taken out (once) → mesh →
  * watcher → API listening. Stop runs in reverse, every step even when one
  * fails (stopAll), so the mesh stops before the store closes, the store is
  * always closed last and nothing writes into a closed store.
@@ -86,7 +87,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     prepared?.persist()
     fs.mkdirSync(config.filesPath, { recursive: true })
     const { kv, records } = store
-    await adoptHolderId(store, log.child('node'))
+    // A store recorded under an id that is not this node's is a copy of another node's store (holder-id.ts).
+    await adoptHolderId(store, log.child('node'), { keyPeerId: async () => identity?.peerId ?? await keyFilePeerId(config.keyPath, log) })
     // Batches and events are counted from here on: the store's own figures, fed to /metrics.
     const metrics = new NodeMetrics()
     stops.push({ what: 'metrics', fn: kv.onBatch(b => { metrics.observeWriteBatch(b) }) })
@@ -97,6 +99,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     const search = createSearch({ kv, records, logger: log.child('search') }, { excludePrefixes: config.indexExcludePrefixes })
     stops.push({ what: 'search', fn: () => search.stop() })
     await search.start()
+    // A store from before the record rule may count roots that are no records: taken out once, search told.
+    await records.sweepNonRecords()
 
     const mesh: MeshService = swarmKey === undefined || identity === undefined || p2p === undefined
       ? new StandaloneMesh(records, config.nodeName)
@@ -166,4 +170,11 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     await unwind().catch((e: unknown) => { log.error('cleanup after a failed start also failed', { err: e }) }) // the start error is the one to report
     throw err
   }
+}
+
+/** The peer id of an existing identity key file (a standalone node that left its mesh keeps it), else undefined. */
+async function keyFilePeerId (keyPath: string, log: Logger): Promise<string | undefined> {
+  if (!fs.existsSync(keyPath)) return undefined
+  const { prepareIdentity } = await import('../mesh/libp2p/index.js')
+  return (await prepareIdentity(keyPath, log.child('mesh'))).identity.peerId
 }

@@ -45,3 +45,14 @@ export class SelfAliasError extends InvalidInputError {
     super('a root cannot be an alias of itself', { code: 'self_alias' })
   }
 }
+
+/**
+ * A client wrote (or deleted) a location field: `filePath`, `sizeByte` and
+ * `mtimeNano` describe a file on one node's disk, and only that node's
+ * watcher writes them (local-location.ts).
+ */
+export class LocationFieldError extends InvalidInputError {
+  constructor (field: string) {
+    super(`${field} is written by the file watcher of the node that holds the file: clients cannot set or delete it`, { code: 'watcher_owned_field' })
+  }
+}

@@ -9,18 +9,23 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, fieldKey, membersOf, readCids, readDuplicates } from './layout.js'
-import type { LocalWriter } from './local-writes.js'
+import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, LOC, fieldKey, isLive, membersOf, readCids, readDuplicates, type Reader } from './layout.js'
+import { groupLocation, readLocation, type Location } from './local-location.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
 import type { FieldChange } from './mutation.js'
 import type { FileTuple, LocalCopy, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
 
+/** Set once this store's location rows were filled in from the replicated fields (backfillLocations). */
+const LOCATIONS_DONE_KEY = 'meta-core:locations'
+/** Location rows written per transaction by the backfill. */
+const BACKFILL_CHUNK = 10_000
+
 export class FileOps {
   private fieldStmt: SqlStatement | undefined
   private holderStmt: SqlStatement | undefined
 
-  constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader, private readonly writer: LocalWriter) {}
+  constructor (private readonly ctx: RecordContext, private readonly reads: RecordReader) {}
 
   /**
    * The copy of the content at `path` on this node went away. Decided in one
@@ -34,9 +39,11 @@ export class FileOps {
    *   the record's paths are brought back in line with the disk;
    * - while any local copy remains (a duplicate row, `copies`), the record
    *   and this node's `holders/<holderId>` member stay. Only when none does,
-   *   this node stops being a holder (replication.md): the record is deleted
-   *   when no other holder remains, else only our member goes. A record that
-   *   never had holders (written only through the API) is never deleted.
+   *   this node stops being a holder (replication.md): its member goes, and
+   *   nothing else. The record is no record any more (`deleted`) when no
+   *   holder is left live: a function of the merged state, so a holder
+   *   another node adds concurrently keeps it. A record that never had
+   *   holders (written only through the API) is never deleted here.
    * A caller that counts one copy fewer than the record lists (a duplicate
    * whose record write committed without the caller's own bookkeeping) thus
    * never deletes a record whose content is still here; the `localPaths` it
@@ -55,7 +62,7 @@ export class FileOps {
       const removed = this.removePathTx(tx, rid, path, copies)
       const members = membersOf(tx, rid)
       for (const c of copies) {
-        if (members.some(m => tx.get(fieldKey(m, 'filePath')) === c.path || tx.get(`${DUP}${m}/${c.path}`) !== undefined)) continue
+        if (members.some(m => ownPath(tx, m) === c.path || tx.get(`${DUP}${m}/${c.path}`) !== undefined)) continue
         tx.put(`${DUP}${rid}/${c.path}`, '')
       }
       const dups = members.flatMap(m => readDuplicates(tx, m)).sort()
@@ -63,20 +70,17 @@ export class FileOps {
         const promoted = removed.kind === 'promoted' ? removed.promoted : undefined
         return { kind: 'kept', rid, ...(promoted !== undefined ? { promoted } : {}), localPaths: promoted !== undefined ? [promoted, ...dups] : dups }
       }
-      const fields = this.reads.mergedFields(tx, rid)
-      const mine = fields[holder] !== undefined
-      const others = Object.keys(fields).some(f => f.startsWith('holders/') && f !== holder)
-      if (mine && !others) {
-        this.writer.deleteRootTx(tx, rid)
-        return { kind: 'deleted', rid }
+      // Only this node's own member goes, never a root tombstone: the record stops being one when no holder
+      // is live in the merged state (mutation.ts isRecord), so a holder another node adds concurrently keeps it,
+      // with all its fields, on every node whatever the order the two changes arrive in.
+      const version = issueVersion(this.ctx, tx)
+      let live = false
+      for (const m of members) {
+        tx.delete(LOC + m) // no copy left here: this node shows the replicated location, and serves nothing
+        if (tx.get(fieldKey(m, holder)) !== undefined) live = this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }]).live || live
+        else live = isLive(tx, m) || live
       }
-      if (mine) {
-        const version = issueVersion(this.ctx, tx)
-        for (const m of members) {
-          if (tx.get(fieldKey(m, holder)) !== undefined) this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }])
-        }
-      }
-      return { kind: 'released', rid }
+      return { kind: live ? 'released' : 'deleted', rid }
     })
   }
 
@@ -88,7 +92,7 @@ export class FileOps {
     return await this.ctx.write(tx => {
       const rid = this.reads.resolveRoot(addr, tx)
       if (rid === undefined) throw new UnknownRecordError(addr)
-      for (const m of membersOf(tx, rid)) if (tx.get(fieldKey(m, 'filePath')) === path) return rid
+      for (const m of membersOf(tx, rid)) if (ownPath(tx, m) === path) return rid
       tx.put(`${DUP}${rid}/${path}`, '')
       return rid
     })
@@ -122,7 +126,7 @@ export class FileOps {
       }
     }
     for (const m of members) {
-      if (tx.get(fieldKey(m, 'filePath')) !== path) continue
+      if (ownPath(tx, m) !== path) continue
       const known = new Map(copies.map(c => [c.path, c]))
       const dups = members.flatMap(x => readDuplicates(tx, x).map(p => [x, p] as const)).sort((a, b) => (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0))
       const row = dups.find(([, p]) => known.has(p)) ?? (copies.length === 0 ? dups[0] : undefined)
@@ -157,18 +161,26 @@ export class FileOps {
   }
 
   /**
-   * Where this node may hold the record's bytes, in order: the merged
-   * filePath, each root's own filePath (two nodes that minted the same
-   * content each keep their path on their own root; the merged document
-   * shows only the newest), then this node's duplicate paths.
+   * Where this node holds the record's bytes, from its own knowledge only,
+   * in order: each root's own location on this node (local-location.ts; the
+   * canonical root first), then this node's duplicate paths. Never the
+   * replicated filePath: that may be another node's path.
    */
   copyPaths (doc: RecordDocument): string[] {
     const out: string[] = []
     const add = (p: string | undefined): void => { if (p !== undefined && !out.includes(p)) out.push(p) }
-    add(doc.metadata.filePath)
-    for (const m of doc.members) add(this.ctx.kv.get(fieldKey(m, 'filePath')))
+    for (const m of doc.members) add(ownPath(this.ctx.kv, m))
     for (const d of doc.duplicates) add(d)
     return out
+  }
+
+  /** This node's own location of the record at `addr` (its filePath, size and mtime here), or undefined when it has none. */
+  ownLocation (addr: string): Location | undefined {
+    const kv = this.ctx.kv
+    return kv.read(() => {
+      const rid = this.reads.resolveRoot(addr)
+      return rid === undefined ? undefined : groupLocation(kv, membersOf(kv, rid))
+    })
   }
 
   /** The CIDs one root (not its group) holds as `cids/` members. */
@@ -210,12 +222,52 @@ export class FileOps {
     })
   }
 
+  /** The root's location as this node shows it: its own, else the replicated one. */
   private tupleOf (rid: RecordId): FileTuple | undefined {
     const kv = this.ctx.kv
-    const filePath = kv.get(fieldKey(rid, 'filePath'))
-    const sizeByte = kv.get(fieldKey(rid, 'sizeByte'))
-    const mtimeNano = kv.get(fieldKey(rid, 'mtimeNano'))
+    const loc = readLocation(kv, rid)
+    const filePath = loc?.filePath ?? kv.get(fieldKey(rid, 'filePath'))
+    const sizeByte = loc?.sizeByte ?? kv.get(fieldKey(rid, 'sizeByte'))
+    const mtimeNano = loc?.mtimeNano ?? kv.get(fieldKey(rid, 'mtimeNano'))
     return filePath !== undefined && sizeByte !== undefined && mtimeNano !== undefined ? { rid, filePath, sizeByte, mtimeNano } : undefined
+  }
+
+  /**
+   * Drops every node-local path row (duplicates, locations): for a store
+   * copied from another node, whose rows name that node's disk. The
+   * replicated fields are left as they are.
+   */
+  async forgetLocalPaths (): Promise<number> {
+    const keys = [...this.ctx.kv.keys(DUP, prefixEnd(DUP)), ...this.ctx.kv.keys(LOC, prefixEnd(LOC))]
+    await this.ctx.write(tx => { for (const k of keys) tx.delete(k) })
+    return keys.length
+  }
+
+  /**
+   * Once per store: a store written before location rows existed kept this
+   * node's paths in the replicated fields only. Each record this node holds
+   * (`holders/<holderId>`) with no location row takes those as its own.
+   * Returns how many rows it wrote.
+   */
+  async backfillLocations (holderId: string): Promise<number> {
+    const kv = this.ctx.kv
+    if (kv.get(LOCATIONS_DONE_KEY) !== undefined) return 0
+    const tuples = this.fileTuplesWithField(`${HOLDERS_PREFIX}${holderId}`)
+    let n = 0
+    for (let i = 0; i === 0 || i < tuples.length; i += BACKFILL_CHUNK) {
+      const chunk = tuples.slice(i, i + BACKFILL_CHUNK)
+      n += await this.ctx.write(tx => {
+        let wrote = 0
+        for (const t of chunk) {
+          if (tx.get(LOC + t.rid) !== undefined) continue
+          tx.put(LOC + t.rid, JSON.stringify({ filePath: t.filePath, sizeByte: t.sizeByte, mtimeNano: t.mtimeNano }))
+          wrote++
+        }
+        if (i + BACKFILL_CHUNK >= tuples.length) tx.put(LOCATIONS_DONE_KEY, '1')
+        return wrote
+      })
+    }
+    return n
   }
 
   /** Every duplicate path on this node, as [rid, path]. */
@@ -225,6 +277,11 @@ export class FileOps {
       yield [k.slice(DUP.length, slash) as RecordId, k.slice(slash + 1)]
     }
   }
+}
+
+/** The path this node holds root `rid`'s bytes at as its filePath (its own location), if any. */
+function ownPath (r: Pick<Reader, 'get'>, rid: string): string | undefined {
+  return readLocation(r, rid)?.filePath
 }
 
 function checkCopy (c: LocalCopy): void {

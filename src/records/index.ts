@@ -19,17 +19,27 @@
  * - Roots sharing a CID form one group, read as one record whose canonical
  *   root is the smallest rid; this is derived locally and writes nothing
  *   replicated.
+ * - A root is a record while it has a live `cids/` member and, once it was
+ *   ever held, a live `holders/` member (`record-liveness.ts`): a function of
+ *   the merged state, so every node counts, lists and resolves the same
+ *   records; a node's last release removes only its own holder member.
+ * - A file's location (`filePath`, `sizeByte`, `mtimeNano`) as this node
+ *   shows and serves it is its own (`local-location.ts`, never replicated).
  *
  * Files by concern: `reads.ts` (documents, roots, groups merged),
  * `local-writes.ts` (this node's writes), `file-ops.ts` (duplicate paths,
  * holders, file tuples), `remote-apply.ts` (merging a peer's entries),
  * `change-log.ts` and `change-feed.ts` (the versioned change log and what
  * peers read from it), `mutation.ts` (the one write path under all of them),
- * `layout.ts` (the key grammar, private to this module), `record-store.ts`
- * (the object that wires them together).
+ * `record-liveness.ts` (what makes a root a record), `local-location.ts`
+ * (this node's own file locations), `layout.ts` (the key grammar, private
+ * to this module), `record-store.ts` (the object that wires them together).
  */
 export { RecordStore } from './record-store.js'
 export { OWNED_FIELD_PREFIXES } from './local-writes.js'
+export { LOCATION_FIELDS, isLocationField } from './local-location.js'
+export { isRecord } from './record-liveness.js'
+export type { Location } from './local-location.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
@@ -48,7 +58,7 @@ export {
   MAX_FIELD_LENGTH, MAX_FIELD_BYTES, MAX_VALUE_LENGTH
 } from './field-path.js'
 export {
-  InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError
+  InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError, LocationFieldError
 } from './errors.js'
 export { nest, flatten } from './flatten.js'
 export type { Nested } from './flatten.js'

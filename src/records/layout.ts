@@ -13,6 +13,7 @@
  * | idx:grp/<rid>               | canonical rid    | no: only for roots in a group of two or more |
  * | idx:grpm/<canon>/<rid>      | ""               | no: members of that group |
  * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
+ * | loc:<rid>                   | JSON location    | no: this node's own filePath, sizeByte, mtimeNano (local-location.ts) |
  * | meta-core:hlc               | last hlc issued  | no |
  */
 import { prefixEnd, type Tx } from '../kv/index.js'
@@ -27,6 +28,7 @@ export const COUNT_READY = 'idx:count/ready'
 export const GRP = 'idx:grp/'
 export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
+export const LOC = 'loc:'
 export const HLC_KEY = 'meta-core:hlc'
 
 /** The field of a `file:<rid>/<field>` key in SQL: roots are 26 characters, so the field starts at character 33. */

@@ -7,12 +7,13 @@
 import { InvalidInputError } from '../common/index.js'
 import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
 import { META_EVENTS } from './change-log.js'
-import { DUP, fieldKey, membersOf } from './layout.js'
+import { DUP, membersOf } from './layout.js'
+import { readLocation } from './local-location.js'
 import type { RecordReader } from './reads.js'
 import type { LocalStore, LocalTx } from './surface.js'
 
 /** Namespaces a local row may not use: the records, their derived state, the store's own bookkeeping and streams. */
-export const RESERVED_PREFIXES = ['file:', 'ver:', 'cid:', 'idx:', 'dup:', 'meta-core:', 'ev:', 'evhwm:', 'evlow:', 'fts']
+export const RESERVED_PREFIXES = ['file:', 'ver:', 'cid:', 'idx:', 'dup:', 'loc:', 'meta-core:', 'ev:', 'evhwm:', 'evlow:', 'fts']
 
 function checkLocalKey (key: string): void {
   if (typeof key !== 'string' || key.length === 0 || RESERVED_PREFIXES.some(p => key.startsWith(p))) {
@@ -42,7 +43,7 @@ export function localStore (kv: KvStore, reads: RecordReader): LocalStore {
       const rid = reads.resolveRoot(cid, tx)
       if (rid === undefined) return false
       for (const m of membersOf(tx, rid)) {
-        if (tx.get(fieldKey(m, 'filePath')) === path || tx.get(`${DUP}${m}/${path}`) !== undefined) return true
+        if (readLocation(tx, m)?.filePath === path || tx.get(`${DUP}${m}/${path}`) !== undefined) return true
       }
       return false
     }

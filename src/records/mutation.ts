@@ -10,17 +10,20 @@
  * group's canonical root is its smallest rid; `cid:<cid>` points at it. The
  * membership (`idx:grp/`, `idx:grpm/`) is derived locally from the cids/
  * members, so every node that holds the same roots derives the same groups and
- * nothing new is written into the mesh.
+ * nothing new is written into the mesh (groups.ts).
  */
 import type { Tx } from '../kv/index.js'
 import {
-  CID, COUNT_ROOTS, DUP, GRP, GRPM, ROOTS, VER, canonOf, fieldKey, isLive, membersOf, readCids, readFields
+  COUNT_ROOTS, DUP, LOC, ROOTS, VER, canonOf, fieldKey, membersOf, readFields
 } from './layout.js'
 import { prefixEnd } from '../kv/index.js'
 import { cidMemberOf } from './field-path.js'
 import { ChangeBatch, type ChangeLog } from './change-log.js'
 import { schemaCounterKey } from './schema-type.js'
 import { VersionMap, type Version } from './versions.js'
+import { isRecord } from './record-liveness.js'
+import { mirrorLocation } from './local-location.js'
+import { Groups } from './groups.js'
 import type { RecordId } from './record-id.js'
 
 /**
@@ -75,8 +78,11 @@ export interface MutationResult {
 export class Mutator {
   private readonly indexers: RecordIndexer[]
 
+  private readonly groups: Groups
+
   constructor (indexers: readonly RecordIndexer[], private readonly changeLog: ChangeLog) {
     this.indexers = [...indexers]
+    this.groups = new Groups(this.indexers)
   }
 
   addIndexer (ix: RecordIndexer): void {
@@ -102,7 +108,8 @@ export class Mutator {
       if (r !== undefined) return r
     }
     const vm = VersionMap.parse(verRaw)
-    const wasLive = cur.size > 0
+    // Liveness as stored (idx:roots), not recomputed: a store written before the rule below keeps its count straight.
+    const wasLive = cur.size > 0 && tx.get(ROOTS + rid) !== undefined
     const changed = new Set<string>()
     // The record's cids/ members before this mutation: aliases follow the net change, so a member set and
     // deleted again within one batch (two peers' versions of it) registers nothing.
@@ -195,7 +202,8 @@ export class Mutator {
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
 
-    const live = cur.size > 0
+    if (opts.remote !== true) mirrorLocation(tx, rid, changes, false)
+    const live = isRecord(cur, vm)
     if (live && !wasLive) {
       // Not live before, so not visible before; visible after when canonical (a root not live is in no group).
       puts.push([ROOTS + rid, '', undefined])
@@ -205,26 +213,39 @@ export class Mutator {
       tx.putMany(puts)
       if (!live && wasLive) {
         const group = membersOf(tx, canonOf(tx, rid))
-        this.adjustCount(tx, [rid], () => { tx.delete(ROOTS + rid) })
+        this.groups.adjustCount(tx, [rid], () => { tx.delete(ROOTS + rid) })
         const lo = `${DUP}${rid}/`
         for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
+        tx.delete(LOC + rid)
         for (const ix of this.indexers) ix.onRecordDeleted?.(tx, rid)
-        if (group.length > 1) this.regroup(tx, group)
+        if (group.length > 1) this.groups.regroup(tx, group)
       }
     }
 
+    // The cid: index names live roots only: a root that stops being a record with cids/ members still held
+    // (its last holder released it) gives up all of them, one that becomes a record again takes all of its own.
     const cidAdds: string[] = []
     const cidRemoves: string[] = []
-    for (const f of changed) {
-      const c = cidMemberOf(f)
-      if (c === undefined) continue
-      const was = cidsBefore.has(f)
-      if (was && !cur.has(f)) cidRemoves.push(c)
-      else if (!was && cur.has(f)) cidAdds.push(c)
+    if (wasLive && !live) {
+      for (const f of cidsBefore) cidRemoves.push(f.slice(5))
+    } else if (live && !wasLive) {
+      for (const f of cur.keys()) { const c = cidMemberOf(f); if (c !== undefined) cidAdds.push(c) }
+    } else if (live) {
+      for (const f of changed) {
+        const c = cidMemberOf(f)
+        if (c === undefined) continue
+        const was = cidsBefore.has(f)
+        if (was && !cur.has(f)) cidRemoves.push(c)
+        else if (!was && cur.has(f)) cidAdds.push(c)
+      }
     }
-    for (const c of cidRemoves) this.aliasRemoved(tx, rid, c)
-    if (live) for (const c of cidAdds) this.aliasAdded(tx, rid, c)
+    for (const c of cidRemoves) this.groups.aliasRemoved(tx, rid, c)
+    for (const c of cidAdds) this.groups.aliasAdded(tx, rid, c)
 
+    if (live && !wasLive) {
+      // Back to life with fields this change did not touch (a holder's add arriving after the last release): all are new to the indexers.
+      for (const f of cur.keys()) changed.add(f)
+    }
     if (live && changed.size > 0) for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, changed)
     return { changed: changed.size, touched, live }
   }
@@ -267,6 +288,8 @@ export class Mutator {
       versions.push(version)
     }
     const touched = vm.fields.size
+    if (!remote) mirrorLocation(tx, rid, changes, true)
+    const live = fields.length > 0 && isRecord(new Map(fields.map(f => [f, ''])), vm)
     // As in the general path: the tombstones logged in list order, then the sets.
     for (let i = 0; i < fields.length; i++) {
       const [k, value] = puts[i]
@@ -275,147 +298,19 @@ export class Mutator {
     }
     this.changeLog.append(tx, log)
     if (touched > 0) puts.push([VER + rid, vm.serialize(), undefined])
-    const live = fields.length > 0
     if (!live) {
       tx.putMany(puts)
-      return { changed: 0, touched, live }
+      return { changed: fields.length, touched, live }
     }
     puts.push([ROOTS + rid, '', undefined])
     tx.putMany(puts)
     if (canonOf(tx, rid) === rid) tx.addCounter(COUNT_ROOTS, 1)
     for (const f of fields) {
       const c = cidMemberOf(f)
-      if (c !== undefined) this.aliasAdded(tx, rid, c)
+      if (c !== undefined) this.groups.aliasAdded(tx, rid, c)
     }
     for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, fields)
     return { changed: fields.length, touched, live }
   }
-
-  // ------------------------------------------------------------ aliases and groups
-
-  private aliasAdded (tx: Tx, rid: RecordId, cid: string): void {
-    const canon = canonOf(tx, rid)
-    const owner = tx.get(CID + cid)
-    if (owner === undefined || !isLive(tx, owner)) {
-      tx.putMany([[CID + cid, canon, owner]]) // the old value is known: no read before the write
-      return
-    }
-    const ownerCanon = canonOf(tx, owner)
-    if (ownerCanon === canon) {
-      if (owner !== canon) tx.putMany([[CID + cid, canon, owner]])
-      return
-    }
-    this.union(tx, canon, ownerCanon)
-  }
-
-  private aliasRemoved (tx: Tx, rid: RecordId, cid: string): void {
-    const members = membersOf(tx, canonOf(tx, rid))
-    // Losing a CID may split the group.
-    if (members.length > 1) this.regroup(tx, members)
-    const owner = tx.get(CID + cid)
-    if (owner === undefined) return
-    // Every live holder of a CID is in one group; if one is left, the entry stays (pointing at its canonical root).
-    const canon = canonOf(tx, owner)
-    for (const m of membersOf(tx, canon)) {
-      if (tx.get(fieldKey(m, `cids/${cid}`)) !== undefined) {
-        if (owner !== canon) tx.put(CID + cid, canon)
-        return
-      }
-    }
-    tx.delete(CID + cid)
-  }
-
-  /** Joins two groups (given by their canonical roots). */
-  private union (tx: Tx, a: RecordId, b: RecordId): void {
-    const members = [...new Set([...membersOf(tx, a), ...membersOf(tx, b)])].sort()
-    this.adjustCount(tx, members, () => { this.writeGroup(tx, [a, b], [members]) })
-    for (const ix of this.indexers) ix.onGroupChanged?.(tx, members)
-  }
-
-  /**
-   * Recomputes the groups among `roots` (a former group) from their cids/
-   * members: connected components over shared CIDs, dead roots left out.
-   */
-  private regroup (tx: Tx, roots: readonly RecordId[]): void {
-    const live = roots.filter(r => isLive(tx, r)).sort()
-    const parent = new Map<string, string>(live.map(r => [r, r]))
-    const find = (x: string): string => {
-      let p = parent.get(x)!
-      while (p !== parent.get(p)) p = parent.get(p)!
-      parent.set(x, p)
-      return p
-    }
-    const firstHolder = new Map<string, string>()
-    for (const r of live) {
-      for (const c of readCids(tx, r)) {
-        const h = firstHolder.get(c)
-        if (h === undefined) firstHolder.set(c, r)
-        else {
-          const x = find(h)
-          const y = find(r)
-          if (x !== y) parent.set(x < y ? y : x, x < y ? x : y)
-        }
-      }
-    }
-    const comps = new Map<string, RecordId[]>()
-    for (const r of live) {
-      const p = find(r)
-      let c = comps.get(p)
-      if (c === undefined) { c = []; comps.set(p, c) }
-      c.push(r)
-    }
-    const oldCanons = [...new Set(roots.map(r => canonOf(tx, r)))]
-    this.adjustCount(tx, [...roots], () => {
-      // Dead roots leave their group entirely.
-      for (const r of roots) if (!live.includes(r)) tx.delete(GRP + r)
-      this.writeGroup(tx, oldCanons, [...comps.values()])
-    })
-    for (const ix of this.indexers) ix.onGroupChanged?.(tx, roots)
-  }
-
-  /**
-   * Replaces the membership lists of `oldCanons` with `groups`, and points
-   * each member CID at its group's canonical root. A CID whose entry points
-   * outside the roots involved is one this same write has yet to register
-   * (it links to another group); `aliasAdded` handles it next, so it is left
-   * alone here.
-   */
-  private writeGroup (tx: Tx, oldCanons: readonly string[], groups: ReadonlyArray<readonly RecordId[]>): void {
-    const involved = new Set<string>(oldCanons)
-    for (const g of groups) for (const m of g) involved.add(m)
-    for (const oc of oldCanons) {
-      const lo = `${GRPM}${oc}/`
-      for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
-    }
-    for (const g of groups) {
-      const sorted = [...g].sort()
-      const canon = sorted[0]
-      for (const m of sorted) {
-        if (sorted.length > 1) {
-          tx.put(GRP + m, canon)
-          tx.put(`${GRPM}${canon}/${m}`, '')
-        } else {
-          tx.delete(GRP + m)
-        }
-        for (const c of readCids(tx, m)) {
-          const cur = tx.get(CID + c)
-          if (cur === undefined || involved.has(cur)) tx.put(CID + c, canon)
-        }
-      }
-    }
-  }
-
-  /**
-   * Runs `fn` and adds to `idx:count/roots` the change in the number of
-   * visible records among `roots` (a root is visible when live and canonical).
-   */
-  private adjustCount (tx: Tx, roots: readonly string[], fn: () => void): void {
-    const visible = (r: string): number => (isLive(tx, r) && canonOf(tx, r) === r ? 1 : 0)
-    let before = 0
-    for (const r of roots) before += visible(r)
-    fn()
-    let after = 0
-    for (const r of roots) after += visible(r)
-    if (after !== before) tx.addCounter(COUNT_ROOTS, after - before)
-  }
 }
+

@@ -9,7 +9,7 @@ import { prefixEnd, type KvStore, type SqlStatement } from '../kv/index.js'
 import { cidMemberOf } from './field-path.js'
 import { nest, type Nested } from './flatten.js'
 import {
-  CID, COUNT_ROOTS, DUP, FILE, GRP, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
+  CID, COUNT_ROOTS, DUP, FILE, GRP, LOC, ROOTS, VER, canonOf, fieldKey, isLive, membersOf,
   readCids, readDuplicates, readFields, readFieldsObject, recordRange, type Reader
 } from './layout.js'
 import { isRecordId, type RecordId } from './record-id.js'
@@ -17,6 +17,7 @@ import { SCHEMA_PREFIX, parseSchemaCounterKey } from './schema-type.js'
 import type { FieldVersion, LibraryPage, SchemaCounter } from './surface.js'
 import type { RecordDocument, RecordDocumentJson } from './types.js'
 import { VersionMap, versionHlc, versionOrigin, type Version } from './versions.js'
+import { groupLocation, isLocationField, readLocation, withLocation } from './local-location.js'
 
 /** The JSON-text document of a root in no group, `canonical_cid` derived from its cids. */
 function singleRootDocument (rid: RecordId, metadataJson: string, cids: string[], duplicates: string[]): RecordDocumentJson {
@@ -59,8 +60,8 @@ export class RecordReader {
       const rid = this.resolveRoot(addr)
       if (rid === undefined) return undefined
       const members = membersOf(this.kv, rid)
-      if (members.length === 1) return this.kv.get(fieldKey(rid, field))
-      return this.mergedFields(this.kv, rid)[field]
+      if (members.length > 1) return this.mergedFields(this.kv, rid)[field]
+      return (isLocationField(field) ? readLocation(this.kv, rid)?.[field] : undefined) ?? this.kv.get(fieldKey(rid, field))
     })
   }
 
@@ -80,6 +81,7 @@ export class RecordReader {
       const row = this.documentStatement().get(CID + addr) as [string, string | null, number | null, string, string, string] | undefined
       if (row === undefined) return undefined
       const [rid, grp, live, metadataJson, cidsJson, dupsJson] = row
+      // The fields with this node's own location in place of the replicated one (local-location.ts), patched by SQLite.
       if (grp === null) {
         if (live === null) return undefined
         return singleRootDocument(rid as RecordId, metadataJson, JSON.parse(cidsJson) as string[], JSON.parse(dupsJson) as string[])
@@ -94,7 +96,9 @@ export class RecordReader {
         const { metadata, ...rest } = this.readDocument(rid)!
         return { ...rest, metadataJson: JSON.stringify(metadata) }
       }
-      return singleRootDocument(rid, this.kv.jsonObject(`${FILE}${rid}/`), readCids(this.kv, rid), readDuplicates(this.kv, rid))
+      const loc = readLocation(this.kv, rid)
+      const json = this.kv.jsonObject(`${FILE}${rid}/`)
+      return singleRootDocument(rid, loc === undefined ? json : JSON.stringify(withLocation(JSON.parse(json) as Record<string, string>, loc)), readCids(this.kv, rid), readDuplicates(this.kv, rid))
     })
   }
 
@@ -105,13 +109,14 @@ export class RecordReader {
   private documentStatement (): SqlStatement {
     if (this.docStmt === undefined) {
       const f = `'${FILE}' || r.v || '/'`
-      this.docStmt = this.kv.prepare(`SELECT r.v,
-        (SELECT v FROM kv WHERE k = '${GRP}' || r.v),
-        (SELECT 1 FROM kv WHERE k = '${ROOTS}' || r.v),
-        (SELECT json_group_object(substr(k, length(${f}) + 1), v) FROM kv WHERE k >= ${f} AND k < '${FILE}' || r.v || '0'),
-        (SELECT json_group_array(substr(k, length(${f}) + 6)) FROM kv WHERE k >= ${f} || 'cids/' AND k < ${f} || 'cids0'),
-        (SELECT json_group_array(substr(k, length('${DUP}' || r.v || '/') + 1)) FROM kv WHERE k >= '${DUP}' || r.v || '/' AND k < '${DUP}' || r.v || '0')
-        FROM kv r WHERE r.k = ?`).raw()
+      this.docStmt = this.kv.prepare(`SELECT rid, grp, live, CASE WHEN loc IS NULL THEN fields ELSE json_patch(fields, loc) END, cids, dups FROM (SELECT r.v AS rid,
+        (SELECT v FROM kv WHERE k = '${GRP}' || r.v) AS grp,
+        (SELECT 1 FROM kv WHERE k = '${ROOTS}' || r.v) AS live,
+        (SELECT json_group_object(substr(k, length(${f}) + 1), v) FROM kv WHERE k >= ${f} AND k < '${FILE}' || r.v || '0') AS fields,
+        (SELECT v FROM kv WHERE k = '${LOC}' || r.v) AS loc,
+        (SELECT json_group_array(substr(k, length(${f}) + 6)) FROM kv WHERE k >= ${f} || 'cids/' AND k < ${f} || 'cids0') AS cids,
+        (SELECT json_group_array(substr(k, length('${DUP}' || r.v || '/') + 1)) FROM kv WHERE k >= '${DUP}' || r.v || '/' AND k < '${DUP}' || r.v || '0') AS dups
+        FROM kv r WHERE r.k = ?)`).raw()
     }
     return this.docStmt
   }
@@ -265,7 +270,8 @@ export class RecordReader {
 
 /** A group's document: per-key last-writer-wins over its roots, by their original versions (a root alone: its own fields). */
 export function mergedFields (r: Reader, rid: RecordId, members: RecordId[] = membersOf(r, rid)): Record<string, string> {
-  if (members.length === 1) return readFieldsObject(r, members[0])
+  // This node's own location shows in place of the replicated one (local-location.ts).
+  if (members.length === 1) return withLocation(readFieldsObject(r, members[0]), readLocation(r, members[0]))
   const best = new Map<string, { v: Version | undefined, value: string | undefined }>()
   for (const m of members) {
     const vm = VersionMap.parse(r.get(VER + m))
@@ -279,5 +285,5 @@ export function mergedFields (r: Reader, rid: RecordId, members: RecordId[] = me
   }
   const out: Record<string, string> = {}
   for (const [f, { value }] of [...best].sort((a, b) => (a[0] < b[0] ? -1 : 1))) if (value !== undefined) out[f] = value
-  return out
+  return withLocation(out, groupLocation(r, members))
 }

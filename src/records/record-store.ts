@@ -20,6 +20,8 @@ import type { ClockGate } from './clock-gate.js'
 import type { RecordContext } from './context.js'
 import { InvalidValueError } from './errors.js'
 import { FileOps } from './file-ops.js'
+import { sweepNonRecords } from './record-liveness.js'
+import type { Location } from './local-location.js'
 import { Hlc } from './hlc.js'
 import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, canonOf, type Reader } from './layout.js'
 import { LocalWriter } from './local-writes.js'
@@ -88,7 +90,7 @@ export class RecordStore implements Records {
     this.ctx = { kv, nodeId: opts.nodeId, hlc: this.hlc, mutator, now, mintId, log, write, clockGate: undefined }
     this.reads = new RecordReader(kv)
     this.writer = new LocalWriter(this.ctx, this.reads)
-    this.files = new FileOps(this.ctx, this.reads, this.writer)
+    this.files = new FileOps(this.ctx, this.reads)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
     this.digester = new ReplicaDigester(kv)
     this.events = eventStreams(kv)
@@ -145,10 +147,15 @@ export class RecordStore implements Records {
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> { return await this.files.removeFilePath(addr, path) }
   isDuplicatePath (addr: string, path: string): boolean { return this.files.isDuplicatePath(addr, path) }
   copyPaths (doc: RecordDocument): string[] { return this.files.copyPaths(doc) }
+  ownLocation (addr: string): Location | undefined { return this.files.ownLocation(addr) }
   rootCids (rid: RecordId): string[] { return this.files.rootCids(rid) }
   iterateFileTuples (): IterableIterator<FileTuple> { return this.files.iterateFileTuples() }
   fileTuplesWithField (field: string): FileTuple[] { return this.files.fileTuplesWithField(field) }
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
+  async forgetLocalPaths (): Promise<number> { return await this.files.forgetLocalPaths() }
+  async backfillLocations (holderId: string): Promise<number> { return await this.files.backfillLocations(holderId) }
+  /** Once per store, after the indexers attached: roots counted before the record rule that are no records go (record-liveness.ts). */
+  async sweepNonRecords (): Promise<number> { return await sweepNonRecords(this.ctx) }
 
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 

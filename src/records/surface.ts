@@ -24,6 +24,7 @@ import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
 import type { ApplyBatchOptions } from './remote-apply.js'
 import type { FieldType } from './schema-type.js'
+import type { Location } from './local-location.js'
 import type {
   ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, LocalCopy, ReleaseResult, RemovePathResult, WriteResult
 } from './types.js'
@@ -119,8 +120,10 @@ export interface FileRecords {
   removeFilePath: (addr: string, path: string) => Promise<RemovePathResult>
   /** `path` is one of the record's duplicate paths on this node. */
   isDuplicatePath: (addr: string, path: string) => boolean
-  /** Where this node may hold the record's bytes, in order: its filePath, each root's own filePath, its duplicate paths. */
+  /** Where this node holds the record's bytes, from its own knowledge only: each root's own location here, then its duplicate paths. */
   copyPaths: (doc: RecordDocument) => string[]
+  /** This node's own filePath, sizeByte and mtimeNano for the record (local-location.ts); undefined when it has no copy recorded. */
+  ownLocation: (addr: string) => Location | undefined
   /** The CIDs one root (not its group) holds as `cids/` members. */
   rootCids: (rid: RecordId) => string[]
   iterateFileTuples: () => IterableIterator<FileTuple>

@@ -349,13 +349,15 @@ export class LifecycleWriter {
     }
     const fields: Record<string, string> = {}
     const size = String(s.size)
-    if (doc.filePath === undefined) {
+    // This node's own location, not the replicated one (another node's path): records' local-location.ts.
+    const own = this.records.ownLocation(s.cid)
+    if (own?.filePath === undefined) {
       fields.filePath = abs
       fields.sizeByte = size
       fields.mtimeNano = s.mtimeNs
-    } else if (doc.filePath === abs) {
-      if (doc.sizeByte !== size) fields.sizeByte = size
-      if (doc.mtimeNano !== s.mtimeNs) fields.mtimeNano = s.mtimeNs
+    } else if (own.filePath === abs) {
+      if (own.sizeByte !== size) fields.sizeByte = size
+      if (own.mtimeNano !== s.mtimeNs) fields.mtimeNano = s.mtimeNs
     } else if (!this.isDuplicate(s.cid, abs)) {
       writes.push(this.records.addDuplicatePath(s.cid, abs))
     }
@@ -367,7 +369,7 @@ export class LifecycleWriter {
   /** Moves the record's path from `oldAbs` to `abs` (same content); returns whether a root is minted (the record went away meanwhile). */
   private moveOps (writes: Array<Promise<unknown>>, oldAbs: string, abs: string, s: SeenStep): boolean {
     const doc = this.records.getFlat(s.cid)
-    if (doc?.filePath === oldAbs) {
+    if (doc !== undefined && this.records.ownLocation(s.cid)?.filePath === oldAbs) {
       const fields: Record<string, string> = { filePath: abs, sizeByte: String(s.size), mtimeNano: s.mtimeNs }
       if (doc[this.holder] === undefined) fields[this.holder] = 'true'
       writes.push(this.records.mergeFlat(s.cid, fields))

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { isCid } from '../../src/cid/index.js'
 import { createLogger } from '../../src/common/index.js'
 import { prefixEnd } from '../../src/kv/index.js'
-import { isRecordId, rejectDeprecatedField, validateFieldPath } from '../../src/records/index.js'
+import { VersionMap, isRecord, isRecordId, rejectDeprecatedField, validateFieldPath } from '../../src/records/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
 import { pick, prng } from '../helpers/prng.js'
 import { openSse } from '../helpers/sse-client.js'
@@ -181,9 +181,10 @@ describe('fuzz: hostile requests across all routes', () => {
       if (field.startsWith('cids/')) expect(isCid(field.slice(5)), k).toBe(true)
       liveRoots.add(root)
     }
-    // The root index is exactly the roots that have fields.
+    // The root index is exactly the roots that are records: with fields, and a live cids/ member (records' isRecord).
     const indexed = new Set(kv.keys('idx:roots/', prefixEnd('idx:roots/')).map(k => k.slice('idx:roots/'.length)))
-    expect([...indexed].sort()).toEqual([...liveRoots].sort())
+    const records = [...liveRoots].filter(r => isRecord(new Map(Object.entries(kv.suffixes(`file:${r}/`))), VersionMap.parse(kv.get(`ver:${r}`))))
+    expect([...indexed].sort()).toEqual(records.sort())
     // Every cid: entry is a valid CID pointing at a live root whose group holds that member.
     for (const [k, v] of kv.prefix('cid:')) {
       const cid = k.slice(4)
@@ -204,7 +205,7 @@ describe('fuzz: hostile requests across all routes', () => {
     }
     // Raw kv writes landed only outside the store's namespaces (watch: is the watcher's own state).
     for (const k of kv.keys('', '\u{10FFFF}')) {
-      expect(/^(file:|cid:|idx:|ver:|ev:|evhwm:|dup:|meta-core:|watch:|ok:)/.test(k), k).toBe(true)
+      expect(/^(file:|cid:|idx:|ver:|ev:|evhwm:|dup:|loc:|meta-core:|watch:|ok:)/.test(k), k).toBe(true)
     }
   })
 })

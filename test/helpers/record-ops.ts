@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { encodeCidV1 } from '../../src/cid/index.js'
-import type { NodeStore, RecordId } from '../../src/records/index.js'
+import type { NodeStore, RecordDocument, RecordId } from '../../src/records/index.js'
 import { pick } from './prng.js'
 
 /** A valid CIDv1 (raw, sha2-256) derived from `n`: the same `n` gives the same CID on every node. */
@@ -8,7 +8,8 @@ export function testCid (n: number): string {
   return encodeCidV1(0x55, 0x12, createHash('sha256').update(String(n)).digest())
 }
 
-export const OP_FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0']
+// Holder members too: records whose every holder goes stop being records (records' isRecord), in groups as alone.
+export const OP_FIELDS = ['title', 'year', 'genres/Drama', 'genres/Comedy', 'fileinfo/duration', 'tmdbid', 'stream/0', 'holders/n1', 'holders/n2']
 export const OP_VALUES = ['a', 'b', 'Ünïcode ✓', '', '2001', 'true']
 export const OP_CIDS = Array.from({ length: 6 }, (_, i) => testCid(i))
 
@@ -46,4 +47,11 @@ export async function randomRecordOp (s: NodeStore, rand: () => number, known: R
     // Only address errors are expected (a target that was deleted); anything else is a bug.
     if (!(err instanceof Error) || !/neither|not found/.test(err.message)) throw err
   }
+}
+
+/** A document without the location fields, which each node shows for its own copy (records' local-location.ts): what every node reads the same. */
+export function replicatedDoc (doc: RecordDocument | undefined): RecordDocument | undefined {
+  if (doc === undefined) return undefined
+  const { filePath: _p, sizeByte: _s, mtimeNano: _m, ...metadata } = doc.metadata
+  return { ...doc, metadata }
 }

@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RecordId } from '../../src/records/index.js'
 import { pick, prng } from '../helpers/prng.js'
-import { OP_CIDS, randomRecordOp } from '../helpers/record-ops.js'
+import { OP_CIDS, randomRecordOp, replicatedDoc } from '../helpers/record-ops.js'
 import { virtualCluster, type VirtualCluster } from '../helpers/virtual-cluster.js'
 
 let cluster: VirtualCluster | undefined
@@ -56,8 +56,9 @@ async function runSeed (seed: number, gossipLoss = 0.25): Promise<VirtualCluster
 function documents (c: VirtualCluster, i: number): unknown {
   const r = c.nodes[i].store.records
   return {
-    byCid: OP_CIDS.map(cid => r.getDocument(cid) ?? null),
-    roots: r.listRoots().map(rid => r.getDocument(rid)),
+    // Each node shows its own copy's location: the rest reads the same everywhere.
+    byCid: OP_CIDS.map(cid => replicatedDoc(r.getDocument(cid)) ?? null),
+    roots: r.listRoots().map(rid => replicatedDoc(r.getDocument(rid))),
     count: r.countRecords()
   }
 }

@@ -1,12 +1,14 @@
 /**
  * A standalone store joining a mesh: the watcher's holder members follow
  * the node id from `node-…` to the peer id (and back if it leaves), written
- * as ordinary versioned changes, and a second start moves nothing.
+ * as ordinary versioned changes, and a second start moves nothing; a
+ * store copied from another node keeps that node's holders as they are.
  */
+import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { silentLogger } from '../../src/common/index.js'
-import { adoptHolderId } from '../../src/node/holder-id.js'
+import { adoptHolderId, checkStoreIdentity } from '../../src/node/holder-id.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import { testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -46,10 +48,37 @@ describe('holder members follow the node id', () => {
     meshed.close()
     open.pop()
 
-    // Leaving the mesh moves them back to the standalone id.
+    // Leaving the mesh (its identity key file still names the peer id) moves them back to the standalone id.
     const again = store()
     expect(again.records.nodeId).toBe(oldId)
-    expect(await adoptHolderId(again, silentLogger)).toBe(2)
+    expect(await adoptHolderId(again, silentLogger, { keyPeerId: async () => peerId })).toBe(2)
     expect(Object.keys(again.records.getFlat(mine)!).filter(f => f.startsWith('holders/'))).toEqual([`holders/${oldId}`])
+  })
+
+  it('recognises a store copied from another node: its holders are neither taken over nor released, the copy\'s local paths go', async () => {
+    const peerA = '12D3KooWRm8J3iL796zPFi2EtGGtUJn58AG67gcqzMFHZnnsTzqD'
+    const a = openNodeStore({ path: path.join(t.dir, 'a.db'), nodeId: peerA, backgroundCheckpoint: false })
+    expect(await adoptHolderId(a, silentLogger)).toBe(0)
+    const cid = testCid(7)
+    const rid = await a.records.mint('/files/a.mkv', 1, 1, { [`cids/${cid}`]: 'true', [`holders/${peerA}`]: 'true' })
+    await a.records.addDuplicatePath(cid, '/files/copy/a.mkv')
+    a.close()
+    fs.copyFileSync(path.join(t.dir, 'a.db'), path.join(t.dir, 'c.db'))
+    const peerC = '12D3KooWJbeZd8CDhmQvGYDpb3fcAXR6g1fR7aM2ChUcTgLsZQ6W'
+    const c = openNodeStore({ path: path.join(t.dir, 'c.db'), nodeId: peerC, backgroundCheckpoint: false })
+    open.push(c)
+    // C's own key file names C, not A: the store is a copy.
+    const r = await checkStoreIdentity(c, silentLogger, { keyPeerId: async () => peerC })
+    expect(r).toEqual({ moved: 0, copiedFrom: peerA })
+    expect(c.kv.get('meta-core:copied-from')).toBe(peerA)
+    expect(c.records.getFlat(rid)).toMatchObject({ [`holders/${peerA}`]: 'true' })
+    expect(c.records.getFlat(rid)![`holders/${peerC}`]).toBeUndefined()
+    expect(c.records.duplicatesOf(rid)).toEqual([])
+    // C's watcher, not finding A's files on its own disk, releases nothing of A's.
+    expect((await c.records.releaseCopy(cid, '/files/a.mkv', peerC)).kind).toBe('released')
+    expect(c.records.resolveRoot(cid)).toBe(rid)
+    expect(c.records.getFlat(rid)).toMatchObject({ [`holders/${peerA}`]: 'true' })
+    // The next start is an ordinary one.
+    expect(await checkStoreIdentity(c, silentLogger)).toEqual({ moved: 0 })
   })
 })

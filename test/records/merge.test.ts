@@ -4,7 +4,7 @@ import {
   META_EVENTS, InvalidRemoteEntryError, VersionMap, formatHlc, openNodeStore, type NodeStore, type RecordId, type RemoteEntry
 } from '../../src/records/index.js'
 import { prng, shuffle } from '../helpers/prng.js'
-import { OP_CIDS, randomRecordOp, testCid } from '../helpers/record-ops.js'
+import { OP_CIDS, randomRecordOp, replicatedDoc, testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { Mutator } from '../../src/records/mutation.js'
 import { groupInvariantErrors } from './invariants.js'
@@ -71,14 +71,16 @@ describe('applyRemote', () => {
     await s.records.applyRemote([
       { key: `file:${RID}/title`, value: 't', hlc: hlcAt(now - 100), origin: 'p' },
       { key: `file:${RID}/year`, value: '2000', hlc: hlcAt(now + 5), origin: 'p' },
+      { key: `file:${RID}/cids/${cid(1)}`, value: 'true', hlc: hlcAt(now + 5), origin: 'p' },
       { key: `file:${RID}`, value: null, hlc: hlcAt(now), origin: 'p' }
     ])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    const c1 = { [`cids/${cid(1)}`]: 'true' }
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', ...c1 })
     // A stale peer's older key does not come back.
     await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now - 1), origin: 'q' }])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000' })
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', ...c1 })
     await s.records.applyRemote([{ key: `file:${RID}/genre`, value: 'x', hlc: hlcAt(now + 1), origin: 'q' }])
-    expect(s.records.getFlat(RID)).toEqual({ year: '2000', genre: 'x' })
+    expect(s.records.getFlat(RID)).toEqual({ year: '2000', genre: 'x', ...c1 })
   })
 
   it('refuses versions too far ahead of local time and does not advance the clock', async () => {
@@ -150,7 +152,10 @@ describe('applyRemote', () => {
       expect(doc.metadata.title).toBe('from a')
       expect(doc.metadata.year).toBe('1999')
     }
-    expect(a.records.getDocument(shared)).toEqual(b.records.getDocument(shared))
+    // Each node shows its own copy's location (local-location.ts); everything else reads the same.
+    expect(a.records.getDocument(shared)!.metadata).toMatchObject({ filePath: '/files/x.mkv', mtimeNano: '1' })
+    expect(b.records.getDocument(shared)!.metadata).toMatchObject({ filePath: '/files/y.mkv', mtimeNano: '2' })
+    expect(replicatedDoc(a.records.getDocument(shared))).toEqual(replicatedDoc(b.records.getDocument(shared)))
   })
 })
 
@@ -373,8 +378,9 @@ describe('convergence (property)', () => {
       // Documents read the same everywhere too, by any CID.
       for (const c of CIDS) {
         const docs = nodes.map(n => n.records.getDocument(c))
-        expect(docs[1], `seed ${seed} cid ${c}`).toEqual(docs[0])
-        expect(docs[2], `seed ${seed} cid ${c}`).toEqual(docs[0])
+        // But for the location each node shows of its own copy.
+        expect(replicatedDoc(docs[1]), `seed ${seed} cid ${c}`).toEqual(replicatedDoc(docs[0]))
+        expect(replicatedDoc(docs[2]), `seed ${seed} cid ${c}`).toEqual(replicatedDoc(docs[0]))
         // The one-statement JSON read (the public route's) agrees with the general read.
         for (const [i, n] of nodes.entries()) {
           const json = n.records.getDocumentJson(c)

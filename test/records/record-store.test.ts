@@ -3,9 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { prefixEnd } from '../../src/kv/index.js'
 import {
   DeprecatedFieldError, InvalidAddressError, InvalidFieldError, InvalidValueError, SelfAliasError, UnknownRecordError,
-  META_EVENTS, VersionMap, isRecordId, openNodeStore, type NodeStore
+  META_EVENTS, VersionMap, formatHlc, isRecordId, openNodeStore, type NodeStore
 } from '../../src/records/index.js'
 import { tmpDir } from '../helpers/tmp.js'
+import { testCid } from '../helpers/record-ops.js'
 
 // Real CIDs from the spec (§1.2–1.3).
 const MID = 'bagacbabaec7v3fu2ygzh3e2sybg3fbzmisry2hbtpmck6vx3yftea6vzq35r4' // midhash of "hello world"
@@ -343,12 +344,15 @@ describe('deleteRoot', () => {
     expect(schema['idx:schema/title\u001f\u001fstring\u001f']).toBe('1')
   })
 
-  it('lets a newer write revive a deleted root', async () => {
+  it('lets a newer write with a cids/ member revive a deleted root; without one the root stays no record', async () => {
     const s = store()
     const rid = await s.records.mint('/files/a', 1, 1, { title: 'x' })
     await s.records.deleteRoot(rid)
     await s.records.mergeFlat(rid, { title: 'back' })
-    expect(s.records.getFlat(rid)).toEqual({ title: 'back' })
+    expect(s.records.getFlat(rid)).toBeUndefined()
+    expect(s.records.countRecords()).toBe(0)
+    await s.records.applyRemote([{ key: `file:${rid}/cids/${testCid(1)}`, value: 'true', hlc: formatHlc({ ms: Date.now() + 5, counter: 0 }), origin: 'peer' }])
+    expect(s.records.getFlat(rid)).toEqual({ title: 'back', [`cids/${testCid(1)}`]: 'true' })
     expect(s.records.countRecords()).toBe(1)
   })
 })

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
-import { syntheticRecord } from '../../bench/lib/synthetic.js'
+import { apiFields, syntheticRecord } from '../../bench/lib/synthetic.js'
 import {
   HAVE_CHROMIUM, api, launchBrowser, screenshot, seriousA11yViolations, startTestNode, watchPageErrors, type TestNode
 } from '../helpers/browser.js'
@@ -23,7 +23,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: editing on a node with a token', () =
 
   beforeAll(async () => {
     ;[browser, node] = await Promise.all([launchBrowser(), startTestNode(['--enable-file-watcher=false', '--api-token', TOKEN])])
-    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', rec.fields, TOKEN)).status).toBe(200)
+    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', apiFields(rec), TOKEN)).status).toBe(200)
   }, 60_000)
   afterAll(async () => {
     await browser?.close()
@@ -141,6 +141,25 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: editing on a node with a token', () =
     await title.getByLabel('New value of title').press('Escape')
     await title.locator('.value', { hasText: 'Theirs' }).waitFor()
     expect(new URL(page.url()).pathname).toBe(`/cid/${rec.cid}`)
+    await ctx.close()
+    expect(errors).toEqual([])
+  })
+  it('offers no Edit or Delete on the location fields, which only a node\'s watcher writes', async () => {
+    // What a watcher writes (the record layer's own write, as for a file on this node's disk).
+    await node.node.store.records.mergeFlat(rec.cid, { filePath: '/files/films/own.mkv', sizeByte: '42', mtimeNano: '7' })
+    const { ctx, page, errors } = await open()
+    await page.goto(`${node.url}/`)
+    await enterToken(page, TOKEN)
+    await page.goto(`${node.url}/cid/${rec.cid}`)
+    const filePath = page.locator('.field[data-field="filePath"]')
+    await filePath.locator('.value', { hasText: '/files/films/own.mkv' }).waitFor()
+    for (const f of ['filePath', 'sizeByte', 'mtimeNano']) {
+      const row = page.locator(`.field[data-field="${f}"]`)
+      expect(await row.getByRole('button').count(), f).toBe(0)
+    }
+    // Other fields keep theirs.
+    expect(await page.locator('.field[data-field="year"]').getByRole('button', { name: 'Edit year' }).count()).toBe(1)
+    expect((await api(`${node.url}/meta/${rec.cid}`, 'PATCH', { filePath: '/files/oops.mkv' }, TOKEN)).status).toBe(400)
     await ctx.close()
     expect(errors).toEqual([])
   })

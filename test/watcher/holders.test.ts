@@ -38,22 +38,23 @@ describe('holders (replication.md)', () => {
     expect(h.store.records.countRecords()).toBe(1)
   })
 
-  it('a record with no holder member at all is never deleted by the watcher', async () => {
+  it('a record whose last holder member is cleared is no record, and the watcher\'s later delete writes nothing', async () => {
     const h = await harness()
     h.fsd.write('kept.bin', 'api owned')
     await h.waitEvents(e => e.length === 1, 'the add')
     const cid = await midhashOf(h.abs('kept.bin'))
     const rid = h.store.records.resolveRoot(cid)!
-    await h.store.records.deleteProperty(cid, ME) // e.g. an operator cleared it through the API
+    // The merged state then says no node holds the bytes (replication.md): the root stops being a record.
+    await h.store.records.deleteProperty(cid, ME)
+    expect(h.store.records.resolveRoot(cid)).toBeUndefined()
+    expect(h.store.records.countRecords()).toBe(0)
     h.fsd.remove('kept.bin')
     await h.waitEvents(e => e.length === 2, 'the delete')
     await h.idle()
     expect(h.events()[1]).toMatchObject({ type: 'delete', path: 'kept.bin' })
-    // The same record is still there, whole: no root tombstone, its alias and fields kept.
-    expect(h.store.records.resolveRoot(cid)).toBe(rid)
-    expect(h.store.records.countRecords()).toBe(1)
-    expect(h.store.records.getFlat(cid)).toMatchObject({ [`cids/${cid}`]: 'true', sizeByte: '9' })
+    // Never a root tombstone: the root keeps its fields, so a holder another node adds brings it back whole.
     expect(h.store.records.readChangeLog(undefined, 1000).some(e => e.key === `file:${rid}`)).toBe(false)
+    expect(h.store.kv.get(`file:${rid}/sizeByte`)).toBe('9')
   })
 
   it('uses the configured holder id (a mesh peer id) instead of the node id', async () => {

@@ -20,12 +20,13 @@
  *   seen are recorded again by `POST /api/watchers/reset`.
  */
 import type { FastifyInstance } from 'fastify'
-import { UnknownRecordError } from '../../records/index.js'
+import { UnknownRecordError, isLocationField } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { hashParam, stringMap, withErrors } from '../schemas.js'
 import { MAX_FIELDS_PER_WRITE, checkAddress } from './meta-routes.js'
 import { EDITOR_DROPPED } from './metadata-routes.js'
+import { clientFields } from '../location-fields.js'
 
 /** Most updates in one batch: each is a transaction, so this bounds one request's work. */
 const MAX_BATCH = 1000
@@ -115,6 +116,10 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
   }, async (req) => {
     checkAddress(req.params.hash)
     const { property, value } = req.body
+    if (isLocationField(property)) {
+      clientFields(records, req.params.hash, { [property]: value }) // the value shown only, written nowhere (location-fields.ts)
+      return { status: 'success', hashId: records.resolveRoot(req.params.hash) ?? req.params.hash, property, value }
+    }
     const r = await records.setProperty(req.params.hash, property, value)
     return { status: 'ok', hashId: r.rid, property, value, message: 'Property updated successfully' }
   })
@@ -146,7 +151,7 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
     // Queued together: kv's group commit joins them in one transaction, and a failing update rolls back alone.
     const settled = await Promise.allSettled(updates.map(async (u) => {
       checkAddress(u.hashId)
-      return await records.mergeFlat(u.hashId, fieldsOf(u))
+      return await records.mergeFlat(u.hashId, clientFields(records, u.hashId, fieldsOf(u)))
     }))
     const results: BatchResult[] = settled.map((s, i) => s.status === 'fulfilled'
       ? { hashId: s.value.rid, status: 'ok' }

@@ -16,6 +16,7 @@ import { UnknownRecordError, isRecordId } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
+import { clientFields, refuseLocationField } from '../location-fields.js'
 
 /**
  * The raw store as this browser uses it (the node passes its kv store; the
@@ -29,7 +30,7 @@ export interface RawKv {
 }
 
 /** Namespaces the store derives or owns: never written raw (a raw write would desynchronise versions, indexes or streams). */
-export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'evlow:', 'dup:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
+export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'evlow:', 'dup:', 'loc:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
 
 /** The 1 KiB key limit peers enforce (replication.md). */
 const MAX_KEY_BYTES = 1024
@@ -273,7 +274,8 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     const { value } = req.body
     if (key.startsWith('file:')) {
       const { rid, field } = splitFileKey(key)
-      await records.mergeFlat(rid, { [field]: value })
+      const fields = clientFields(records, rid, { [field]: value })
+      if (Object.keys(fields).length > 0) await records.mergeFlat(rid, fields)
     } else {
       checkWritable(key)
       await kv.write(tx => { tx.put(key, value) })
@@ -292,6 +294,7 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     const key = checkKey(req.query.key)
     if (key.startsWith('file:')) {
       const { rid, field } = splitFileKey(key)
+      refuseLocationField(field)
       const r = await records.deleteProperty(rid, field)
       return { key, deleted: r.deleted }
     }

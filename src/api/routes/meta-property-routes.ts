@@ -6,11 +6,12 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { InvalidInputError } from '../../common/index.js'
-import { UnknownRecordError, validateFieldPath } from '../../records/index.js'
+import { UnknownRecordError, isLocationField, validateFieldPath } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { ApiError } from '../errors.js'
 import { withErrors } from '../schemas.js'
 import { checkAddress } from './meta-routes.js'
+import { clientFields, refuseLocationField } from '../location-fields.js'
 
 /** Largest single value body: the original read property bodies up to 1 MiB. */
 const PROPERTY_BODY_LIMIT = 1024 * 1024
@@ -113,6 +114,11 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
   }, async (req) => {
     checkAddress(req.params.hash)
     const field = fieldOf(req)
+    if (isLocationField(field)) {
+      // Only the same value as shown is accepted, and written nowhere (location-fields.ts).
+      clientFields(records, req.params.hash, { [field]: bodyValue(req) })
+      return { success: true, hashId: records.resolveRoot(req.params.hash) ?? req.params.hash, property: field, created: false }
+    }
     const r = await records.setProperty(req.params.hash, field, bodyValue(req))
     return { success: true, hashId: r.rid, property: field, created: r.created }
   })
@@ -127,6 +133,7 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
   }, async (req) => {
     checkAddress(req.params.hash)
     const field = fieldOf(req)
+    refuseLocationField(field)
     const r = await records.deleteProperty(req.params.hash, field)
     return { success: true, hashId: r.rid ?? req.params.hash, property: field, deleted: r.deleted }
   })
@@ -143,6 +150,7 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
   }, async (req) => {
     checkAddress(req.params.hash)
     const field = fieldOf(req)
+    refuseLocationField(field)
     const value = bodyValue(req)
     if (value === '') throw new ApiError(400, 'schema_violation', 'value is required')
     const r = await records.addToSet(req.params.hash, field, value)

@@ -8,6 +8,7 @@ import { isCid } from '../../cid/index.js'
 import { InvalidAddressError, UnknownRecordError, isRecordId, type RecordId } from '../../records/index.js'
 import type { ApiContext } from '../context.js'
 import { hashParam, intString, queryInt, stringArray, stringMap, withErrors } from '../schemas.js'
+import { clientFields } from '../location-fields.js'
 
 /** Most fields one write may carry: bounds the work (and transaction size) one request can cause. */
 export const MAX_FIELDS_PER_WRITE = 10_000
@@ -94,7 +95,7 @@ export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
     }
   }, async (req) => {
     checkAddress(req.params.hash)
-    const r = await records.setFlat(req.params.hash, req.body)
+    const r = await records.setFlat(req.params.hash, clientFields(records, req.params.hash, req.body))
     return { success: true, hashId: r.rid, updated: r.updated, created: r.created }
   })
 
@@ -108,7 +109,7 @@ export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
     }
   }, async (req) => {
     checkAddress(req.params.hash)
-    const r = await records.mergeFlat(req.params.hash, req.body)
+    const r = await records.mergeFlat(req.params.hash, clientFields(records, req.params.hash, req.body))
     return { success: true, hashId: r.rid, updated: r.updated, created: r.created }
   })
 

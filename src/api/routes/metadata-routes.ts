@@ -11,6 +11,7 @@ import type { ApiContext } from '../context.js'
 import { ComponentUnavailableError } from '../errors.js'
 import { hashParam, intString, queryInt, stringArray, stringMap, withErrors } from '../schemas.js'
 import { MAX_FIELDS_PER_WRITE, checkAddress } from './meta-routes.js'
+import { clientFields } from '../location-fields.js'
 
 /** Editor fields that describe processing, not the media: the original's editor PUT dropped them. */
 export const EDITOR_DROPPED = ['processingStatus']
@@ -158,7 +159,7 @@ export function metadataRoutes (app: FastifyInstance, ctx: ApiContext): void {
     checkAddress(req.params.hash)
     const fields = { ...req.body }
     for (const f of EDITOR_DROPPED) delete fields[f]
-    const r = await records.mergeFlat(req.params.hash, fields)
+    const r = await records.mergeFlat(req.params.hash, clientFields(records, req.params.hash, fields))
     return { status: 'ok', hashId: r.rid, message: 'Metadata updated successfully' }
   })
 

@@ -13,6 +13,12 @@ import { FieldValue } from './labels.js'
 
 /** Fields shown in their own sections rather than in the outline. */
 const OWN_SECTIONS = ['cids/', 'holders/']
+/**
+ * Where the file is on a node's disk: written by that node's watcher only,
+ * and refused to clients (400 watcher_owned_field), so shown without Edit
+ * or Delete.
+ */
+const LOCATION_FIELDS = ['filePath', 'sizeByte', 'mtimeNano']
 
 interface TreeNode { name: string, path: string, value?: string, kids: Map<string, TreeNode> }
 
@@ -104,7 +110,8 @@ function FieldRow ({ name, path, ed }: { name: string, path: string, ed: Editabl
           <button type="button" class="secondary" onClick={close}>Cancel</button>
         </form>
       )}
-      {mode === 'view' && (
+      {mode === 'view' && LOCATION_FIELDS.includes(path) && <span class="muted small" title="Written by the file watcher of the node that holds the file">from the file</span>}
+      {mode === 'view' && !LOCATION_FIELDS.includes(path) && (
         <span class="actions">
           <button type="button" class="small" ref={editRef} aria-label={`Edit ${path}`} onClick={start}>Edit</button>
           <button type="button" class="small secondary" aria-label={`Delete ${path}`} onClick={() => { setError(undefined); setMode('confirm-delete') }}>Delete</button>
