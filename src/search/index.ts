@@ -71,7 +71,7 @@ const INDEX_CACHE_KIB = 32_768
  * The index file's WAL is checkpointed past this many pages (about 40 MiB)
  * rather than SQLite's 1,000: batches rewrite the pages of the newest
  * buckets, and each checkpoint copies a page once however many commits
- * rewrote it since the last (storage.md, "Buckets").
+ * rewrote it since the last (docs/storage.md, D3).
  */
 const INDEX_AUTOCHECKPOINT_PAGES = 10_000
 /** More roots than this changed while search was not attached: a rebuild (in the background) rather than a backlog writers would wait on. */
