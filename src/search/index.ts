@@ -4,7 +4,7 @@
  * GET /api/metadata/list.
  *
  * Guarantees:
- * - Answers equal those of the scan-everything reference (referenceSearch):
+ * - Answers equal those of the scan-everything reference (referenceSearch, in testing.ts):
  *   SQL only narrows the candidates, the matchers decide, and queries the
  *   indexes cannot serve (tokens under 3 characters) fall back to scans.
  * - Fresh (read-your-writes): a record write stages its root in the same
@@ -56,7 +56,6 @@ import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, Searc
 
 export type * from './types.js'
 export { InvalidSearchRequestError, SearchNotStartedError } from './errors.js'
-export { referenceSearch } from './reference-search.js'
 export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VALUES } from './normalize-request.js'
 export { fold } from './fold.js'
 export { HAY_FIELDS, DEFAULT_EXCLUDE_PREFIXES } from './matchers.js'

@@ -9,7 +9,6 @@ import { fold, isWellFormed, trimSpace } from './fold.js'
 
 /** The fields whose values make up the free-text haystack, in haystack order. */
 export const HAY_FIELDS = ['title', 'fileName', 'originaltitle', 'showtitle', 'filePath'] as const
-export const HAY_FIELD_SET: ReadonlySet<string> = new Set(HAY_FIELDS)
 /** The haystack of a record with none of the haystack fields: no token can match it. */
 export const EMPTY_HAY = '\n'.repeat(HAY_FIELDS.length - 1)
 

@@ -6,7 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
 import { VirtualClock } from '../../src/mesh/testing/virtual-clock.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
+import { createSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 let cleanup: (() => Promise<void>) | undefined

@@ -6,7 +6,8 @@ import path from 'node:path'
 import { expect } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { createSearch, type MergerOptions, type Search, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 export interface Fixture {
