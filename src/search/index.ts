@@ -60,7 +60,6 @@ export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VAL
 export { fold } from './fold.js'
 export { HAY_FIELDS, DEFAULT_EXCLUDE_PREFIXES } from './matchers.js'
 export type { QueryPlan } from './indexed-search.js'
-export type { MergerOptions } from './merger.js'
 
 /** Stores with at most this many roots are brought up to date synchronously at start (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000
@@ -112,9 +111,10 @@ const attached = new WeakSet<IndexedRecords>()
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
   const log = components.logger ?? silentLogger
-  const bucketShift = init.bucketShift ?? DEFAULT_BUCKET_SHIFT
+  const internal = init.internal ?? {}
+  const bucketShift = internal.bucketShift ?? DEFAULT_BUCKET_SHIFT
   if (!Number.isInteger(bucketShift) || bucketShift < 0 || bucketShift > 30) {
-    throw new MetaCoreError('invalid_search_option', `bucketShift must be an integer from 0 to 30, got ${String(init.bucketShift)}`)
+    throw new MetaCoreError('invalid_search_option', `bucketShift must be an integer from 0 to 30, got ${String(internal.bucketShift)}`)
   }
   if (attached.has(records)) throw new MetaCoreError('search_already_attached', 'a search service is already attached to this record store')
   attached.add(records)
@@ -182,7 +182,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       gen: Math.max(gen, info.gen),
       indexId,
       logger: log
-    }, init.merger)
+    }, internal.merger)
 
     const rebuild = info.format !== marker || !info.created.every(n => n === 'search_info')
       ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format, excluded prefixes or bucket size changed')
@@ -231,7 +231,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       running = r
       // A small store is brought up to date before start settles (well under a second); a large one in the background.
       // (It reads at most one root past the bound: counting every root took some 40 ms of a start at 169,000 records.)
-      const max = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
+      const max = internal.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
       if (recordRows.liveRoots(kv, undefined, max + 1).length <= max) await r.merger.whenIdle()
     },
     async stop () {

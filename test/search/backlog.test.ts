@@ -6,8 +6,8 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
 import { VirtualClock } from '../../src/mesh/testing/virtual-clock.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
-import { createSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
-import { referenceSearch } from '../../src/search/testing.js'
+import { createSearch, type Search, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch, type MergerOptions } from '../../src/search/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 let cleanup: (() => Promise<void>) | undefined
@@ -17,7 +17,7 @@ async function open (merger: MergerOptions, lines?: string[]): Promise<{ s: Node
   const t = tmpDir('mc-backlog-')
   const s = openNodeStore({ path: `${t.dir}/store.db`, nodeId: 'n' })
   const logger = lines === undefined ? undefined : createLogger({ level: 'info', write: l => { lines.push(l) } })
-  const search = createSearch({ kv: s.kv, records: s.records, logger }, { merger })
+  const search = createSearch({ kv: s.kv, records: s.records, logger }, { internal: { merger } })
   await search.start()
   cleanup = async () => { await search.stop(); s.close(); t.cleanup() }
   return { s, search }

@@ -102,7 +102,7 @@ describe('search crash safety', () => {
     for (let round = 0; round < KILLS; round++) {
       await runAndKill(db, round + 1, 80 + Math.floor(rand() * 120), Math.floor(rand() * 150))
       const s = openNodeStore({ path: db, nodeId: 'checker' })
-      const search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 0 })
+      const search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 0 } })
       await search.start()
       try {
         expect(s.kv.integrityCheck()).toBe('ok')

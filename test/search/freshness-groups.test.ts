@@ -7,7 +7,7 @@
  * before the query.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { MergerOptions } from '../../src/search/index.js'
+import type { MergerOptions } from '../../src/search/testing.js'
 import { NEVER_MERGES, ids, openFixture, type Fixture } from './fixture.js'
 
 const CID_A = 'bafkreih5kapbjzq6o7bdsjg3m4ezcslmnxgs3kzkzbwgj2khrntmfybyyq'

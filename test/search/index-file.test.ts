@@ -145,7 +145,7 @@ describe('index file', () => {
     const { dir, cleanup } = tmpDir('mc-index-')
     const dbPath = path.join(dir, 'store.db')
     const s = openNodeStore({ path: dbPath, nodeId: 'n' })
-    const search = createSearch({ kv: s.kv, records: s.records }, { merger: { batchRoots: 100_000, backlogLimit: 100_000, delayMs: 3_600_000 } })
+    const search = createSearch({ kv: s.kv, records: s.records }, { internal: { merger: { batchRoots: 100_000, backlogLimit: 100_000, delayMs: 3_600_000 } } })
     try {
       await search.start()
       await Promise.all(Array.from({ length: 1500 }, async (_, i) => await s.records.mint(`/files/l/${i}.mkv`, i, i, { title: `Large ${i}`, year: String(1990 + (i % 30)) })))
