@@ -216,6 +216,7 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let first = false
     const w1 = kv.write(tx => { tx.put('a', '1') }).then(() => { first = true })
+    // A fixed wait on purpose: what it shows is that nothing happens (the write stays queued) while held.
     await new Promise(resolve => setTimeout(resolve, 100))
     expect(first).toBe(false)
     expect(kv.get('a')).toBeUndefined()
@@ -226,6 +227,7 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let second = false
     const w2 = kv.write(tx => { tx.put('b', '2') }).then(() => { second = true })
+    // As above: a short wait in which nothing may happen.
     await new Promise(resolve => setTimeout(resolve, 20))
     expect(second).toBe(false)
     kv.close()
