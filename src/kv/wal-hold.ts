@@ -35,10 +35,10 @@
  * limit: neither can stall the other for good.
  */
 
-export const HOLD_WRITERS = 0
+const HOLD_WRITERS = 0
 export const HOLD_READERS = 1
 export const READERS_TAKEN = 2
-export const FIRST_READER = 3
+const FIRST_READER = 3
 /** Readers that can take part at once (a store has one: search's index writer; a thread that replaces it takes another while the first ends). */
 export const READER_SLOTS = 8
 const SLOTS = FIRST_READER + READER_SLOTS

@@ -88,7 +88,7 @@ export interface PlanLimits {
 /** Most batches at the index writer at once: the index file is at most this many batches ahead of the store. */
 export const MAX_BATCHES_IN_FLIGHT = 2
 /** Spare buckets a value probe may seek before a renumbering round starts, however few the documents. */
-export const RENUMBER_MIN_BUCKETS = 4
+const RENUMBER_MIN_BUCKETS = 4
 
 /** What the merger does next (merger.ts `schedule`). */
 export type Step =
@@ -131,7 +131,7 @@ export function hasWork (s: PlanState, o: PlanLimits): boolean {
  * failed batch the next waits for the one still in flight), and only when
  * a quarter of a batch is staged outside it or someone waits.
  */
-export function secondBatchDue (s: PlanState, o: PlanLimits): boolean {
+function secondBatchDue (s: PlanState, o: PlanLimits): boolean {
   if (s.inFlight.length >= o.batchesInFlight || clearDue(s) || s.inFlight.some(k => k !== 'batch')) return false
   if (s.sentGen - s.gen >= MAX_BATCHES_IN_FLIGHT) return false
   return s.free > 0 && (s.free * 4 >= o.batchRoots || s.hurry)
