@@ -4,10 +4,10 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
-import { VirtualClock } from '../../src/mesh/testing/virtual-clock.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import { createSearch, type Search, type SearchRequest } from '../../src/search/index.js'
 import { referenceSearch, type MergerOptions } from '../../src/search/testing.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 let cleanup: (() => Promise<void>) | undefined
@@ -28,7 +28,7 @@ const same = (s: NodeStore, search: Search, req: SearchRequest): void => { expec
 describe('backlog', () => {
   it('merges a quarter of a batch at once, and less after the delay', async () => {
     // The merger's timers in virtual time: the delay passes only when the test moves the clock.
-    const clock = new VirtualClock(Date.now())
+    const clock = new ManualClock()
     const { s, search } = await open({ batchRoots: 40, backlogLimit: 100_000, delayMs: 100, clock })
     let n = 0
     const mint = async (count: number): Promise<void> => {

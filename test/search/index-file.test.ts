@@ -14,6 +14,7 @@ import { openNodeStore } from '../../src/records/index.js'
 import { createSearch, type SearchRequest } from '../../src/search/index.js'
 import { referenceSearch } from '../../src/search/testing.js'
 import { MAX_BATCHES_IN_FLIGHT } from '../../src/search/merger.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { indexState, openFixture, type Fixture } from './fixture.js'
 
@@ -166,11 +167,18 @@ describe('index file', () => {
   })
 
   it('runs the index writer\'s thread only while there is work', async () => {
-    f = await openFixture({ merger: { idleCloseMs: 500 } })
+    // The merger's timers in virtual time: the thread's idle close fires when the test moves the clock on.
+    const clock = new ManualClock()
+    f = await openFixture({ merger: { idleCloseMs: 30_000, clock } })
     await fill(f, 20)
     await f.search.whenIdle()
-    // Work just finished: the thread is still there, then ends once idle for idleCloseMs.
+    // Work just finished: the thread is still there, and stays until idle for idleCloseMs, then ends.
     expect(f.search.indexWriterRunning()).toBe(true)
+    expect(clock.nextAt()).toBe(clock.now() + 30_000)
+    clock.advanceTo(clock.now() + 29_999)
+    expect(clock.runNext(clock.now())).toBe(false)
+    expect(f.search.indexWriterRunning()).toBe(true)
+    expect(clock.runNext(clock.now() + 1)).toBe(true)
     const fx = f
     await waitFor(() => !fx.search.indexWriterRunning(), { timeoutMs: 10_000, what: 'the idle index writer to end' })
     // The next write starts it again, and is indexed.
