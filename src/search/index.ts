@@ -15,7 +15,9 @@
  * - Off the commit, and off the node's thread: the index entries and FTS
  *   rows live in an index file beside the store (`<store>-search`), written
  *   in sorted batches by the index writer on a worker thread with its own
- *   connection (index-writer.ts), scheduled by the merger (merger.ts), so
+ *   connection (index-writer.ts), scheduled by the merger (merger.ts, its
+ *   decisions in merge-plan.ts, its hold on the thread in
+ *   index-writer-host.ts), so
  *   group commits and indexing never wait for each other; writers wait
  *   only when the staged backlog reaches its bound.
  * - A group (roots sharing a CID) is one result and one count, under its
@@ -31,6 +33,8 @@
  *   reading every record).
  *
  * One search service per RecordStore: it registers its record hook once.
+ * The record layout's key names come from search-schema.ts only (a lint rule
+ * in eslint.config.js keeps it so); what tests tune is `SearchInit.internal`.
  */
 import { randomUUID } from 'node:crypto'
 import fs from 'node:fs'
