@@ -13,8 +13,14 @@
  * the watcher (its real-stack mode, sim/real/, uses the mesh's libp2p adapter); ui/ imports nothing of src/ at run time (wire types only).
  * Folders that do not exist yet are covered as soon as they appear.
  *
+ * Three more rules keep the code as easy to change as its layout promises:
+ * no worker code in a string (`eval: true`) anywhere in src/; src/mesh/protocol
+ * free of I/O (no Node built-ins, timers, `Date`, `performance`, `Math.random`:
+ * its runtime injects them); and src/search naming the record layout's keys
+ * only in search-schema.ts.
+ *
  * The rules are built from the tables below; test/lint/boundaries.test.ts
- * lints forbidden imports against them, so a rule that stops biting fails.
+ * lints forbidden code against them, so a rule that stops biting fails.
  */
 import tseslint from 'typescript-eslint'
 
@@ -48,7 +54,11 @@ const moduleImport = (m) => `^(\\.\\./)+${m}/`
 /** A relative import of src/ (or a module of it) from outside src/. */
 const srcImport = (m = '') => `^(\\.\\./)+src/${m}`
 
-function moduleRules (m, { libp2p = false } = {}) {
+/** Node's built-in modules, by either name: the mesh's protocol core reaches I/O only through its injected runtime. */
+const NODE_BUILTINS = '^(node:.*|fs|fs/promises|path|os|net|dgram|http|https|http2|child_process|worker_threads|timers|timers/promises|crypto|process|stream|events|dns|tls|url|util|perf_hooks|cluster|readline|zlib)$'
+const PROTOCOL_IO = 'src/mesh/protocol has no I/O: it acts only through its injected runtime ({ send, schedule, now, random }), so the simulator replays it by seed'
+
+function moduleRules (m, { libp2p = false, protocol = false } = {}) {
   const patterns = []
   for (const other of Object.keys(LAYERS)) {
     if (other === m || LAYERS[m].includes(other)) continue
@@ -69,8 +79,34 @@ function moduleRules (m, { libp2p = false } = {}) {
   patterns.push({ regex: STOCK_PNET, message: 'the private network is private-network.ts: @libp2p/pnet leaks its xsalsa20 ciphers until the process dies (docs/mesh.md, Trust)' })
   if (m !== 'api' && m !== 'node') patterns.push({ regex: FASTIFY, allowTypeImports: m === 'node', message: 'fastify is imported only in src/api/' })
   if (m !== 'kv') patterns.push({ regex: SQLITE, message: 'better-sqlite3 is imported only in src/kv/' })
+  if (protocol) patterns.push({ regex: NODE_BUILTINS, message: PROTOCOL_IO })
   return { '@typescript-eslint/no-restricted-imports': ['error', { patterns }] }
 }
+
+/**
+ * Syntax no file of src/ may use: worker code in a string (`new Worker(source, { eval: true })`), which
+ * neither tsc nor eslint reads. A worker is a module of its own, started with common/module-worker.ts.
+ */
+const SRC_SYNTAX = [
+  { selector: "NewExpression[callee.name='Worker'] Property[key.name='eval'][value.value=true]", message: 'worker code lives in a module of its own (common/module-worker.ts: startModuleWorker), not in a string' }
+]
+
+/** Key prefixes of the record layout: search names them only through search-schema.ts (its layout contract with records). */
+const LAYOUT_KEY = '/(^|[^A-Za-z0-9_.-])(file|ver|cid|idx|dup|ev|evhwm|evlow):/'
+const LAYOUT_MESSAGE = "search reads the record layout through search-schema.ts only (FILE_PREFIX, recordKey, ROOTS_LO, GRP_PREFIX…), checked against records by test/search/layout-contract.test.ts"
+const SEARCH_SYNTAX = [
+  ...SRC_SYNTAX,
+  { selector: `Literal[value=${LAYOUT_KEY}]`, message: LAYOUT_MESSAGE },
+  { selector: `TemplateElement[value.raw=${LAYOUT_KEY}]`, message: LAYOUT_MESSAGE }
+]
+
+/** What the mesh's protocol core may not call: time, timers and randomness come from its runtime. */
+const PROTOCOL_SYNTAX = [
+  ...SRC_SYNTAX,
+  { selector: "MemberExpression[object.name='Math'][property.name='random']", message: PROTOCOL_IO }
+]
+const PROTOCOL_GLOBALS = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask', 'Date', 'performance', 'process', 'fetch', 'require']
+  .map(name => ({ name, message: PROTOCOL_IO }))
 
 /** What no file of sim/ may load. */
 const SIM_NEVER = [
@@ -86,6 +122,16 @@ export const boundaries = [
   })),
   // The one folder that talks to libp2p.
   { files: ['src/mesh/libp2p/**/*.ts'], rules: moduleRules('mesh', { libp2p: true }) },
+  { files: ['src/**/*.ts'], rules: { 'no-restricted-syntax': ['error', ...SRC_SYNTAX] } },
+  { files: ['src/search/**/*.ts'], ignores: ['src/search/search-schema.ts'], rules: { 'no-restricted-syntax': ['error', ...SEARCH_SYNTAX] } },
+  {
+    files: ['src/mesh/protocol/**/*.ts'],
+    rules: {
+      ...moduleRules('mesh', { protocol: true }),
+      'no-restricted-syntax': ['error', ...PROTOCOL_SYNTAX],
+      'no-restricted-globals': ['error', ...PROTOCOL_GLOBALS]
+    }
+  },
   {
     files: ['sim/**/*.ts'],
     rules: {

@@ -50,7 +50,7 @@ async function open (name: string, renumberAt: number): Promise<Churned> {
   fs.rmSync(d, { recursive: true, force: true })
   fs.mkdirSync(d, { recursive: true })
   const s = openNodeStore({ path: path.join(d, 'store.db'), nodeId: 'bench' })
-  const search = createSearch({ kv: s.kv, records: s.records }, { bucketShift: SHIFT, merger: { renumberAt } })
+  const search = createSearch({ kv: s.kv, records: s.records }, { internal: { bucketShift: SHIFT, merger: { renumberAt } } })
   await search.start()
   // Versions in the past (a peer's), one ms apart per record and round, all within the drift bound.
   const baseMs = Date.now() - N * (ROUNDS + 2) - 60_000

@@ -9,17 +9,14 @@ export const CODEC_DAG_PB = 0x70
 
 /** Multihash codes (also used as codecs by the "codec == mh" encoders). */
 export const MH_IDENTITY = 0x00
-export const MH_SHA1 = 0x11
 export const MH_SHA2_256 = 0x12
 export const MH_SHA3_384 = 0x15
 export const MH_SHA3_256 = 0x16
-export const MH_MD5 = 0xd5
-export const MH_CRC32 = 0x0132
 export const MH_MIDHASH256 = 0x1000
 export const MH_BTIH_V1_FILE = 0x1001
 export const MH_BTIH_V2_FILE = 0x1002
 export const MH_BTIH_V2 = 0x10b7
-export const MH_BT_PIECES_ROOT = 0xb702
+// The spec's table also names sha1 (0x11), md5 (0xd5), crc32 (0x0132) and bt-pieces-root (0xb702): nothing here encodes or reads them.
 
 /** nzb-posting: codec slot, with a real sha2-256 multihash. */
 export const CODEC_NZB_POSTING = 0x1003

@@ -44,11 +44,11 @@ export interface InspectOptions {
 }
 
 /** True when `real` lies strictly inside `realRoot` (both already resolved). */
-export function isInside (realRoot: string, real: string): boolean {
+function isInside (realRoot: string, real: string): boolean {
   return real.startsWith(realRoot.endsWith(path.sep) ? realRoot : realRoot + path.sep)
 }
 
-export function specialKind (st: { isFIFO: () => boolean, isSocket: () => boolean, isCharacterDevice: () => boolean, isBlockDevice: () => boolean }): SpecialKind {
+function specialKind (st: { isFIFO: () => boolean, isSocket: () => boolean, isCharacterDevice: () => boolean, isBlockDevice: () => boolean }): SpecialKind {
   if (st.isFIFO()) return 'fifo'
   if (st.isSocket()) return 'socket'
   if (st.isCharacterDevice()) return 'character device'

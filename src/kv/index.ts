@@ -8,7 +8,8 @@
  * the text of their rows; `schema-gate.ts` the boot gate; `store-guard.ts`
  * the refusal of foreign files and the one-process-per-store lock;
  * `statements.ts` the shared prepared statements; `checkpointer.ts` WAL
- * checkpoints on a worker thread; `side-file.ts` a database file a layer
+ * checkpoints on a worker thread (`checkpoint-worker.ts`), `wal-hold.ts` the
+ * WAL start-over's protocol with the store's threads; `side-file.ts` a database file a layer
  * above keeps beside the store.
  *
  * It owns the file (WAL, synchronous=NORMAL), the schema-version gate, the
@@ -22,7 +23,7 @@
  */
 export { KvStore, openKv } from './kv-store.js'
 export { openSideFile } from './side-file.js'
-export { acquireReaderSlot, releaseReaderSlot } from './wal-hold.js'
+export { WalHold } from './wal-hold.js'
 export type { SideFile, SideFileOptions } from './side-file.js'
 export type { CheckpointTuning, KvOptions, KvReader, Tx, StreamEntry, EntryRun, CommitListener, BatchListener, BatchStats, SqlStatement } from './types.js'
 export { entriesOf } from './streams.js'

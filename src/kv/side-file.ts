@@ -10,7 +10,7 @@
  */
 import Database from 'better-sqlite3'
 import type { SqlStatement } from './types.js'
-import { enterRead, leaveRead } from './wal-hold.js'
+import { WalHold } from './wal-hold.js'
 
 export interface SideFileOptions {
   path: string
@@ -58,18 +58,18 @@ export function openSideFile (o: SideFileOptions): SideFile {
     db.close()
     throw err
   }
-  const hold = o.storeReader === undefined ? undefined : new Int32Array(o.storeReader.hold)
+  const hold = o.storeReader === undefined ? undefined : WalHold.of(o.storeReader.hold)
   const slot = o.storeReader?.slot ?? -1
   return {
     prepare: sql => db.prepare(sql),
     exec: sql => { db.exec(sql) },
     transaction: fn => {
       if (hold === undefined) return db.transaction(fn).deferred()
-      enterRead(hold, slot, HOLD_WAIT_MS)
+      hold.enterRead(slot, HOLD_WAIT_MS)
       try {
         return db.transaction(fn).deferred()
       } finally {
-        leaveRead(hold, slot)
+        hold.leaveRead(slot)
       }
     },
     close: () => { db.close() }

@@ -68,7 +68,7 @@ const EXPORT_ROOTS = 32
 const ZERO: EventIdParts = { ms: 0, seq: 0 }
 
 /** Approximate JSON size of an entry on the wire (punctuation and field names included), for page bounds. */
-export function entryBytes (e: RemoteEntry): number {
+function entryBytes (e: RemoteEntry): number {
   return 48 + Buffer.byteLength(e.key) + (e.value === null ? 4 : Buffer.byteLength(e.value)) + e.hlc.length + e.origin.length
 }
 

@@ -80,7 +80,7 @@ export function decodeChange (e: StreamEntry): ChangeLogEntry | undefined {
 }
 
 /** True for the key of a root tombstone (`file:<rid>`, no field). */
-export function isRootKey (key: string): boolean {
+function isRootKey (key: string): boolean {
   return key.indexOf('/', 5) < 0
 }
 

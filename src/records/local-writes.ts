@@ -19,7 +19,7 @@ import type { WriteResult } from './types.js'
 /** Fields the store itself owns: a replacing write (`setFlat`) keeps them. */
 export const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
 
-export function isOwnedField (f: string): boolean {
+function isOwnedField (f: string): boolean {
   return OWNED_FIELD_PREFIXES.some(p => f === p || (p.endsWith('/') && f.startsWith(p)))
 }
 

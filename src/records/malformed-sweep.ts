@@ -24,7 +24,7 @@ import { prefixEnd, type KvStore } from '../kv/index.js'
 import { COUNT_READY, FILE, ROOTS, VER } from './layout.js'
 import { VersionMap } from './versions.js'
 
-export const UTF8_SWEPT_KEY = 'meta-core:utf8-swept'
+const UTF8_SWEPT_KEY = 'meta-core:utf8-swept'
 
 const LONE_SURROGATE = /\p{Cs}/u
 /** Examples named in the log: enough to find the rows, short enough for one line. */

@@ -7,6 +7,13 @@ import type { Brand } from '../common/index.js'
  * so `file:` writes append near the end of the B-tree, and monotonic within a
  * millisecond: the 74 bits after the timestamp are incremented, not redrawn,
  * when the clock has not moved (or stepped back).
+ *
+ * Our own minter rather than the `uuid` or `ulid` package's: neither writes
+ * a UUIDv7 in the ULID layout with that increment (uuid's v7 keeps a 12-bit
+ * counter; ulid's monotonic factory increments all 80 bits, version and
+ * variant included), nor takes an injected clock and seeded randomness,
+ * which the simulator needs to mint the same ids by seed. The tests check
+ * this encoder against both packages (test/records/record-id.test.ts).
  */
 export type RecordId = Brand<string, 'RecordId'>
 

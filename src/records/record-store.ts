@@ -55,7 +55,7 @@ export interface RecordStoreOptions {
 }
 
 export class RecordStore implements Records {
-  readonly kv: KvStore
+  private readonly kv: KvStore
   readonly nodeId: string
   readonly hlc: Hlc
   readonly events: EventStreams

@@ -30,7 +30,7 @@ import { VersionMap, makeVersion, type Version } from './versions.js'
  * pages stay in SQLite's page cache), and already amortise the commit over
  * six times the records a group commit of 16 writers holds.
  */
-export const BATCH_ROOTS = 100
+const BATCH_ROOTS = 100
 /** Entries per transaction in applyBatch, whatever the roots: bounds a commit when roots are large. */
 const BATCH_ENTRIES = 10_000
 

@@ -14,7 +14,7 @@
  */
 import type { KvStore, SqlStatement } from '../kv/index.js'
 import { asciiLower, codePointPrefixEnd, isAscii, isWellFormed, rawVariants } from './fold.js'
-import { DEFAULT_BUCKET_SHIFT, RAW_FIELD, RAW_VALUE, VALUE_KEY_CHARS, multiCond } from './search-schema.js'
+import { DEFAULT_BUCKET_SHIFT, RAW_FIELD, RAW_VALUE, VALUE_KEY_CHARS, multiCond, recordKey } from './search-schema.js'
 
 /** A field index row: root, raw field name, raw value. */
 export type FieldRow = [rid: string, field: string, value: string]
@@ -165,15 +165,9 @@ export class FieldIndex {
     if (first === undefined || !isWellFormed(foldedName)) return []
     const out: KvRow[] = []
     for (const c of firstCharVariants(first)) {
-      const lo = `file:${rid}/${c}`
+      const lo = recordKey(rid, c)
       for (const r of this.st.keyRange.all(lo, codePointPrefixEnd(lo)) as KvRow[]) out.push(r)
     }
     return out
   }
-}
-
-/** Splits `file:<rid>/<field>` into its root and field. */
-export function splitKey (k: string): [rid: string, field: string] {
-  const slash = k.indexOf('/', 5)
-  return [k.slice(5, slash), k.slice(slash + 1)]
 }

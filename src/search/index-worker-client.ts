@@ -7,11 +7,9 @@
  * The thread runs the TypeScript sources through tsx's loader, as the node
  * itself does (bin/meta-core.js), so a clone runs with no build step.
  */
-import { createRequire } from 'node:module'
-import path from 'node:path'
-import { pathToFileURL } from 'node:url'
-import { Worker } from 'node:worker_threads'
-import { StorageError, acquireReaderSlot, releaseReaderSlot } from '../kv/index.js'
+import type { Worker } from 'node:worker_threads'
+import { startModuleWorker, workerModule } from '../common/index.js'
+import { StorageError, WalHold } from '../kv/index.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexInfo } from './search-schema.js'
 
@@ -58,22 +56,7 @@ export type WorkerReply =
 /** A job the index writer refused or could not finish; nothing of it was committed. */
 export class IndexJobError extends StorageError {}
 
-const ENTRY = new URL(`./index-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url)
-const BOOT = `
-const { workerData } = require('node:worker_threads')
-const load = workerData.tsx === undefined
-  ? Promise.resolve()
-  : import(workerData.tsx).then(m => (m.register ?? m.default.register)())
-load.then(() => import(workerData.entry)).catch(err => { setImmediate(() => { throw err }) })
-`
-
-/** tsx's ESM register API, found through its package.json (a require() resolve would give its CommonJS build). */
-function tsxApi (): string {
-  const require = createRequire(import.meta.url)
-  const pkg = require.resolve('tsx/package.json')
-  const exp = (require(pkg) as { exports: Record<string, { import: { default: string } }> }).exports['./esm/api'].import.default
-  return pathToFileURL(path.join(path.dirname(pkg), exp)).href
-}
+const ENTRY = workerModule('index-worker', import.meta.url)
 
 export class IndexWorker {
   private seq = 0
@@ -103,24 +86,23 @@ export class IndexWorker {
 
   /** Starts the thread; settles once it has opened the index file (with what it holds), or rejects with why it could not. */
   static async start (init: WorkerInit): Promise<IndexWorker> {
-    const tsx = ENTRY.pathname.endsWith('.ts') ? tsxApi() : undefined
     // Like the checkpointer's thread, it does not keep the process alive on its own, except while a caller awaits it
     // (starting, or a job in flight): a process whose only work left is a job must not exit before its answer.
     // A reader slot in the store's start-over flags, given back once the thread has ended, however it ended: a
     // thread terminated inside a transaction never marks itself out, and a slot left marked in would make every
     // later start-over wait for it and give up. (With no slot free, the thread reads outside the protocol: a
     // start-over that meets its transaction gives up and tries again later.)
-    const hold = init.storeHold === undefined ? undefined : new Int32Array(init.storeHold)
-    const slot = hold === undefined ? undefined : acquireReaderSlot(hold)
+    const hold = init.storeHold === undefined ? undefined : WalHold.of(init.storeHold)
+    const slot = hold?.acquireReaderSlot()
     const reader = slot === undefined ? { storeHold: undefined, storeReaderSlot: undefined } : { storeHold: init.storeHold, storeReaderSlot: slot }
     let worker: Worker
     try {
-      worker = new Worker(BOOT, { eval: true, workerData: { ...init, ...reader, entry: ENTRY.href, tsx } })
+      worker = startModuleWorker(ENTRY, { ...init, ...reader })
     } catch (err) {
-      if (slot !== undefined) releaseReaderSlot(hold!, slot)
+      if (slot !== undefined) hold!.releaseReaderSlot(slot)
       throw err
     }
-    if (slot !== undefined) worker.once('exit', () => { releaseReaderSlot(hold!, slot) })
+    if (slot !== undefined) worker.once('exit', () => { hold!.releaseReaderSlot(slot) })
     return await new Promise<IndexWorker>((resolve, reject) => {
       const onError = (err: Error): void => { reject(new IndexJobError(`cannot start the search index writer: ${err.message}`, { cause: err })) }
       const onExit = (): void => { worker.unref(); reject(new IndexJobError('the search index writer stopped while starting')) }

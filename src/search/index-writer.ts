@@ -35,7 +35,7 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { HAY_FIELDS, makeExcluder, type Excluder } from './matchers.js'
 import {
-  FIELD_AT, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, spanSql,
+  FIELD_AT, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, recordKey, spanSql,
   type IndexInfo
 } from './search-schema.js'
 
@@ -256,7 +256,7 @@ export class IndexWriter {
   /** The haystack fields of one root, read with one statement. */
   private hayOf (rid: string): (field: string) => string | undefined {
     if (this.hayRows === undefined) return () => undefined
-    const rows = this.hayRows.all(...this.hayFields.map(f => `file:${rid}/${f}`)) as Array<[string, string]>
+    const rows = this.hayRows.all(...this.hayFields.map(f => recordKey(rid, f))) as Array<[string, string]>
     return field => {
       for (const [f, v] of rows) if (f === field) return v
       return undefined

@@ -4,7 +4,7 @@
  * GET /api/metadata/list.
  *
  * Guarantees:
- * - Answers equal those of the scan-everything reference (referenceSearch):
+ * - Answers equal those of the scan-everything reference (referenceSearch, in testing.ts):
  *   SQL only narrows the candidates, the matchers decide, and queries the
  *   indexes cannot serve (tokens under 3 characters) fall back to scans.
  * - Fresh (read-your-writes): a record write stages its root in the same
@@ -15,7 +15,9 @@
  * - Off the commit, and off the node's thread: the index entries and FTS
  *   rows live in an index file beside the store (`<store>-search`), written
  *   in sorted batches by the index writer on a worker thread with its own
- *   connection (index-writer.ts), scheduled by the merger (merger.ts), so
+ *   connection (index-writer.ts), scheduled by the merger (merger.ts, its
+ *   decisions in merge-plan.ts, its hold on the thread in
+ *   index-writer-host.ts), so
  *   group commits and indexing never wait for each other; writers wait
  *   only when the staged backlog reaches its bound.
  * - A group (roots sharing a CID) is one result and one count, under its
@@ -31,6 +33,8 @@
  *   reading every record).
  *
  * One search service per RecordStore: it registers its record hook once.
+ * The record layout's key names come from search-schema.ts only (a lint rule
+ * in eslint.config.js keeps it so); what tests tune is `SearchInit.internal`.
  */
 import { randomUUID } from 'node:crypto'
 import fs from 'node:fs'
@@ -56,12 +60,10 @@ import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, Searc
 
 export type * from './types.js'
 export { InvalidSearchRequestError, SearchNotStartedError } from './errors.js'
-export { referenceSearch } from './reference-search.js'
 export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VALUES } from './normalize-request.js'
 export { fold } from './fold.js'
 export { HAY_FIELDS, DEFAULT_EXCLUDE_PREFIXES } from './matchers.js'
 export type { QueryPlan } from './indexed-search.js'
-export type { MergerOptions } from './merger.js'
 
 /** Stores with at most this many roots are brought up to date synchronously at start (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000
@@ -71,7 +73,7 @@ const INDEX_CACHE_KIB = 32_768
  * The index file's WAL is checkpointed past this many pages (about 40 MiB)
  * rather than SQLite's 1,000: batches rewrite the pages of the newest
  * buckets, and each checkpoint copies a page once however many commits
- * rewrote it since the last (storage.md, "Buckets").
+ * rewrote it since the last (docs/storage.md, D3).
  */
 const INDEX_AUTOCHECKPOINT_PAGES = 10_000
 /** More roots than this changed while search was not attached: a rebuild (in the background) rather than a backlog writers would wait on. */
@@ -113,9 +115,10 @@ const attached = new WeakSet<IndexedRecords>()
 export function createSearch (components: SearchComponents, init: SearchInit = {}): Search {
   const { kv, records } = components
   const log = components.logger ?? silentLogger
-  const bucketShift = init.bucketShift ?? DEFAULT_BUCKET_SHIFT
+  const internal = init.internal ?? {}
+  const bucketShift = internal.bucketShift ?? DEFAULT_BUCKET_SHIFT
   if (!Number.isInteger(bucketShift) || bucketShift < 0 || bucketShift > 30) {
-    throw new MetaCoreError('invalid_search_option', `bucketShift must be an integer from 0 to 30, got ${String(init.bucketShift)}`)
+    throw new MetaCoreError('invalid_search_option', `bucketShift must be an integer from 0 to 30, got ${String(internal.bucketShift)}`)
   }
   if (attached.has(records)) throw new MetaCoreError('search_already_attached', 'a search service is already attached to this record store')
   attached.add(records)
@@ -183,7 +186,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       gen: Math.max(gen, info.gen),
       indexId,
       logger: log
-    }, init.merger)
+    }, internal.merger)
 
     const rebuild = info.format !== marker || !info.created.every(n => n === 'search_info')
       ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format, excluded prefixes or bucket size changed')
@@ -232,7 +235,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       running = r
       // A small store is brought up to date before start settles (well under a second); a large one in the background.
       // (It reads at most one root past the bound: counting every root took some 40 ms of a start at 169,000 records.)
-      const max = init.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
+      const max = internal.syncRepairMaxRoots ?? SYNC_REPAIR_MAX_ROOTS
       if (recordRows.liveRoots(kv, undefined, max + 1).length <= max) await r.merger.whenIdle()
     },
     async stop () {

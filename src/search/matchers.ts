@@ -9,7 +9,6 @@ import { fold, isWellFormed, trimSpace } from './fold.js'
 
 /** The fields whose values make up the free-text haystack, in haystack order. */
 export const HAY_FIELDS = ['title', 'fileName', 'originaltitle', 'showtitle', 'filePath'] as const
-export const HAY_FIELD_SET: ReadonlySet<string> = new Set(HAY_FIELDS)
 /** The haystack of a record with none of the haystack fields: no token can match it. */
 export const EMPTY_HAY = '\n'.repeat(HAY_FIELDS.length - 1)
 
@@ -48,7 +47,7 @@ export interface RecordView {
 }
 
 /** A key-set member counts when its value is non-empty and not "false" or "0". */
-export function isTruthy (v: string | undefined): boolean {
+function isTruthy (v: string | undefined): boolean {
   return v !== undefined && v !== '' && v !== 'false' && v !== '0'
 }
 
@@ -69,7 +68,7 @@ export function matchesText (t: TextCriterion, view: RecordView): boolean {
 }
 
 /** The key-set probe: `<property>/<value>` with a truthy value, exact case first, then any case. */
-export function keySetHit (property: string, value: string, view: RecordView): boolean {
+function keySetHit (property: string, value: string, view: RecordView): boolean {
   const key = `${property}/${value}`
   if (isTruthy(view.get(key))) return true
   for (const v of view.foldedValues(fold(key))) if (isTruthy(v)) return true

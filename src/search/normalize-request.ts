@@ -53,7 +53,7 @@ function optCount (v: unknown, name: string): number | undefined {
 }
 
 /** limit 0/absent → DEFAULT_LIMIT; above MAX_LIMIT → MAX_LIMIT. */
-export function normalizeLimit (v: unknown): number {
+function normalizeLimit (v: unknown): number {
   const n = optCount(v, 'limit') ?? 0
   return n === 0 ? DEFAULT_LIMIT : Math.min(n, MAX_LIMIT)
 }
@@ -89,7 +89,7 @@ function normalizeFilter (raw: unknown, i: number): FilterCriterion | undefined 
 }
 
 /** A filter with its values trimmed and blanks dropped; undefined when it matches everything. */
-export function makeFilter (property: string, values: readonly string[], exact: boolean): FilterCriterion | undefined {
+function makeFilter (property: string, values: readonly string[], exact: boolean): FilterCriterion | undefined {
   const kept = values.map(trimSpace).filter(v => v !== '')
   if (property === '' || kept.length === 0) return undefined
   return { property, values: kept, folded: kept.map(fold), exact }

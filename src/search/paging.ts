@@ -16,7 +16,7 @@ export interface Page {
 }
 
 /** The `k` smallest strings of `xs`, sorted; a bounded max-heap when k is small next to xs. */
-export function smallestSorted (xs: readonly string[], k: number): string[] {
+function smallestSorted (xs: readonly string[], k: number): string[] {
   if (k <= 0) return []
   if (k * 8 >= xs.length) return [...xs].sort().slice(0, k)
   const heap: string[] = [] // max-heap of the k smallest so far

@@ -5,7 +5,8 @@
  */
 import type { KvStore } from '../kv/index.js'
 import { recordRows, type RecordReads } from '../records/index.js'
-import { splitKey, type FieldIndex, type KvRow } from './field-index.js'
+import type { FieldIndex, KvRow } from './field-index.js'
+import { splitRecordKey } from './search-schema.js'
 import { fold } from './fold.js'
 import { EMPTY_HAY, buildHaystack, isStorableName, mapView, stripExcluded, type Excluder, type RecordView } from './matchers.js'
 
@@ -108,7 +109,7 @@ export class ViewFactory {
   private visibleFolded (rows: readonly KvRow[], name: string): string[] {
     const out: string[] = []
     for (const [k, v] of rows) {
-      const f = splitKey(k)[1]
+      const f = splitRecordKey(k)[1]
       if (!this.excluded(f) && fold(f) === name) out.push(v)
     }
     return out

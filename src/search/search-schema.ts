@@ -73,6 +73,15 @@ export const ROOTS_LO = 'idx:roots/'
 export const ROOTS_HI = 'idx:roots0'
 export const GRP_PREFIX = 'idx:grp/'
 
+/** The kv key of field `field` of root `rid`. */
+export const recordKey = (rid: string, field: string): string => `${FILE_PREFIX}${rid}/${field}`
+
+/** Splits a record row's key `file:<rid>/<field>` into its root and field. */
+export function splitRecordKey (k: string): [rid: string, field: string] {
+  const slash = k.indexOf('/', FILE_PREFIX.length)
+  return [k.slice(FILE_PREFIX.length, slash), k.slice(slash + 1)]
+}
+
 /** The field of the record row `kv`. */
 const FIELD_OF_K = `substr(kv.k, ${FIELD_AT})`
 /** A raw value a comma split or a trim changes. */

@@ -17,9 +17,15 @@ export interface SearchComponents {
 export interface SearchInit {
   /** Field prefixes left out of the index and the results (META_CORE_INDEX_EXCLUDE_PREFIXES; default ['categories/newznab/']). */
   excludePrefixes?: string[]
+  /** Internals a node leaves at their defaults; tests and benchmarks set them (search/testing.ts). */
+  internal?: SearchInternals
+}
+
+/** What tests and benchmarks tune: none of it is a node option. */
+export interface SearchInternals {
   /**
    * A store needing a rebuild at open with at most this many roots is rebuilt
-   * before createSearch returns; a larger one in the background (default 2000,
+   * before start settles; a larger one in the background (default 2000,
    * well under a second of work).
    */
   syncRepairMaxRoots?: number
@@ -30,7 +36,7 @@ export interface SearchInit {
    * rebuilds the index.
    */
   bucketShift?: number
-  /** How the merger batches, bounds and reports its work (merger.ts; the defaults suit a node). */
+  /** How the merger batches, bounds and reports its work, and its clock (merger-options.ts). */
   merger?: MergerOptions
 }
 

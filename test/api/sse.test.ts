@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { waitFor, withTimeout } from '../../src/common/index.js'
+import { createLogger, waitFor, withTimeout } from '../../src/common/index.js'
 import { compareEventIds, parseEventId } from '../../src/kv/index.js'
 import { FILE_EVENTS, META_EVENTS, type RecordId } from '../../src/records/index.js'
 import { startApi, type ApiHarness, type HarnessOptions } from '../helpers/api-harness.js'
@@ -165,7 +165,8 @@ describe('SSE /api/events/meta', () => {
   }, 120_000)
 
   it('falls back to reading the store when a live reader is slow, without losing or repeating entries', async () => {
-    const { h, url } = await setup()
+    const lines: string[] = []
+    const { h, url } = await setup({ logger: createLogger({ level: 'debug', write: l => { lines.push(l) } }) })
     const c = await sse(`${url}/api/events/meta`, {}, 1000)
     // ~9 MB of events while the reader is paused: more than the socket buffers hold, so the server meets backpressure.
     await Promise.all(Array.from({ length: 4000 }, async (_, i) =>
@@ -174,6 +175,8 @@ describe('SSE /api/events/meta', () => {
     await waitFor(() => c.events.length > 0 && c.events[c.events.length - 1].id === head, { timeoutMs: 60_000, what: 'all entries' })
     expect(c.events.map(e => e.id)).toEqual(storedIdsAfter(h, '0-0'))
     expect(c.events).toHaveLength(20_000)
+    // The live connection did meet backpressure and read the rest from the store.
+    expect(lines.filter(l => l.includes('event stream reader is slow')).length).toBeGreaterThan(0)
   }, 120_000)
 
   it('forgets a subscriber that leaves, even in the middle of a snapshot', async () => {

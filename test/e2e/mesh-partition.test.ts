@@ -8,10 +8,9 @@
 import net from 'node:net'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { sleep } from '../../src/common/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { testCid } from '../helpers/record-ops.js'
-import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged } from '../helpers/mesh-nodes.js'
+import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged, waitDialFailures } from '../helpers/mesh-nodes.js'
 
 const state = meshTestState()
 afterEach(state.cleanup)
@@ -72,14 +71,16 @@ describe('reconnect', () => {
     const port = await freePort()
     const aOpts = { dir: path.join(state.dir(), 'a'), swarmKey: key, extraFlags: ['--p2p-listen', `/ip4/127.0.0.1/tcp/${port}`] }
     let a = await startMeshNode(aOpts)
-    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)] })
+    const bLines: string[] = []
+    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)], logLines: bLines })
     state.nodes.push(a, b)
     await waitConnected(state.nodes, 1)
     const peerA = a.mesh.peerId
     await a.stop()
     state.nodes.splice(state.nodes.indexOf(a), 1)
     await send(b, 'PATCH', `/meta/${testCid(900)}`, { title: 'written while A was away' })
-    await sleep(1_500) // B's redials fail meanwhile and back off
+    // B's redials fail meanwhile and back off.
+    await waitDialFailures(bLines, 2)
     a = await startMeshNode(aOpts)
     state.nodes.push(a)
     expect(a.mesh.peerId).toBe(peerA)

@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs'
 import path from 'node:path'
-import { silentLogger, waitFor, type Logger } from '../../src/common/index.js'
+import { createLogger, silentLogger, waitFor, type Logger } from '../../src/common/index.js'
 import { writeNewSwarmKey } from '../../src/mesh/libp2p/index.js'
 import { parseConfig, startNode, type RunningNode } from '../../src/node/index.js'
 import { tmpDir } from './tmp.js'
@@ -24,6 +24,8 @@ export interface MeshNodeOptions {
   extraFlags?: string[]
   /** Where the node logs (default: nowhere), at the level of `--log-level` in extraFlags. */
   logger?: Logger
+  /** Collects the node's log lines (debug and up) here; without it the node logs nothing. */
+  logLines?: string[]
 }
 
 export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
@@ -43,7 +45,15 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
   ]
   const parsed = await parseConfig(argv, {})
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
-  return await startNode(parsed.config, { logger: o.logger ?? silentLogger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+  const lines = o.logLines
+  const logger = o.logger ?? (lines === undefined ? silentLogger : createLogger({ level: 'debug', write: l => { lines.push(l) } }))
+  return await startNode(parsed.config, { logger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+}
+
+/** Waits until a node started with `logLines` has logged at least `n` failed dials of its bootstrap peers (peer-dialer.ts). */
+export async function waitDialFailures (lines: readonly string[], n: number, timeoutMs = 15_000): Promise<void> {
+  const attempts = (): number => Math.max(0, ...lines.filter(l => l.includes('cannot reach peer')).map(l => Number(/attempt=(\d+)/.exec(l)?.[1] ?? 0)))
+  await waitFor(() => attempts() >= n, { timeoutMs, what: `${n} failed dials of a bootstrap peer` })
 }
 
 /**

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
 import { openKv, type CheckpointTuning } from '../../src/kv/index.js'
-import { HOLD_READERS, acquireReaderSlot } from '../../src/kv/wal-hold.js'
+import { HOLD_READERS, WalHold } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const MiB = 2 ** 20
@@ -94,7 +94,7 @@ async function sustainedWrites (checkpoint: CheckpointTuning, totalMiB: number, 
   const lines: Run['lines'] = []
   const kv = openKv({ path: file, checkpoint, logger: createLogger({ level: 'debug', write: line => { lines.push({ at: Date.now(), line }) } }) })
   const driver = createRequire(import.meta.url).resolve('better-sqlite3')
-  const slots = { readers: HOLD_READERS, slot: acquireReaderSlot(new Int32Array(kv.walHold()!)) }
+  const slots = { readers: HOLD_READERS, slot: WalHold.of(kv.walHold()!).acquireReaderSlot() }
   const reader = new Worker(READER, { eval: true, workerData: { path: file, driver, hold: kv.walHold(), slots, txMs } })
   const readerDone = new Promise<number>(resolve => { reader.once('message', resolve) })
   let stopped = false
@@ -216,6 +216,7 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let first = false
     const w1 = kv.write(tx => { tx.put('a', '1') }).then(() => { first = true })
+    // A fixed wait on purpose: what it shows is that nothing happens (the write stays queued) while held.
     await new Promise(resolve => setTimeout(resolve, 100))
     expect(first).toBe(false)
     expect(kv.get('a')).toBeUndefined()
@@ -226,6 +227,7 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let second = false
     const w2 = kv.write(tx => { tx.put('b', '2') }).then(() => { second = true })
+    // As above: a short wait in which nothing may happen.
     await new Promise(resolve => setTimeout(resolve, 20))
     expect(second).toBe(false)
     kv.close()

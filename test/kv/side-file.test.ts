@@ -8,7 +8,7 @@ import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openKv, openSideFile } from '../../src/kv/index.js'
-import { HOLD_READERS, acquireReaderSlot, newWalHold, readersOut } from '../../src/kv/wal-hold.js'
+import { HOLD_READERS, WalHold } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []
@@ -50,19 +50,20 @@ describe('side file and the store\'s hold', () => {
     const t = tmpDir('mc-side-')
     const store = path.join(t.dir, 'store.db')
     openKv({ path: store }).close()
-    const hold = newWalHold()
-    const slot = acquireReaderSlot(hold)!
-    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeReader: { hold: hold.buffer as SharedArrayBuffer, slot } })
+    const wal = WalHold.create()
+    const hold = new Int32Array(wal.buffer)
+    const slot = wal.acquireReaderSlot()!
+    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeReader: { hold: wal.buffer, slot } })
     cleanups.push(() => { side.close(); t.cleanup() })
     const read = side.prepare("SELECT count(*) FROM store.kv WHERE k = 'meta-core:schema-version'").pluck()
     // No hold: no wait; marked in while the transaction runs, out after it, also when it throws.
     let t0 = performance.now()
-    expect(side.transaction(() => [read.get(), Atomics.load(hold, slot), readersOut(hold)])).toEqual([1, 1, false])
+    expect(side.transaction(() => [read.get(), Atomics.load(hold, slot), wal.readersOut()])).toEqual([1, 1, false])
     expect(performance.now() - t0).toBeLessThan(50)
     expect(Atomics.load(hold, slot)).toBe(0)
     expect(() => side.transaction(() => { throw new Error('boom') })).toThrow('boom')
     expect(Atomics.load(hold, slot)).toBe(0)
-    expect(readersOut(hold)).toBe(true)
+    expect(wal.readersOut()).toBe(true)
     // Held, and cleared 150 ms later from another thread (as the checkpointer's thread does), which first
     // reports whether the reader was marked in: it was not, so a start-over would not wait for the one waiting.
     Atomics.store(hold, HOLD_READERS, 1)

@@ -58,6 +58,22 @@ const FORBIDDEN: Array<[file: string, code: string, why: RegExp]> = [
   ['ui/src/x.ts', "import { parseCid } from '../../src/cid/index.js'", /ui\/ talks to the node over HTTP and SSE only/]
 ]
 
+/** The other rules of src/: worker code in modules, the mesh's protocol core free of I/O, search's layout in search-schema.ts. */
+const FORBIDDEN_CODE: Array<[file: string, code: string, rule: string, why: RegExp]> = [
+  ['src/kv/x.ts', "import { Worker } from 'node:worker_threads'\nexport const w = new Worker('postMessage(1)', { eval: true })", 'no-restricted-syntax', /worker code lives in a module of its own/],
+  ['src/search/deep/x.ts', "import { Worker } from 'node:worker_threads'\nexport const w = new Worker(`x`, { eval: true, workerData: {} })", 'no-restricted-syntax', /worker code lives in a module/],
+  ['src/mesh/protocol/x.ts', "import fs from 'node:fs'\nexport const f = fs", '@typescript-eslint/no-restricted-imports', /src\/mesh\/protocol has no I\/O/],
+  ['src/mesh/protocol/x.ts', "import { setTimeout as later } from 'timers/promises'\nexport const f = later", '@typescript-eslint/no-restricted-imports', /has no I\/O/],
+  ['src/mesh/protocol/deep/x.ts', 'export function f (): void { setTimeout(() => {}, 10) }', 'no-restricted-globals', /has no I\/O/],
+  ['src/mesh/protocol/x.ts', 'export const now = (): number => Date.now()', 'no-restricted-globals', /has no I\/O/],
+  ['src/mesh/protocol/x.ts', 'export const d = new Date()', 'no-restricted-globals', /has no I\/O/],
+  ['src/mesh/protocol/x.ts', 'export const r = Math.random()', 'no-restricted-syntax', /has no I\/O/],
+  ['src/mesh/protocol/x.ts', 'export const t = performance.now()', 'no-restricted-globals', /has no I\/O/],
+  ['src/search/x.ts', 'export const key = (rid: string): string => `file:${rid}/title`', 'no-restricted-syntax', /search reads the record layout through search-schema.ts/],
+  ['src/search/x.ts', "export const lo = 'idx:roots/'", 'no-restricted-syntax', /through search-schema.ts/],
+  ['src/search/x.ts', "export const sql = \"SELECT v FROM kv WHERE k >= 'ver:' \"", 'no-restricted-syntax', /through search-schema.ts/]
+]
+
 const ALLOWED: Array<[file: string, code: string]> = [
   ['src/kv/x.ts', "import { silentLogger } from '../common/index.js'\nimport Database from 'better-sqlite3'"],
   ['src/records/x.ts', "import { openKv } from '../kv/index.js'\nimport { isCid } from '../cid/index.js'"],
@@ -71,13 +87,24 @@ const ALLOWED: Array<[file: string, code: string]> = [
   ['sim/real/x.ts', "import { Libp2pMesh } from '../../src/mesh/libp2p/index.js'"],
   ['ui/src/x.ts', "import type { RecordDocument } from '../../src/records/index.js'"],
   ['test/x.ts', "import { openKv } from '../src/kv/index.js'\nimport { createLibp2p } from 'libp2p'"],
+  ['test/x.ts', "import { Worker } from 'node:worker_threads'\nexport const w = new Worker('1', { eval: true })"],
+  ['src/mesh/x.ts', "import { setTimeout as later } from 'node:timers/promises'\nexport const f = (): number => Date.now() + Math.random()\nexport const l = later"],
+  ['src/mesh/protocol/x.ts', 'export interface Runtime { now: () => number, random: () => number }\nexport const at = (r: Runtime): number => r.now() + r.random()'],
+  ['src/search/search-schema.ts', "export const FILE_PREFIX = 'file:'"],
+  ['src/search/x.ts', "import { FILE_PREFIX } from './search-schema.js'\nexport const m = 'search: backlog merged'\nexport const k = FILE_PREFIX"],
+  ['src/records/x.ts', "export const k = 'file:'"],
   ['test/helpers/x.ts', "import { preSharedKey } from '@libp2p/pnet'\nimport { privateNetwork } from '../../src/mesh/libp2p/private-network.js'"]
 ]
 
-describe('import boundaries (eslint.config.js)', () => {
+describe('import boundaries and source rules (eslint.config.js)', () => {
   it.each(FORBIDDEN)('refuses in %s: %s', async (file, code, why) => {
     const found = await problems(file, code)
     expect(found.some(p => p.startsWith('@typescript-eslint/no-restricted-imports') && why.test(p)), found.join('\n')).toBe(true)
+  })
+
+  it.each(FORBIDDEN_CODE)('refuses in %s: %s', async (file, code, rule, why) => {
+    const found = await problems(file, code)
+    expect(found.some(p => p.startsWith(`${rule}: `) && why.test(p)), found.join('\n')).toBe(true)
   })
 
   it.each(ALLOWED)('allows in %s: %s', async (file, code) => {

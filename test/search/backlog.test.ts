@@ -3,9 +3,11 @@
  * the merger works it down, and a backlog that lasts says so in the log.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import { createLogger, sleep, waitFor } from '../../src/common/index.js'
+import { createLogger, waitFor } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest } from '../../src/search/index.js'
+import { createSearch, type Search, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch, type MergerOptions } from '../../src/search/testing.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 let cleanup: (() => Promise<void>) | undefined
@@ -15,7 +17,7 @@ async function open (merger: MergerOptions, lines?: string[]): Promise<{ s: Node
   const t = tmpDir('mc-backlog-')
   const s = openNodeStore({ path: `${t.dir}/store.db`, nodeId: 'n' })
   const logger = lines === undefined ? undefined : createLogger({ level: 'info', write: l => { lines.push(l) } })
-  const search = createSearch({ kv: s.kv, records: s.records, logger }, { merger })
+  const search = createSearch({ kv: s.kv, records: s.records, logger }, { internal: { merger } })
   await search.start()
   cleanup = async () => { await search.stop(); s.close(); t.cleanup() }
   return { s, search }
@@ -25,19 +27,33 @@ const same = (s: NodeStore, search: Search, req: SearchRequest): void => { expec
 
 describe('backlog', () => {
   it('merges a quarter of a batch at once, and less after the delay', async () => {
-    const { s, search } = await open({ batchRoots: 40, backlogLimit: 100_000, delayMs: 3_600_000 })
+    // The merger's timers in virtual time: the delay passes only when the test moves the clock.
+    const clock = new ManualClock()
+    const { s, search } = await open({ batchRoots: 40, backlogLimit: 100_000, delayMs: 100, clock })
     let n = 0
     const mint = async (count: number): Promise<void> => {
       await Promise.all(Array.from({ length: count }, async () => { const i = n++; await s.records.mint(`/files/q/${i}.mkv`, i, i, { title: `q ${i}` }) }))
     }
-    // Under a quarter of a batch: staged until the delay (an hour here).
+    // Under a quarter of a batch: staged, the delay's timer set, and nothing runs until it fires.
     await mint(9)
-    await sleep(300)
     expect(search.pendingCount()).toBe(9)
-    // A quarter: merged at once.
+    expect(clock.nextAt()).toBe(clock.now() + 100)
+    expect(clock.runNext(clock.now() + 99)).toBe(false)
+    expect(search.pendingCount()).toBe(9)
+    // A quarter: merged at once, with the clock where it is.
     await mint(1)
     await waitFor(() => search.pendingCount() === 0, { timeoutMs: 4000, what: 'a quarter of a batch merged' })
     same(s, search, { query: 'q 8' })
+    // Less than a quarter again: merged once the delay has passed, and not before.
+    await mint(3)
+    expect(search.pendingCount()).toBe(3)
+    const due = clock.nextAt()!
+    expect(due - clock.now()).toBe(100)
+    clock.advanceTo(due - 1)
+    expect(search.pendingCount()).toBe(3)
+    expect(clock.runNext(due)).toBe(true)
+    await waitFor(() => search.pendingCount() === 0, { timeoutMs: 4000, what: 'the trickle merged after the delay' })
+    same(s, search, { query: 'q 11' })
   })
 
   it('makes writers wait at the bound instead of letting the backlog grow', async () => {

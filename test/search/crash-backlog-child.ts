@@ -14,8 +14,7 @@ const path = process.argv[2]
 const seed = Number(process.argv[3])
 const s = openNodeStore({ path, nodeId: 'crash-writer' })
 await createSearch({ kv: s.kv, records: s.records }, {
-  syncRepairMaxRoots: 0,
-  merger: { batchRoots: 40, delayMs: 2, backlogLimit: 150 }
+  internal: { syncRepairMaxRoots: 0, merger: { batchRoots: 40, delayMs: 2, backlogLimit: 150 } }
 }).start()
 const rand = prng(seed)
 const WORDS = ['north', 'south', 'River', 'stone', 'Ünïcode', 'glass', 'ember', 'tide']

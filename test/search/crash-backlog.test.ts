@@ -10,7 +10,8 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, describe, expect, it } from 'vitest'
 import { prefixEnd } from '../../src/kv/index.js'
 import { openNodeStore, recordRows, type NodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
+import { createSearch, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { indexHaystack } from '../../src/search/fts-index.js'
 import { asciiLower } from '../../src/search/fold.js'
 import { prng } from '../helpers/prng.js'
@@ -101,7 +102,7 @@ describe('search crash safety', () => {
     for (let round = 0; round < KILLS; round++) {
       await runAndKill(db, round + 1, 80 + Math.floor(rand() * 120), Math.floor(rand() * 150))
       const s = openNodeStore({ path: db, nodeId: 'checker' })
-      const search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 0 })
+      const search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 0 } })
       await search.start()
       try {
         expect(s.kv.integrityCheck()).toBe('ok')

@@ -8,7 +8,8 @@
  * the staged roots' kv rows) and once they are merged into the index.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { referenceSearch, type SearchFilter, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { type SearchFilter, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { pick, prng } from '../helpers/prng.js'
 import { NEVER_MERGES, openFixture, type Fixture } from './fixture.js'
 

@@ -6,7 +6,8 @@ import path from 'node:path'
 import { expect } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type MergerOptions, type Search, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { createSearch, type Search, type SearchRequest, type SearchResponse } from '../../src/search/index.js'
+import { referenceSearch, type MergerOptions } from '../../src/search/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 export interface Fixture {
@@ -32,9 +33,11 @@ export async function openFixture (opts: { excludePrefixes?: string[], nodeId?: 
     const logger = process.env.META_CORE_TEST_LOG === '1' ? createLogger({ level: 'debug' }) : undefined
     f.search = createSearch({ kv: f.store.kv, records: f.store.records, logger }, {
       ...(excludePrefixes === undefined ? {} : { excludePrefixes }),
-      ...(syncRepairMaxRoots === undefined ? {} : { syncRepairMaxRoots }),
-      ...(opts.merger === undefined ? {} : { merger: opts.merger }),
-      ...(opts.bucketShift === undefined ? {} : { bucketShift: opts.bucketShift })
+      internal: {
+        ...(syncRepairMaxRoots === undefined ? {} : { syncRepairMaxRoots }),
+        ...(opts.merger === undefined ? {} : { merger: opts.merger }),
+        ...(opts.bucketShift === undefined ? {} : { bucketShift: opts.bucketShift })
+      }
     })
     f.excludePrefixes = excludePrefixes
     await f.search.start()

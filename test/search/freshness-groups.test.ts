@@ -7,7 +7,7 @@
  * before the query.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { MergerOptions } from '../../src/search/index.js'
+import type { MergerOptions } from '../../src/search/testing.js'
 import { NEVER_MERGES, ids, openFixture, type Fixture } from './fixture.js'
 import { testCid } from '../helpers/record-ops.js'
 

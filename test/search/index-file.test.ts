@@ -11,8 +11,10 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
 import { openNodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
+import { createSearch, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { MAX_BATCHES_IN_FLIGHT } from '../../src/search/merger.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { indexState, openFixture, type Fixture } from './fixture.js'
 
@@ -144,7 +146,7 @@ describe('index file', () => {
     const { dir, cleanup } = tmpDir('mc-index-')
     const dbPath = path.join(dir, 'store.db')
     const s = openNodeStore({ path: dbPath, nodeId: 'n' })
-    const search = createSearch({ kv: s.kv, records: s.records }, { merger: { batchRoots: 100_000, backlogLimit: 100_000, delayMs: 3_600_000 } })
+    const search = createSearch({ kv: s.kv, records: s.records }, { internal: { merger: { batchRoots: 100_000, backlogLimit: 100_000, delayMs: 3_600_000 } } })
     try {
       await search.start()
       await Promise.all(Array.from({ length: 1500 }, async (_, i) => await s.records.mint(`/files/l/${i}.mkv`, i, i, { title: `Large ${i}`, year: String(1990 + (i % 30)) })))
@@ -165,11 +167,18 @@ describe('index file', () => {
   })
 
   it('runs the index writer\'s thread only while there is work', async () => {
-    f = await openFixture({ merger: { idleCloseMs: 500 } })
+    // The merger's timers in virtual time: the thread's idle close fires when the test moves the clock on.
+    const clock = new ManualClock()
+    f = await openFixture({ merger: { idleCloseMs: 30_000, clock } })
     await fill(f, 20)
     await f.search.whenIdle()
-    // Work just finished: the thread is still there, then ends once idle for idleCloseMs.
+    // Work just finished: the thread is still there, and stays until idle for idleCloseMs, then ends.
     expect(f.search.indexWriterRunning()).toBe(true)
+    expect(clock.nextAt()).toBe(clock.now() + 30_000)
+    clock.advanceTo(clock.now() + 29_999)
+    expect(clock.runNext(clock.now())).toBe(false)
+    expect(f.search.indexWriterRunning()).toBe(true)
+    expect(clock.runNext(clock.now() + 1)).toBe(true)
     const fx = f
     await waitFor(() => !fx.search.indexWriterRunning(), { timeoutMs: 10_000, what: 'the idle index writer to end' })
     // The next write starts it again, and is indexed.

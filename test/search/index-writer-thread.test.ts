@@ -8,7 +8,7 @@
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/common/index.js'
-import { READERS_TAKEN, readersOut } from '../../src/kv/wal-hold.js'
+import { READERS_TAKEN, WalHold } from '../../src/kv/wal-hold.js'
 import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-client.js'
 import { makeExcluder } from '../../src/search/matchers.js'
@@ -87,6 +87,7 @@ describe('index writer thread', () => {
     }
     await s.records.applyBatch(entries)
     const hold = new Int32Array(s.kv.walHold()!)
+    const readersOut = (): boolean => WalHold.of(s.kv.walHold()!).readersOut()
     const w = await IndexWorker.start({ indexPath: indexFileOf(file), storePath: file, excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000, storeHold: s.kv.walHold() })
     cleanup = async () => { await w.close(); s.close(); t.cleanup() }
     expect(Atomics.load(hold, READERS_TAKEN)).not.toBe(0)
@@ -94,12 +95,12 @@ describe('index writer thread', () => {
     // One rebuild step over every root: one long transaction. Once the thread is in it, it is terminated.
     const job = w.run({ type: 'rebuild', after: '', n: 100_000 })
     const until = Date.now() + 10_000
-    while (readersOut(hold) && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 1))
-    expect(readersOut(hold)).toBe(false)
+    while (readersOut() && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 1))
+    expect(readersOut()).toBe(false)
     await w.close(1)
     await expect(job).rejects.toThrow('search index writer')
     // Its slot is marked out and free again.
-    expect(readersOut(hold)).toBe(true)
+    expect(readersOut()).toBe(true)
     expect(Atomics.load(hold, READERS_TAKEN)).toBe(0)
 
     // Writes past the threshold: the WAL starts over, instead of every start-over waiting for the thread and giving up.

@@ -10,7 +10,8 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor } from '../../src/common/index.js'
 import { openNodeStore } from '../../src/records/index.js'
-import { createSearch, referenceSearch, type SearchRequest } from '../../src/search/index.js'
+import { createSearch, type SearchRequest } from '../../src/search/index.js'
+import { referenceSearch } from '../../src/search/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { DEFAULT_BUCKET_SHIFT } from '../../src/search/search-schema.js'
 import { indexState, openFixture, type Fixture } from './fixture.js'
@@ -270,9 +271,9 @@ describe('rebuild', () => {
     await f.search.stop()
     f.store.close()
     const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
-    expect(() => createSearch({ kv: s.kv, records: s.records }, { bucketShift: 31 })).toThrow(/bucketShift/)
+    expect(() => createSearch({ kv: s.kv, records: s.records }, { internal: { bucketShift: 31 } })).toThrow(/bucketShift/)
     const lines: string[] = []
-    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) }, { bucketShift: 2 })
+    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) }, { internal: { bucketShift: 2 } })
     f.store = s
     f.search = search
     await search.start()
@@ -297,7 +298,7 @@ describe('rebuild', () => {
         await plain.records.mint(`/files/bulk/${i}.mkv`, i, i, { title: `bulk ${i % 10 === 0 ? 'tenth' : 'other'} ${i}` })))
       plain.close()
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
-      const search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      const search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 100 } })
       await search.start()
       const during = search.explain({ query: 'tenth', filters: [{ property: 'title', values: ['bulk'] }] })
       expect(during.plan?.parts.map(p => [p.name, p.detail])).toEqual([['filter:title', 'read-all'], ['text:read-all', undefined]])
@@ -324,14 +325,14 @@ describe('rebuild', () => {
       await Promise.all(Array.from({ length: 1200 }, async (_, i) => await plain.records.mint(`/files/s/${i}.mkv`, i, i, { title: `stop ${i}` })))
       plain.close()
       let s = openNodeStore({ path: dbPath, nodeId: 'n' })
-      let search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      let search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 100 } })
       await search.start()
       const ready = expect(search.whenReady()).rejects.toThrow(/stopped/)
       await search.stop()
       await ready
       s.close()
       s = openNodeStore({ path: dbPath, nodeId: 'n' })
-      search = createSearch({ kv: s.kv, records: s.records }, { syncRepairMaxRoots: 100 })
+      search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 100 } })
       await search.start()
       await waitFor(() => search.explain({ query: 'stop' }).plan?.parts[0].name === 'text:fts', { timeoutMs: 20_000, what: 'the rebuild to finish' })
       expect(search.ftsRowCount()).toBe(1200)

@@ -4,7 +4,8 @@
  * EventSource cannot send the `Authorization` header a node with a token
  * needs. After a drop it reconnects with `Last-Event-ID` set to the last id
  * it saw, so nothing is missed or repeated (docs/api.md, Event streams);
- * a refusal (401) waits until the token changes.
+ * a refusal (401) waits until the token changes. A `retry:` field the node
+ * sends sets the first wait after a drop, as in EventSource.
  */
 import { getToken, onTokenChange } from './token.js'
 import type { StreamEvent } from './wire.js'
@@ -17,6 +18,8 @@ export interface Follow {
 
 /** Waits between reconnects: quick after one drop, at most this long while the node stays away. */
 const MAX_BACKOFF_MS = 10_000
+/** The first wait after a drop until the stream sends its own `retry:` (ms). */
+const DEFAULT_RETRY_MS = 500
 
 export function follow (path: string, onEvent: (e: StreamEvent) => void, onState: (s: StreamState) => void): Follow {
   let stopped = false
@@ -34,7 +37,9 @@ export function follow (path: string, onEvent: (e: StreamEvent) => void, onState
   }
 
   const run = async (): Promise<void> => {
-    let backoff = 500
+    // The stream's `retry:` (ms), kept across reconnects; doubled per failed try up to MAX_BACKOFF_MS.
+    let retryMs = DEFAULT_RETRY_MS
+    let backoff = retryMs
     while (!stopped) {
       onState('connecting')
       ctl = new AbortController()
@@ -51,11 +56,12 @@ export function follow (path: string, onEvent: (e: StreamEvent) => void, onState
         }
         if (!res.ok || res.body === null) throw new Error(`status ${res.status}`)
         onState('live')
-        backoff = 500
-        await read(res.body, e => {
+        backoff = retryMs
+        const parser = new EventStreamParser(e => {
           if (e.id !== undefined) lastId = e.id
           onEvent(e)
-        })
+        }, ms => { retryMs = ms; backoff = ms })
+        await read(res.body, parser)
       } catch { /* a drop or an aborted fetch: reconnect below, from lastId */ }
       if (stopped) break
       onState('retrying')
@@ -74,37 +80,76 @@ export function follow (path: string, onEvent: (e: StreamEvent) => void, onState
   }
 }
 
-/** Parses `text/event-stream` (id, event, data lines; a blank line ends an event; `:` lines are comments). */
-async function read (body: ReadableStream<Uint8Array>, emit: (e: StreamEvent) => void): Promise<void> {
+async function read (body: ReadableStream<Uint8Array>, parser: EventStreamParser): Promise<void> {
   const reader = body.getReader()
   const decoder = new TextDecoder()
-  let buf = ''
-  let id: string | undefined
-  let event = 'message'
-  let data = ''
   for (;;) {
     const { value, done } = await reader.read()
     if (done) return
-    buf += decoder.decode(value, { stream: true })
-    let nl: number
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, nl).replace(/\r$/, '')
-      buf = buf.slice(nl + 1)
-      if (line === '') {
-        if (data !== '') emit({ id, event, data: parseData(data) })
-        id = undefined
-        event = 'message'
-        data = ''
-        continue
+    parser.push(decoder.decode(value, { stream: true }))
+  }
+}
+
+/**
+ * Parses `text/event-stream` as the HTML standard does: lines end with CRLF,
+ * LF or a CR alone (a CR at the end of a chunk may be the first half of a
+ * CRLF split across two); `id`, `event`, `data` and `retry` fields; a blank
+ * line ends an event (one with no data is not dispatched); `:` lines are
+ * comments; a `retry` of ASCII digits is the reconnection time in ms.
+ */
+export class EventStreamParser {
+  private buf = ''
+  /** The last chunk ended with a CR: an LF that starts the next one belongs to it. */
+  private afterCr = false
+  private id: string | undefined
+  private event = 'message'
+  private data: string[] = []
+
+  constructor (private readonly emit: (e: StreamEvent) => void, private readonly onRetry: (ms: number) => void = () => {}) {}
+
+  push (text: string): void {
+    if (this.afterCr && text.startsWith('\n')) text = text.slice(1)
+    this.afterCr = false
+    this.buf += text
+    let start = 0
+    for (;;) {
+      const cr = this.buf.indexOf('\r', start)
+      const lf = this.buf.indexOf('\n', start)
+      const end = cr < 0 ? lf : lf < 0 ? cr : Math.min(cr, lf)
+      if (end < 0) break
+      const line = this.buf.slice(start, end)
+      if (this.buf[end] === '\r') {
+        if (end + 1 === this.buf.length) {
+          // A CR at the end of what has arrived: the line ends here, and an LF that comes next is part of it.
+          this.afterCr = true
+          start = end + 1
+        } else {
+          start = this.buf[end + 1] === '\n' ? end + 2 : end + 1
+        }
+      } else {
+        start = end + 1
       }
-      if (line.startsWith(':')) continue
-      const colon = line.indexOf(':')
-      const name = colon < 0 ? line : line.slice(0, colon)
-      const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '')
-      if (name === 'id') id = val
-      else if (name === 'event') event = val
-      else if (name === 'data') data = data === '' ? val : `${data}\n${val}`
+      this.line(line)
     }
+    this.buf = this.buf.slice(start)
+  }
+
+  private line (line: string): void {
+    if (line === '') {
+      if (this.data.length > 0) this.emit({ id: this.id, event: this.event, data: parseData(this.data.join('\n')) })
+      this.id = undefined
+      this.event = 'message'
+      this.data = []
+      return
+    }
+    if (line.startsWith(':')) return
+    const colon = line.indexOf(':')
+    const name = colon < 0 ? line : line.slice(0, colon)
+    const val = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '')
+    if (name === 'id') this.id = val
+    else if (name === 'event') this.event = val
+    else if (name === 'data') this.data.push(val)
+    else if (name === 'retry' && /^[0-9]+$/.test(val)) this.onRetry(Number(val))
   }
 }
 

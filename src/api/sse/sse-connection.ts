@@ -114,6 +114,7 @@ export class SseConnection {
       const ok = this.write(formatEntry(e.id, e.fields))
       if (!ok) {
         // The socket pushes back: stop holding entries in memory and read the rest from the store once it drains.
+        this.o.log.debug('event stream reader is slow: reading from the store until it catches up', { stream: this.o.stream, after: e.id })
         this.startPump()
         return
       }
