@@ -35,9 +35,12 @@ describe('locations are node-local', () => {
     state.nodes.push(b)
     await waitFor(async () => (await getJson(b, `/api/meta/${cid}`)).status === 200, { timeoutMs: 20_000, what: 'the record on B' })
 
-    // B holds no copy: it shows A's path, and serves nothing.
+    // B holds no copy: it shows A's path, and its /file streams A's bytes from A (never a path of its own disk).
     expect((await getJson(b, `/meta/${cid}`)).body.metadata.filePath).toBe('/files/films/film.mkv')
-    expect((await fetch(`${b.url}/file/${cid}`)).status).toBe(404)
+    const fromA = await fetch(`${b.url}/file/${cid}`)
+    expect(fromA.status).toBe(200)
+    expect(fromA.headers.get('x-meta-core-served-by')).toBe(a.mesh.peerId)
+    expect(await fromA.text()).toBe(CONTENT)
 
     // A client's write to a location field is refused with a clear 400, on every write route.
     const patch = await send(b, 'PATCH', `/meta/${cid}`, { filePath: '/files/oops.mkv' })
@@ -107,9 +110,15 @@ describe('a holder added during a partition while the other node releases', () =
       expect(r.body.metadata[`holders/${peerA}`]).toBeUndefined()
       expect((await getJson(n, '/api/stats')).body.records).toBe(1)
     }
-    // B shows and serves its own copy; A, with none, shows B's path and serves nothing.
+    // B shows and serves its own copy; A, with none, shows B's path and streams the bytes from B.
     expect((await getJson(b, `/api/meta/${cid}`)).body.metadata.filePath).toBe('/files/other/same film.mkv')
-    expect((await fetch(`${b.url}/file/${cid}`)).status).toBe(200)
-    expect((await fetch(`${a.url}/file/${cid}`)).status).toBe(404)
+    const own = await fetch(`${b.url}/file/${cid}`)
+    expect(own.status).toBe(200)
+    expect(own.headers.get('x-meta-core-served-by')).toBeNull()
+    await own.arrayBuffer()
+    const fromB = await fetch(`${a.url}/file/${cid}`)
+    expect(fromB.status).toBe(200)
+    expect(fromB.headers.get('x-meta-core-served-by')).toBe(peerB)
+    await fromB.arrayBuffer()
   }, 90_000)
 })

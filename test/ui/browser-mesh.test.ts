@@ -143,7 +143,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
     // Written on B, read on A: the Versions table names B.
     const rec = syntheticRecord(44)
-    expect((await api(`${b.url}/meta/${rec.cid}`, 'PATCH', { ...rec.fields, 'a/rather/long/nested/field/name/that/must/wrap/inside/its/cell': 'x' })).status).toBe(200)
+    expect((await api(`${b.url}/meta/${rec.cid}`, 'PATCH', { ...apiFields(rec), 'a/rather/long/nested/field/name/that/must/wrap/inside/its/cell': 'x' })).status).toBe(200)
     await waitFor(async () => (await api(`${a.url}/api/meta/${rec.cid}`)).status === 200, { timeoutMs: 20_000, what: 'the write to reach A' })
     const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 } })
     const page = await ctx.newPage()

@@ -123,12 +123,13 @@ const ROUTES: Array<[type: string, method: string, route: string, part: 'respons
   ['Health', 'get', '/health', 'response'],
   ['Status', 'get', '/status', 'response'],
   ['Stats', 'get', '/api/stats', 'response'],
-  ['SearchRequest', 'post', '/api/metadata/search', 'body'],
-  ['SearchResponse', 'post', '/api/metadata/search', 'response'],
+  // The page searches through GET /api/search (its query string is built by api.ts, not a wire type).
+  ['SearchResponse', 'get', '/api/search', 'response'],
   ['RecordView', 'get', '/api/records/{hash}', 'response'],
   ['FileInfo', 'get', '/api/file/{cid}/info', 'response'],
   ['MeshStatus', 'get', '/api/mesh', 'response'],
   ['MeshDigest', 'get', '/api/mesh/digest', 'response'],
+  ['MeshDigests', 'get', '/api/mesh/digests', 'response'],
   ['ErrorEnvelope', 'get', '/status', 'response']
 ]
 
