@@ -97,9 +97,10 @@ describe('WalHold', () => {
       hold.holdReaders()
       if (hold.waitReadersOut(Date.now() + 1000)) {
         hold.holdWriters()
-        // The last copy: readers stay out all the while.
+        // The last copy. A reader may mark its slot for a moment here (it marks itself in before it looks at
+        // the hold, then steps back out): what must not happen is a transaction, which the readers count.
         const until = performance.now() + 0.2
-        while (performance.now() < until) expect(hold.readersOut()).toBe(true)
+        while (performance.now() < until) { /* spin: the readers try to enter meanwhile */ }
         hold.releaseWriters()
       }
       hold.release()
