@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import type { Worker } from 'node:worker_threads'
 import { startModuleWorker, workerModule, type Logger } from '../common/index.js'
 import type { CheckpointMessage, CheckpointWorkerData } from './checkpoint-worker.js'
@@ -47,6 +48,13 @@ import { WalHold } from './wal-hold.js'
  * looks) a file larger than `keepBytes` is given back: the same steps with
  * a TRUNCATE checkpoint, which leaves it empty.
  *
+ * The thread starts once the WAL first holds half of `thresholdBytes`
+ * (looked at, at most every START_LOOK_MS, before a group commit; at open
+ * for a WAL left large): a store that writes little never pays for a
+ * thread (about 250 ms of CPU to boot it from TypeScript sources, which a
+ * node returning to its mesh would otherwise pay while it catches up), and
+ * the flags exist from the start, for readers on other threads.
+ *
  * Failure mode: if the worker dies, checkpoints stop and the WAL grows; the
  * store notices (`error` event), logs it, and falls back to SQLite's own
  * automatic checkpoints on the main connection (and `journal_size_limit`
@@ -66,15 +74,23 @@ export const DEFAULT_KEEP_BYTES = 64 * 2 ** 20
 /** Start-overs given up in a row before the store warns (one that gives up in its RESTART has held writers back for up to `restartWaitMs`). */
 const WARN_AFTER_GIVEN_UP = 5
 
+/** How often, at most, a store without its thread yet looks at the WAL's size (a stat). */
+const START_LOOK_MS = 100
+
 export class Checkpointer {
-  private readonly worker: Worker
+  private worker: Worker | undefined
   private stopped = false
   private givenUp = 0
   /** The flags a start-over shares with the store's writers and readers (wal-hold.ts). */
   private readonly hold = WalHold.create()
+  private readonly data: CheckpointWorkerData
+  private readonly wal: string
+  /** The WAL's size at which the thread starts. */
+  private readonly startBytes: number
+  private lastLook = 0
 
-  constructor (opts: CheckpointerOptions) {
-    const data: CheckpointWorkerData = {
+  constructor (private readonly opts: CheckpointerOptions) {
+    this.data = {
       path: opts.path,
       thresholdBytes: opts.thresholdBytes ?? 16 * 2 ** 20,
       restartBytes: opts.restartBytes ?? 256 * 2 ** 20,
@@ -83,10 +99,35 @@ export class Checkpointer {
       keepBytes: opts.keepBytes ?? DEFAULT_KEEP_BYTES,
       hold: this.hold.buffer
     }
-    this.worker = startModuleWorker(CHECKPOINT_WORKER, data)
+    this.wal = `${opts.path}-wal`
+    this.startBytes = Math.floor(this.data.thresholdBytes / 2)
+    this.look()
+  }
+
+  /** True once the thread runs (for tests and diagnostics). */
+  get started (): boolean {
+    return this.worker !== undefined
+  }
+
+  /** Starts the thread if the WAL has grown to where it has work. */
+  private look (): void {
+    this.lastLook = Date.now()
+    let size = 0
+    try {
+      size = fs.statSync(this.wal).size
+    } catch {
+      return // no WAL file yet
+    }
+    if (size >= this.startBytes) this.start(size)
+  }
+
+  private start (walBytes: number): void {
+    const opts = this.opts
+    opts.logger.debug('checkpoint thread started', { walMiB: Math.round(walBytes / 2 ** 20 * 10) / 10 })
+    const worker = this.worker = startModuleWorker(CHECKPOINT_WORKER, this.data)
     // The worker must not keep the process alive on its own.
-    this.worker.unref()
-    this.worker.on('message', (m: CheckpointMessage) => {
+    worker.unref()
+    worker.on('message', (m: CheckpointMessage) => {
       if (m.error !== undefined) opts.logger.warn('background checkpoint failed; retrying', { error: m.error })
       if (m.restart !== undefined) {
         const { mode, done, frames, walMiB, ms, heldMs } = m.restart
@@ -97,7 +138,7 @@ export class Checkpointer {
         if (this.givenUp === WARN_AFTER_GIVEN_UP) opts.logger.warn('the WAL cannot start over: a reader of the store stays in it, and it grows meanwhile', { attempts: this.givenUp, walMiB })
       }
     })
-    this.worker.on('error', (err) => {
+    worker.on('error', (err) => {
       this.release()
       if (this.stopped) return
       opts.logger.error('checkpoint worker died; falling back to automatic checkpoints', { err })
@@ -115,8 +156,14 @@ export class Checkpointer {
     return this.hold.buffer
   }
 
-  /** True while the worker's RESTART runs (the store's writers hold off meanwhile). */
+  /**
+   * True while the worker's RESTART runs (the store's writers hold off
+   * meanwhile). Asked before every group commit, so it is also where a
+   * store without its thread yet looks, now and then, whether the WAL calls
+   * for one.
+   */
   holdsWrites (): boolean {
+    if (this.worker === undefined && !this.stopped && Date.now() - this.lastLook >= START_LOOK_MS) this.look()
     return this.hold.writersHeld()
   }
 
@@ -124,7 +171,7 @@ export class Checkpointer {
   terminate (): void {
     if (this.stopped) return
     this.stopped = true
-    void this.worker.terminate()
+    void this.worker?.terminate()
     this.release()
   }
 }

@@ -12,7 +12,8 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/common/index.js'
+import Database from 'better-sqlite3'
+import { createLogger, waitFor } from '../../src/common/index.js'
 import { openKv, type CheckpointTuning } from '../../src/kv/index.js'
 import { HOLD_READERS, WalHold } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -204,6 +205,49 @@ describe('background checkpointer', () => {
       expect(r.acked.some(at => at > from && at < to)).toBe(true)
     }
   }, 60_000)
+})
+
+describe('the checkpointer\'s thread', () => {
+  it('starts only once the WAL holds half the threshold: a store that writes little runs none', async () => {
+    const t = tmpDir('mc-ckpt-')
+    const file = path.join(t.dir, 'store.db')
+    const lines: string[] = []
+    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, logger: createLogger({ level: 'debug', write: line => { lines.push(line) } }) })
+    let kv = open()
+    cleanups.push(() => { kv.close(); t.cleanup() })
+    const started = (): number => lines.filter(l => l.includes('checkpoint thread started')).length
+    // About 20 KiB of WAL over more than START_LOOK_MS: looked at, and left alone.
+    for (let i = 0; i < 10; i++) {
+      await kv.write(tx => { tx.put(`small/${i}`, 'x'.repeat(100)) })
+      await new Promise(resolve => setTimeout(resolve, 15))
+    }
+    expect(started()).toBe(0)
+    // Past 128 KiB (half of SMALL's 256 KiB threshold): the next look, before a commit, starts it.
+    const value = 'x'.repeat(1000)
+    for (let i = 0; i < 400 && started() === 0; i++) {
+      await kv.write(tx => { for (let j = 0; j < 16; j++) tx.put(`big/${i}/${j}`, value) })
+      await new Promise(resolve => setTimeout(resolve, 5))
+    }
+    expect(started()).toBe(1)
+    expect(Number(/walMiB=([\d.]+)/.exec(lines.find(l => l.includes('checkpoint thread started')) ?? '')?.[1])).toBeGreaterThanOrEqual(0.1)
+    // The thread works: past restartBytes (2 MiB) the WAL starts over.
+    for (let i = 0; i < 2000 && !lines.some(l => l.includes('WAL started over')); i++) {
+      await kv.write(tx => { for (let j = 0; j < 16; j++) tx.put(`more/${i}/${j}`, value) })
+      await new Promise(resolve => setTimeout(resolve, 2))
+    }
+    expect(lines.some(l => l.includes('WAL started over'))).toBe(true)
+    // A store opened with a WAL left large (no checkpoint at close: a killed process) starts it at once.
+    kv.close()
+    const keep = new Database(file)
+    keep.pragma('wal_autocheckpoint = 0')
+    const put = keep.prepare('INSERT OR REPLACE INTO kv (k, v) VALUES (?, ?)')
+    keep.transaction(() => { for (let i = 0; i < 300; i++) put.run(`raw/${i}`, value) })()
+    // Left open while the store opens again, so that closing it does not checkpoint the WAL away.
+    lines.length = 0
+    kv = open()
+    expect(started()).toBe(1)
+    keep.close()
+  }, 30_000)
 })
 
 describe('writes while the WAL starts over', () => {
