@@ -49,9 +49,9 @@ export interface FieldVersion {
 export interface LibraryPage {
   /** Keys of record fields in the page's roots. */
   fieldKeys: number
-  /** Roots carrying filePath, sizeByte and mtimeNano. */
+  /** Roots this node holds a copy of: their location row (`loc:<rid>`) carries filePath, sizeByte and mtimeNano. Replicated paths of other nodes' copies do not count. */
   fileCount: number
-  /** Sum of those roots' sizeByte. */
+  /** Sum of those copies' sizeByte. */
   totalSize: bigint
   /** The last root of the page, for the next call; undefined at the end. */
   next: RecordId | undefined
