@@ -32,7 +32,8 @@
  * index writer, the checkpointer, V8's helpers), so a run shows whether one
  * thread or both cores were the limit.
  * Then the store's size by structure (SQLite's dbstat; the kv table is split
- * by key class in proportion to its rows' bytes) next to the bare table's.
+ * by key class in proportion to its rows' bytes) next to the bare table's
+ * (the ceiling and the size breakdown are in lib/bare-ceiling.ts).
  *
  * The records are generated before any clock starts, each size's before its
  * own runs (only those are held while it runs).
@@ -43,11 +44,11 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import Database from 'better-sqlite3'
 import { formatHlc, newRecordId, openNodeStore, type RemoteEntry } from '../src/records/index.js'
 import { createSearch } from '../src/search/index.js'
 import { BENCH_KEEP, cpuBetween, machineLine, percentile, removeUnlessKept, report, threadCpu, type ThreadCpu } from './lib/report.js'
 import { syntheticRecord, type SyntheticRecord } from './lib/synthetic.js'
+import { ROWS_PER_STATEMENT, ceiling, sizes, type Ceiling, type Sizes } from './lib/bare-ceiling.js'
 
 const SMALL = Number(process.env.BENCH_INGEST_SMALL ?? 10_000)
 const LARGE = Number(process.env.BENCH_INGEST_LARGE ?? 169_000)
@@ -55,8 +56,6 @@ const WRITERS = Number(process.env.BENCH_INGEST_WRITERS ?? 16)
 const ROUNDS = Math.max(1, Number(process.env.BENCH_INGEST_ROUNDS ?? 5))
 const WARM_UP = process.env.BENCH_INGEST_WARMUP !== '0'
 const TMP = path.resolve('.bench-tmp/ingest')
-/** Rows per INSERT statement in the ceiling: the store's own multi-row size. */
-const ROWS_PER_STATEMENT = 32
 const PAGE_ROOTS = 2000
 const MiB = 2 ** 20
 
@@ -87,93 +86,6 @@ function dir (name: string): string {
 
 function done (d: string): void {
   removeUnlessKept(d)
-}
-
-// ------------------------------------------------------------------ store size by structure
-
-interface Sizes { fileMiB: number, structures: Record<string, number> }
-
-/**
- * The store's bytes by B-tree (dbstat), the kv table split by key class in
- * proportion to its rows' bytes; search's index file beside it (if any) by
- * B-tree too, counted in the total.
- */
-function sizes (file: string): Sizes {
-  const structures: Record<string, number> = {}
-  const db = new Database(file, { readonly: true })
-  try {
-    const byName = new Map((db.prepare('SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name').all() as Array<{ name: string, b: number }>).map(r => [r.name, r.b]))
-    const parts = db.prepare(`SELECT CASE
-        WHEN k >= 'file:' AND k < 'file;' THEN 'kv: file: rows' WHEN k >= 'cid:' AND k < 'cid;' THEN 'kv: cid: rows'
-        WHEN k >= 'ver:' AND k < 'ver;' THEN 'kv: ver: rows' WHEN k >= 'ev:' AND k < 'ev;' THEN 'kv: ev: rows'
-        ELSE 'kv: other rows (idx:, counters, state)' END AS part, sum(length(CAST(k AS BLOB)) + length(CAST(v AS BLOB))) AS b
-      FROM kv GROUP BY part`).all() as Array<{ part: string, b: number }>
-    const payload = parts.reduce((n, p) => n + p.b, 0)
-    const kvBytes = byName.get('kv') ?? 0
-    byName.delete('kv')
-    for (const p of parts) structures[p.part] = round2(kvBytes * p.b / payload / MiB)
-    for (const [name, b] of byName) if (b > 0) structures[name] = round2(b / MiB)
-  } finally {
-    db.close()
-  }
-  let fileBytes = fs.statSync(file).size
-  const indexFile = `${file}-search`
-  if (fs.existsSync(indexFile)) {
-    fileBytes += fs.statSync(indexFile).size
-    const idx = new Database(indexFile, { readonly: true })
-    try {
-      for (const r of idx.prepare('SELECT name, sum(pgsize) AS b FROM dbstat GROUP BY name').all() as Array<{ name: string, b: number }>) {
-        if (r.b > 0) structures[`index file: ${r.name}`] = round2(r.b / MiB)
-      }
-    } finally {
-      idx.close()
-    }
-  }
-  return { fileMiB: round2(fileBytes / MiB), structures }
-}
-
-// ------------------------------------------------------------------ the ceiling
-
-interface Ceiling { recordsPerSecond: number, seconds: number, fileMiB: number, kvMiB: number }
-
-/** The same `file:` and `cid:` rows into a bare kv table: no events, versions, counters, records layer or search. */
-function ceiling (n: number): Ceiling {
-  const d = dir(`bare-${n}`)
-  const file = path.join(d, 'bare.db')
-  const db = new Database(file)
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.pragma('cache_size = -32768')
-  db.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT NOT NULL) WITHOUT ROWID')
-  const multi = db.prepare(`INSERT INTO kv (k, v) VALUES ${Array.from({ length: ROWS_PER_STATEMENT }, () => '(?, ?)').join(', ')}`)
-  const one = db.prepare('INSERT INTO kv (k, v) VALUES (?, ?)')
-  const flush = db.transaction((flat: string[]) => {
-    let i = 0
-    for (; i + 2 * ROWS_PER_STATEMENT <= flat.length; i += 2 * ROWS_PER_STATEMENT) multi.run(flat.slice(i, i + 2 * ROWS_PER_STATEMENT))
-    for (; i < flat.length; i += 2) one.run(flat[i], flat[i + 1])
-  })
-  let flat: string[] = []
-  const t0 = performance.now()
-  for (let i = 0; i < n; i++) {
-    const r = RECORDS[i]
-    // A UUIDv7 root, as the store mints (the bare table gets the store's key order).
-    const rid = newRecordId()
-    for (const f in r.fields) {
-      flat.push(`file:${rid}/${f}`, r.fields[f])
-      if (f.startsWith('cids/')) flat.push(`cid:${f.slice(5)}`, rid)
-    }
-    if (flat.length >= 20_000) {
-      flush(flat)
-      flat = []
-    }
-  }
-  flush(flat)
-  const seconds = (performance.now() - t0) / 1000
-  db.pragma('wal_checkpoint(TRUNCATE)')
-  db.close()
-  const s = sizes(file)
-  done(d)
-  return { recordsPerSecond: n / seconds, seconds, fileMiB: s.fileMiB, kvMiB: s.structures['kv: file: rows'] + s.structures['kv: cid: rows'] }
 }
 
 // ------------------------------------------------------------------ the store
@@ -357,13 +269,13 @@ async function measure (n: number, withoutSearch: boolean, rounds: number, warmU
   let warm: SizeResult['warmUp']
   if (warmUp) {
     process.stderr.write(`ingest: ${n} records, warm-up round (not counted)\n`)
-    const c = ceiling(n).recordsPerSecond
+    const c = ceiling(RECORDS, n, dir(`bare-${n}`)).recordsPerSecond
     const wp = (await writePath(n, true)).recordsPerSecond
     const ba = (await batchApply(n)).recordsPerSecond
     const ns = withoutSearch ? (await writePath(n, false)).recordsPerSecond : undefined
     warm = { ceiling: c, writePath: wp, batchApply: ba, ...(ns === undefined ? {} : { withoutSearch: ns }) }
   }
-  const first = ceiling(n)
+  const first = ceiling(RECORDS, n, dir(`bare-${n}`))
   /** The latest ceiling run (the next round starts after it). */
   let prev = first
   const wps: Run[] = []
@@ -375,7 +287,7 @@ async function measure (n: number, withoutSearch: boolean, rounds: number, warmU
     const wp = await writePath(n, true)
     const ba = await batchApply(n)
     const ns = withoutSearch ? await writePath(n, false) : undefined
-    const after = ceiling(n)
+    const after = ceiling(RECORDS, n, dir(`bare-${n}`))
     const c = (prev.recordsPerSecond + after.recordsPerSecond) / 2
     wps.push(wp)
     bas.push(ba)

@@ -65,7 +65,6 @@ export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, re
 
 export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage
 export type RequestMessage = PullMessage | SnapMessage
-export type ReplyMessage = ChangesMessage | SnapshotMessage | ErrorMessage
 
 const ERROR_CODES: readonly ErrorCode[] = ['busy', 'blocked', 'bad-request', 'internal']
 

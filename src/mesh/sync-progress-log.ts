@@ -1,10 +1,11 @@
 /**
  * A join or a backlog in the log: while a peer is pulled from in a full
  * resync, or is behind, one line every few seconds says from whom, how much
- * came in since it began (pages, MB, MB/s) and the catch-up lag, and one
- * line says when it caught up. Figures are what `GET /api/mesh` reports
- * (its counters), so the log and the API agree; it reads them, never the
- * store.
+ * came in since it began (pages, MB, MB/s) and the catch-up lag. The line
+ * that says it caught up is the peer log's (libp2p/peer-log.ts, with the
+ * catch-up's figures): one observer per line, so it is said once. Figures
+ * are what `GET /api/mesh` reports (its counters), so the log and the API
+ * agree; it reads them, never the store.
  */
 import type { Logger } from '../common/index.js'
 import type { MeshPeerView, MeshView } from './service.js'
@@ -23,10 +24,8 @@ export function logSyncProgress (status: () => MeshView, log: Logger, everyMs = 
       const mode = p.resyncing ? 'full resync' : p.behind && p.connected ? 'backlog' : undefined
       const b = began.get(p.peerId)
       if (mode === undefined) {
-        if (b !== undefined) {
-          began.delete(p.peerId)
-          if (!p.behind) log.info(`caught up with ${label(p)}`, { ...figures(p, b, now) })
-        }
+        // Over (caught up, or the peer went): the peer log says so.
+        began.delete(p.peerId)
         continue
       }
       if (b === undefined || b.mode !== mode) {

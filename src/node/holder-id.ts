@@ -2,7 +2,7 @@
  * The watcher marks each record whose content this node holds with the
  * member `holders/<id>`, where id is this node's origin: `node-<hex>` for a
  * standalone store, its libp2p peer id in a mesh. The store records the id
- * its holder members are under (`meta-core:holder-id`). At start, before the
+ * its holder members are under (records' store-identity.ts). At start, before the
  * watcher and the mesh run, that id is compared with this node's:
  *
  * - the same: nothing to do.
@@ -20,8 +20,8 @@
  *   node can never remove a record the other node holds. The node-local
  *   rows of the copy (duplicate paths and locations, which name the other
  *   node's disk) are dropped; the watcher's scan then adds this node's own
- *   members for the files on its own disk. The other id is kept in
- *   `meta-core:copied-from`.
+ *   members for the files on its own disk. The other id is kept beside
+ *   it (records' store identity).
  *
  * A store from before location rows existed has them filled in once from
  * the records this node holds (records' backfillLocations).
@@ -29,12 +29,6 @@
 import type { Logger } from '../common/index.js'
 import type { NodeStore } from '../records/index.js'
 
-const HOLDER_ID_KEY = 'meta-core:holder-id'
-const COPIED_FROM_KEY = 'meta-core:copied-from'
-/** Records' marker that the location rows were filled in once (records/file-ops.ts backfillLocations). */
-const LOCATIONS_DONE_KEY = 'meta-core:locations'
-/** The standalone id the store used before `meta-core:holder-id` existed (records/open-store.ts). */
-const NODE_ID_KEY = 'meta-core:node-id'
 /** Records moved per group commit: every write of a chunk shares one transaction. */
 const CHUNK = 500
 
@@ -56,18 +50,18 @@ export async function adoptHolderId (store: NodeStore, log: Logger, opts: AdoptO
 }
 
 export async function checkStoreIdentity (store: NodeStore, log: Logger, opts: AdoptOptions = {}): Promise<AdoptResult> {
-  const { kv, records } = store
+  const { records } = store
   const current = records.nodeId
-  const prev = kv.get(HOLDER_ID_KEY) ?? kv.get(NODE_ID_KEY)
+  const { holderId: prev, standaloneId } = records.storeIdentity()
   if (prev === current) {
     await records.backfillLocations(current)
     return { moved: 0 }
   }
-  if (prev !== undefined && prev !== kv.get(NODE_ID_KEY) && prev !== await opts.keyPeerId?.()) {
+  if (prev !== undefined && prev !== standaloneId && prev !== await opts.keyPeerId?.()) {
     log.warn('this store was written by another node (a copy of its store): its holder members stay its own, and the copy\'s local paths are dropped', { storeNodeId: prev, nodeId: current })
     await records.forgetLocalPaths()
     // The copy's location rows went above: none are filled in from the other node's replicated paths.
-    await kv.write(tx => { tx.put(HOLDER_ID_KEY, current); tx.put(COPIED_FROM_KEY, prev); tx.put(LOCATIONS_DONE_KEY, '1') })
+    await records.recordStoreIdentity(current, prev)
     return { moved: 0, copiedFrom: prev }
   }
   let moved = 0
@@ -84,7 +78,7 @@ export async function checkStoreIdentity (store: NodeStore, log: Logger, opts: A
       moved += Math.min(CHUNK, tuples.length - i)
     }
   }
-  await kv.write(tx => { tx.put(HOLDER_ID_KEY, current) })
+  await records.recordStoreIdentity(current)
   await records.backfillLocations(current)
   return { moved }
 }

@@ -9,15 +9,13 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, LOC, fieldKey, isLive, membersOf, readCids, readDuplicates, type Reader } from './layout.js'
+import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, LOC, LOCATIONS_DONE_KEY, fieldKey, isLive, membersOf, readCids, readDuplicates, type Reader } from './layout.js'
 import { groupLocation, readLocation, type Location } from './local-location.js'
 import type { RecordReader } from './reads.js'
 import type { RecordId } from './record-id.js'
 import type { FieldChange } from './mutation.js'
 import type { FileTuple, LocalCopy, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
 
-/** Set once this store's location rows were filled in from the replicated fields (backfillLocations). */
-const LOCATIONS_DONE_KEY = 'meta-core:locations'
 /** Location rows written per transaction by the backfill. */
 const BACKFILL_CHUNK = 10_000
 

@@ -32,12 +32,16 @@
  * `change-log.ts` and `change-feed.ts` (the versioned change log and what
  * peers read from it), `mutation.ts` (the one write path under all of them),
  * `record-liveness.ts` (what makes a root a record), `local-location.ts`
- * (this node's own file locations), `layout.ts` (the key grammar, private
+ * (this node's own file locations), `local-store.ts` (the one door to
+ * node-local rows: the layers' and the clients' namespaces, an allow-list
+ * each), `store-identity.ts` (whose holder members the store holds), `layout.ts` (the key grammar, private
  * to this module), `record-store.ts` (the object that wires them together).
  */
 export { RecordStore } from './record-store.js'
 export { OWNED_FIELD_PREFIXES } from './local-writes.js'
 export { LOCATION_FIELDS, isLocationField } from './local-location.js'
+export { CLIENT_NAMESPACES, NotNodeLocalKeyError } from './local-store.js'
+export type { StoreIdentity } from './store-identity.js'
 export { isRecord } from './record-liveness.js'
 export type { Location } from './local-location.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'

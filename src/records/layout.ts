@@ -15,6 +15,10 @@
  * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
  * | loc:<rid>                   | JSON location    | no: this node's own filePath, sizeByte, mtimeNano (local-location.ts) |
  * | meta-core:hlc               | last hlc issued  | no |
+ * | meta-core:node-id           | standalone id    | no: this store's own origin without a mesh identity (open-store.ts) |
+ * | meta-core:holder-id         | origin id        | no: the id this store's holder members are under (store-identity.ts) |
+ * | meta-core:copied-from       | origin id        | no: the node a copied store came from |
+ * | meta-core:locations         | "1"              | no: the location rows were filled in once (file-ops.ts) |
  */
 import { prefixEnd, type Tx } from '../kv/index.js'
 import type { RecordId } from './record-id.js'
@@ -30,6 +34,11 @@ export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
 export const LOC = 'loc:'
 export const HLC_KEY = 'meta-core:hlc'
+export const NODE_ID_KEY = 'meta-core:node-id'
+export const HOLDER_ID_KEY = 'meta-core:holder-id'
+export const COPIED_FROM_KEY = 'meta-core:copied-from'
+/** Set once this store's location rows were filled in from the replicated fields (file-ops.ts backfillLocations). */
+export const LOCATIONS_DONE_KEY = 'meta-core:locations'
 
 /** The field of a `file:<rid>/<field>` key in SQL: roots are 26 characters, so the field starts at character 33. */
 export const FIELD_OF_FILE_KEY = 'substr(k, 33)'

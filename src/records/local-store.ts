@@ -1,8 +1,19 @@
 /**
- * Node-local rows for the layers above (the watcher's file state, the
- * mesh's bookkeeping), in the record layer's group commit. The store's and
- * the record layer's own namespaces are refused, so a layer above can never
- * write a record, a version, an index entry or a change-log row by hand.
+ * Node-local rows (never replicated, never in the change log), in the
+ * record layer's group commit: the one door to them. A door is opened for a
+ * list of namespaces and refuses every other key, so a layer above can never
+ * write a record, a version, an index entry or a change-log row by hand:
+ *
+ * - `LAYER_NAMESPACES`: the layers above, through `records.local` (the
+ *   watcher's file state, the mesh's bookkeeping);
+ * - `CLIENT_NAMESPACES`: what clients write as plain rows through
+ *   `PUT /api/kv/value`, through `records.clientRows` (the other services of
+ *   the original's deployment: metadata-storage-structure.md lists
+ *   `btmagnet:*, searchcov:*, nzb:*` as "written by other services via
+ *   /api/kv/value").
+ *
+ * Everything else (`file:`, `ver:`, `cid:`, `idx:`, `dup:`, `loc:`,
+ * `meta-core:`, the event streams, search's rows) belongs to the store.
  */
 import { InvalidInputError } from '../common/index.js'
 import { prefixEnd, type KvStore, type Tx } from '../kv/index.js'
@@ -12,16 +23,28 @@ import { readLocation } from './local-location.js'
 import type { RecordReader } from './reads.js'
 import type { LocalStore, LocalTx } from './surface.js'
 
-/** Namespaces a local row may not use: the records, their derived state, the store's own bookkeeping and streams. */
-export const RESERVED_PREFIXES = ['file:', 'ver:', 'cid:', 'idx:', 'dup:', 'loc:', 'meta-core:', 'ev:', 'evhwm:', 'evlow:', 'fts']
+/** The layers' node-local namespaces: the watcher's file state (`watch:f/…`), the mesh's cursors, epoch, log id and member book. */
+export const LAYER_NAMESPACES: readonly string[] = ['watch:', 'mesh:']
+/** What a client may write as a plain row through `/api/kv` (the original's other services). */
+export const CLIENT_NAMESPACES: readonly string[] = ['btmagnet:', 'searchcov:', 'nzb:']
 
-function checkLocalKey (key: string): void {
-  if (typeof key !== 'string' || key.length === 0 || RESERVED_PREFIXES.some(p => key.startsWith(p))) {
-    throw new InvalidInputError(`${JSON.stringify(String(key).slice(0, 40))} is not a node-local key: the store owns that namespace`)
+/** Whether `key` lies in one of `namespaces`. */
+export function inNamespaces (key: string, namespaces: readonly string[]): boolean {
+  return typeof key === 'string' && namespaces.some(p => key.startsWith(p))
+}
+
+/** A key outside a door's namespaces: the store owns it, or nobody may write it this way. */
+export class NotNodeLocalKeyError extends InvalidInputError {
+  constructor (key: string, namespaces: readonly string[]) {
+    const shown = JSON.stringify(String(key).slice(0, 40))
+    super(`${shown} cannot be written here: only keys under ${namespaces.join(', ')} are node-local rows (the rest belong to the store; record fields are written as file:<record id>/<field>)`, { code: 'reserved_key' })
   }
 }
 
-export function localStore (kv: KvStore, reads: RecordReader): LocalStore {
+export function localStore (kv: KvStore, reads: RecordReader, namespaces: readonly string[]): LocalStore {
+  const checkLocalKey = (key: string): void => {
+    if (key.length === 0 || !inNamespaces(key, namespaces)) throw new NotNodeLocalKeyError(key, namespaces)
+  }
   const wrap = (tx: Tx): LocalTx => ({
     get: (key) => { checkLocalKey(key); return tx.get(key) },
     put: (key, value) => { checkLocalKey(key); tx.put(key, value) },

@@ -3,9 +3,7 @@ import { silentLogger } from '../common/index.js'
 import { openKv, prefixEnd, type KvOptions, type KvReader, type KvStore } from '../kv/index.js'
 import { sweepMalformedRows } from './malformed-sweep.js'
 import { RecordStore, type RecordStoreOptions } from './record-store.js'
-import { FILE, ROOTS } from './layout.js'
-
-const NODE_ID_KEY = 'meta-core:node-id'
+import { FILE, NODE_ID_KEY, ROOTS } from './layout.js'
 
 /**
  * A stable id for this node when no mesh identity is configured: generated

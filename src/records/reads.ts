@@ -231,8 +231,10 @@ export class RecordReader {
 
   /**
    * Library figures over up to `limit` live roots after `after`: field keys,
-   * file-backed roots and their total size. Roots are contiguous in key
-   * order, so one count covers the page's field keys.
+   * the roots this node holds a copy of and their total size (from its own
+   * location rows: a record replicated from a peer carries that peer's
+   * filePath, which names no file here). Roots are contiguous in key order,
+   * so one count covers the page's field keys.
    */
   libraryPage (after: RecordId | undefined, limit: number): LibraryPage {
     const kv = this.kv
@@ -242,8 +244,9 @@ export class RecordReader {
     const rids = keys.map(k => k.slice(ROOTS.length) as RecordId)
     page.fieldKeys = kv.count(recordRange(rids[0])[0], recordRange(rids[rids.length - 1])[1])
     for (const rid of rids) {
-      const size = kv.get(fieldKey(rid, 'sizeByte'))
-      if (size === undefined || kv.get(fieldKey(rid, 'filePath')) === undefined || kv.get(fieldKey(rid, 'mtimeNano')) === undefined) continue
+      const loc = readLocation(kv, rid)
+      const size = loc?.sizeByte
+      if (size === undefined || loc?.filePath === undefined || loc.mtimeNano === undefined) continue
       page.fileCount++
       if (/^\d{1,30}$/.test(size)) page.totalSize += BigInt(size)
     }

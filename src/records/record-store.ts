@@ -12,7 +12,8 @@ import {
   changedRootsSince, changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
 import { eventStreams } from './events.js'
-import { localStore } from './local-store.js'
+import { CLIENT_NAMESPACES, LAYER_NAMESPACES, localStore } from './local-store.js'
+import { readStoreIdentity, writeStoreIdentity, type StoreIdentity } from './store-identity.js'
 import type {
   EventStreams, FieldVersion, LibraryPage, LocalStore, Records, ReplicaDigest, SchemaCounter
 } from './surface.js'
@@ -60,6 +61,7 @@ export class RecordStore implements Records {
   readonly hlc: Hlc
   readonly events: EventStreams
   readonly local: LocalStore
+  readonly clientRows: LocalStore
   private readonly ctx: RecordContext
   private readonly changeLog: ChangeLog
   private readonly reads: RecordReader
@@ -94,7 +96,8 @@ export class RecordStore implements Records {
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
     this.digester = new ReplicaDigester(kv)
     this.events = eventStreams(kv)
-    this.local = localStore(kv, this.reads)
+    this.local = localStore(kv, this.reads, LAYER_NAMESPACES)
+    this.clientRows = localStore(kv, this.reads, CLIENT_NAMESPACES)
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
     this.ensureHoldersIndex(log)
   }
@@ -154,6 +157,10 @@ export class RecordStore implements Records {
   iterateDuplicates (): IterableIterator<[RecordId, string]> { return this.files.iterateDuplicates() }
   async forgetLocalPaths (): Promise<number> { return await this.files.forgetLocalPaths() }
   async backfillLocations (holderId: string): Promise<number> { return await this.files.backfillLocations(holderId) }
+  /** Whose holder members this store holds (store-identity.ts). */
+  storeIdentity (): StoreIdentity { return readStoreIdentity(this.kv) }
+  /** Records the id the holder members are now under, and with `copiedFrom` the node a copied store came from (store-identity.ts). */
+  async recordStoreIdentity (holderId: string, copiedFrom?: string): Promise<void> { await this.ctx.write(tx => { writeStoreIdentity(tx, holderId, copiedFrom) }) }
   /** Once per store, after the indexers attached: roots counted before the record rule that are no records go (record-liveness.ts). */
   async sweepNonRecords (): Promise<number> { return await sweepNonRecords(this.ctx) }
 

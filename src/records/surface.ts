@@ -49,9 +49,9 @@ export interface FieldVersion {
 export interface LibraryPage {
   /** Keys of record fields in the page's roots. */
   fieldKeys: number
-  /** Roots carrying filePath, sizeByte and mtimeNano. */
+  /** Roots this node holds a copy of: their location row (`loc:<rid>`) carries filePath, sizeByte and mtimeNano. Replicated paths of other nodes' copies do not count. */
   fileCount: number
-  /** Sum of those roots' sizeByte. */
+  /** Sum of those copies' sizeByte. */
   totalSize: bigint
   /** The last root of the page, for the next call; undefined at the end. */
   next: RecordId | undefined
@@ -196,9 +196,10 @@ export interface LocalTx {
 }
 
 /**
- * Rows a layer above keeps for this node only (its own key prefix, e.g.
- * `watch:`, `mesh:`): never replicated, never in the change log. Keys of the
- * record layer and the store are refused. A write queued in the same turn
+ * Node-local rows in the namespaces a door was opened for (local-store.ts:
+ * the layers' `watch:`, `mesh:`; the clients' `btmagnet:`, `searchcov:`,
+ * `nzb:`): never replicated, never in the change log. Every other key is
+ * refused (NotNodeLocalKeyError, a 400 `reserved_key` at the API). A write queued in the same turn
  * of the event loop as record writes commits in the same transaction.
  */
 export interface LocalStore {
@@ -213,5 +214,8 @@ export interface LocalStore {
 /** Everything the record layer offers the layers above. */
 export interface Records extends RecordReads, IndexedRecords, RecordWrites, FileRecords, Replication {
   readonly events: EventStreams
+  /** The layers' node-local rows (`watch:`, `mesh:`: local-store.ts LAYER_NAMESPACES). */
   readonly local: LocalStore
+  /** The plain rows clients write through `/api/kv` (`btmagnet:`, `searchcov:`, `nzb:`: local-store.ts CLIENT_NAMESPACES). */
+  readonly clientRows: LocalStore
 }

@@ -39,8 +39,8 @@ describe('JSON bodies that the store cannot hold faithfully', () => {
       ['PUT', `/meta/${CID}`, '{"title":"x\\ud83d"}'],
       ['PUT', `/meta/${CID}/title`, '{"value":"\\ud800"}'],
       ['POST', `/meta/${CID}/_add/tags`, '{"value":"a\\udc00b"}'],
-      ['PUT', '/api/kv/value', '{"key":"plain:\\ud800","value":"x"}'],
-      ['PUT', '/api/kv/value', '{"key":"plain:k","value":"\\ud800"}'],
+      ['PUT', '/api/kv/value', '{"key":"btmagnet:\\ud800","value":"x"}'],
+      ['PUT', '/api/kv/value', '{"key":"btmagnet:k","value":"\\ud800"}'],
       ['PUT', `/api/metadata/${CID}`, '{"k\\udbff":"v"}']
     ]
     for (const [method, url, body] of cases) {

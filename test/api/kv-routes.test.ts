@@ -73,7 +73,7 @@ describe('/api/kv browser', () => {
     expect(f2.matches.map((m: { value: string }) => m.value)).toEqual(['Aliens'])
   })
 
-  it('writes file: keys through the record layer and other keys as plain rows', async () => {
+  it('writes file: keys through the record layer and the clients\' namespaces as plain rows', async () => {
     const rid = await h.store.records.mint('/files/a', 1, 1n)
     const events = h.store.kv.streamLength(META_EVENTS)
     const w = await h.app.inject({ method: 'PUT', url: '/api/kv/value', payload: { key: `file:${rid}/cids/${CID_A}`, value: 'true' } })
@@ -91,9 +91,15 @@ describe('/api/kv browser', () => {
     expect(d.json()).toEqual({ key: `file:${rid}/cids/${CID_A}`, deleted: true })
     expect((await h.app.inject({ url: `/api/meta/${CID_A}` })).statusCode).toBe(404)
     expect((await h.app.inject({ method: 'DELETE', url: '/api/kv/value?key=btmagnet:abc' })).json()).toEqual({ key: 'btmagnet:abc', deleted: true })
+    expect((await h.app.inject({ method: 'DELETE', url: '/api/kv/value?key=btmagnet:abc' })).json()).toEqual({ key: 'btmagnet:abc', deleted: false })
+    // The original's other services each keep their namespace (metadata-storage-structure.md).
+    for (const key of ['searchcov:01/x', 'nzb:release/1']) {
+      expect((await h.app.inject({ method: 'PUT', url: '/api/kv/value', payload: { key, value: 'v' } })).statusCode, key).toBe(200)
+      expect(h.store.kv.get(key)).toBe('v')
+    }
   })
 
-  it('refuses writes into the store\'s own namespaces and malformed keys, writing nothing', async () => {
+  it('refuses writes outside the clients\' namespaces and record fields, and malformed keys, writing nothing', async () => {
     const rid = await h.store.records.mint('/files/a', 1, 1n)
     const rows = h.store.kv.count('', '\u{10FFFF}')
     const cases: Array<[unknown, unknown, string]> = [
@@ -104,6 +110,12 @@ describe('/api/kv browser', () => {
       ['meta-core:schema-version', '3', 'reserved_key'],
       [`dup:${rid}/x`, '', 'reserved_key'],
       ['watch:f/plugin/x.srt', '1/2/cid', 'reserved_key'],
+      // The layers' node-local rows, search's and anything outside the clients' namespaces.
+      ['mesh:cursor/12D3KooWpeer', '{}', 'reserved_key'],
+      [`loc:${rid}`, '{}', 'reserved_key'],
+      ['fts_index', 'x', 'reserved_key'],
+      ['plain', 'x', 'reserved_key'],
+      ['btmagnet', 'x', 'reserved_key'],
       [`file:${CID_A}/title`, 'x', 'invalid_key'],
       [`file:${rid}`, 'x', 'invalid_key'],
       [`file:${rid}/midhash256`, 'x', 'deprecated_field'],
@@ -118,6 +130,11 @@ describe('/api/kv browser', () => {
       expect([r.statusCode, r.json().error], String(key)).toEqual([400, code])
     }
     expect((await h.app.inject({ method: 'DELETE', url: `/api/kv/value?key=${encodeURIComponent(`cid:${CID_B}`)}` })).json().error).toBe('reserved_key')
+    // The answer says what can be written, in the envelope every route uses.
+    const plain = await h.app.inject({ method: 'DELETE', url: '/api/kv/value?key=plain' })
+    expect(plain.statusCode).toBe(400)
+    expect(plain.json()).toMatchObject({ error: 'reserved_key', retryable: false })
+    expect(plain.json().message).toContain('btmagnet:, searchcov:, nzb:')
     expect(h.store.kv.count('', '\u{10FFFF}')).toBe(rows)
   })
 })

@@ -1,6 +1,9 @@
+import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
+import { openNodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { startApi, type ApiHarness } from '../helpers/api-harness.js'
+import { tmpDir } from '../helpers/tmp.js'
 
 const CID_A = 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'
 
@@ -46,6 +49,24 @@ describe('health, status, stats, schema', () => {
     expect(s).toMatchObject({ records: 2, files: { count: 1, totalSize: 1000 }, redisKeys: 5, identities: null, udlUsers: null })
     expect(s.redisMemory).toBeGreaterThan(0)
     expect(typeof s.sweptAt).toBe('number')
+  })
+
+  it('/api/stats counts this node\'s own copies, not the paths of records replicated from a peer', async () => {
+    // A peer's record, with its filePath, sizeByte and mtimeNano, arrives here as any replicated write.
+    const t = tmpDir()
+    const peer = openNodeStore({ path: path.join(t.dir, 'peer.db'), nodeId: 'peer-node' })
+    try {
+      await peer.records.mint('/files/theirs.mkv', 5_000_000, 1n, { title: 'theirs' })
+      const entries: RemoteEntry[] = peer.records.changesSince(undefined, { limit: 1000 }).changes
+      await h.store.records.applyRemote(entries)
+    } finally {
+      peer.close()
+      t.cleanup()
+    }
+    await h.store.records.mint('/files/ours.mkv', 1000, 1n)
+    expect(h.store.records.countRecords()).toBe(2)
+    await waitFor(async () => (await h.app.inject({ url: '/api/stats' })).json().files !== null, { timeoutMs: 5000, what: 'the stats sweep' })
+    expect((await h.app.inject({ url: '/api/stats' })).json()).toMatchObject({ records: 2, files: { count: 1, totalSize: 1000 } })
   })
 
   it('/api/schema reflects value types from the counters, with hints', async () => {

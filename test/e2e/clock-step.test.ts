@@ -94,13 +94,16 @@ describe.skipIf(libfaketime === undefined)('a clock step on one node', () => {
         if (r.status === 200) acked.push({ node: n, cid, at: performance.now() })
         else if (n === a) refused.push({ at: performance.now(), status: r.status, body: r.body })
         else throw new Error(`a write on ${n.name} failed: ${r.status} ${JSON.stringify(r.body)}`)
-        await sleep(50)
+        await sleep(50) // pacing: a steady stream of writes (about 20 a second per node), not a wait for anything
       }
     }
     let stepAt = 0
     let correctedAt = 0
+    /** Writes acknowledged on `n` after `t` (performance.now()). */
+    const ackedOn = (n: Node, t: number): number => acked.filter(w => w.node === n && w.at > t).length
     const stepAndCorrect = async (): Promise<void> => {
-      await sleep(1_000)
+      // Writes flowing on every node before the step.
+      await waitFor(() => nodes.every(n => ackedOn(n, 0) >= 5), { timeoutMs: 10_000, what: 'five writes acknowledged on every node before the step', intervalMs: 20 })
       stepAt = performance.now()
       fs.writeFileSync(offsetFile, '+1h\n')
       let health: any
@@ -111,10 +114,14 @@ describe.skipIf(libfaketime === undefined)('a clock step on one node', () => {
       expect(health.clock).toMatchObject({ inBound: false })
       const metrics = await (await fetch(a.url + '/metrics')).text()
       expect(metrics).toMatch(/^meta_core_mesh_clock_out_of_bound 1$/m)
-      await sleep(3_000)
+      // Stepped: A refuses its writes while the others' go on.
+      await waitFor(() => refused.filter(r => r.at > stepAt).length >= 5 && nodes.every(n => n === a || ackedOn(n, stepAt + 500) >= 5), {
+        timeoutMs: 10_000, what: 'A to refuse five writes while the others acknowledge theirs', intervalMs: 20
+      })
       fs.writeFileSync(offsetFile, '+0\n')
       correctedAt = performance.now()
-      await sleep(3_000)
+      // Corrected: A writes again, and every node goes on.
+      await waitFor(() => nodes.every(n => ackedOn(n, correctedAt) >= 5), { timeoutMs: 10_000, what: 'five writes acknowledged on every node after the correction', intervalMs: 20 })
     }
     const writers = nodes.map(async (n, i) => { await writer(n, (i + 1) * 1_000_000) })
     try {

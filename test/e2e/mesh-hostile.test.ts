@@ -102,7 +102,7 @@ describe('a hostile member flooding the mesh', () => {
         const r = await fetch(`${n.url}/meta/${testCid(410_000 + k)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ [value]: 'x' }) })
         expect(r.status).toBe(200)
         acked.set(value, { at: Date.now(), from: n.name })
-        await sleep(WRITE_EVERY_MS)
+        await sleep(WRITE_EVERY_MS) // pacing: the honest write load, not a wait for anything
       }
     })
     const seenUpTo = new Map(honest.map(n => [n.name, 0]))
@@ -121,7 +121,9 @@ describe('a hostile member flooding the mesh', () => {
     }, 10)
 
     try {
-      await sleep(3_000) // warm up: connections, first syncs, caches
+      // A fixed span on purpose: the calm baseline (deliveries before the flood) needs writes made over time,
+      // and connections, first syncs and caches settle meanwhile.
+      await sleep(3_000)
       const before = honest.map(n => rssBytes(n.cli))
       const peak = [...before]
       const sample = setInterval(() => { honest.forEach((n, i) => { peak[i] = Math.max(peak[i], rssBytes(n.cli)) }) }, 250)
@@ -132,12 +134,12 @@ describe('a hostile member flooding the mesh', () => {
       try {
         for (let i = 0; i < SECONDS * FRAMES_PER_SECOND; i++) {
           const due = attackFrom + (i * 1000) / FRAMES_PER_SECOND
-          if (due > Date.now()) await sleep(due - Date.now())
+          if (due > Date.now()) await sleep(due - Date.now()) // pacing: the flood's rate
           sent += await rogue.publishAs(signer => i % 2 === 0 ? bomb(signer, 1) : junkFrame(i))
         }
         const attackTo = Date.now()
         const cpu = honest.map((n, i) => (cpuMs(n.cli) - cpuBefore[i]) / (attackTo - attackFrom) * 100)
-        await sleep(2_000)
+        await sleep(2_000) // writes go on after the flood for a while: what the attack left behind is measured too
         writing = false
         await Promise.all(writers)
         // Every write made during the attack reaches the two other nodes.

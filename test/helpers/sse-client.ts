@@ -50,6 +50,7 @@ export async function openSse (url: string, headers: Record<string, string> = {}
         if (opts.pauseFirstMs !== undefined && !paused) {
           paused = true
           res.pause()
+          // The slow reader the option asks for, not a wait: the stream is not read for that long.
           setTimeout(() => { res.resume() }, opts.pauseFirstMs)
         }
         buf += chunk

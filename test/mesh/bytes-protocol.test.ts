@@ -57,6 +57,7 @@ function stallingOpener (state: { armed: boolean }): LocalFileOpener {
     const wrapped = {
       read: async (buf: Buffer, off: number, len: number, pos: number) => {
         if (stall && pos >= 1024 * 1024) {
+          // The fault itself, not a wait: a disk read that hangs past the serving side's deadline.
           await new Promise(resolve => setTimeout(resolve, 3_000))
           return { bytesRead: 0, buffer: buf }
         }

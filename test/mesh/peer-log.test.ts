@@ -51,6 +51,23 @@ describe('PeerLog', () => {
     ])
   })
 
+  it('says what came in since the catch-up began on the caught-up line', () => {
+    const { log, lines, clock } = setup()
+    // Counters from an earlier connection are not this catch-up's.
+    log.connected('P', 'a', 'outbound')
+    log.observe([peer({ cursor: 'c', behind: false, caughtUpAt: clock.now, pagesIn: 5, bytesIn: 5_000_000 })])
+    log.disconnected('P')
+    clock.now += 1000
+    log.connected('P', 'a', 'outbound')
+    log.observe([peer({ cursor: 'c', resyncing: true, resyncs: 1, pagesIn: 5, bytesIn: 5_000_000 })])
+    clock.now += 12_000
+    log.observe([peer({ cursor: 'c', behind: false, resyncs: 1, caughtUpAt: clock.now, pagesIn: 47, bytesIn: 47_250_000 })])
+    expect(lines.filter(l => l.startsWith('caught up'))).toEqual([
+      'caught up with peer peer="P" addr="a" pages=5 mb=5 seconds=0',
+      'caught up with peer peer="P" addr="a" pages=42 mb=42.3 seconds=12'
+    ])
+  })
+
   it('keeps a flapping peer to a few lines a minute, and says how many it left out', () => {
     const { log, lines, clock } = setup()
     for (let i = 0; i < 50; i++) {

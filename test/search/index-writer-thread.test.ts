@@ -7,7 +7,7 @@
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/common/index.js'
+import { createLogger, waitFor } from '../../src/common/index.js'
 import { READERS_TAKEN, WalHold } from '../../src/kv/wal-hold.js'
 import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-client.js'
@@ -94,9 +94,7 @@ describe('index writer thread', () => {
 
     // One rebuild step over every root: one long transaction. Once the thread is in it, it is terminated.
     const job = w.run({ type: 'rebuild', after: '', n: 100_000 })
-    const until = Date.now() + 10_000
-    while (readersOut() && Date.now() < until) await new Promise(resolve => setTimeout(resolve, 1))
-    expect(readersOut()).toBe(false)
+    await waitFor(() => !readersOut(), { timeoutMs: 10_000, intervalMs: 1, what: 'the index writer inside its rebuild transaction' })
     await w.close(1)
     await expect(job).rejects.toThrow('search index writer')
     // Its slot is marked out and free again.
@@ -111,6 +109,7 @@ describe('index writer thread', () => {
     const deadline = Date.now() + 10_000
     while (!startedOver() && Date.now() < deadline) {
       await s.kv.write(tx => { for (let i = 0; i < 64; i++) tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
+      // Pacing, not a wait: writes until the condition, leaving the checkpointer's thread a moment between them.
       await new Promise(resolve => setTimeout(resolve, 2))
     }
     expect(startedOver()).toBe(true)

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { duration, peerLag } from '../../src/node/status-command.js'
-import { formatMs, formatPeerLag, type PeerLagFields } from '../../ui/src/format.js'
+import { formatMs, formatPeerConnection, formatPeerLag, type PeerLagFields } from '../../ui/src/format.js'
 
 const synced = { connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: '2026-11-30T20:00:00.000Z', lagMs: 0 }
 
@@ -35,5 +35,15 @@ describe('peer lag wording', () => {
       expect(formatMs(ms), String(ms)).toBe(duration(ms))
     }
     expect([formatMs(950), formatMs(4_200), formatMs(185_000), formatMs(7_800_000), formatMs(273_600_000)]).toEqual(['950 ms', '4.2 s', '3 min 5 s', '2 h 10 min', '3 d 4 h'])
+  })
+
+  it('says how a peer reaches the node as /api/mesh does: connected, via gossip, or disconnected and when last seen', () => {
+    const now = Date.parse('2026-12-01T12:00:00Z')
+    expect(formatPeerConnection({ connected: true, via: 'direct' }, '2026-12-01T11:00:00Z', now)).toBe('connected')
+    // A signer known only through relayed frames is not "disconnected": its changes reach us through others.
+    expect(formatPeerConnection({ connected: false, via: 'gossip' }, undefined, now)).toBe('via gossip')
+    expect(formatPeerConnection({ connected: false, via: 'direct' }, '2026-12-01T11:57:00Z', now)).toBe('disconnected, last seen 3 min ago')
+    // An older node says no `via`: taken as direct, as meta-core status takes it.
+    expect(formatPeerConnection({ connected: false }, undefined, now)).toBe('disconnected')
   })
 })

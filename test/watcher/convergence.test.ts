@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { sleep } from '../../src/common/index.js'
-import type { ScriptedEventSource } from '../../src/watcher/index.js'
+import type { ScriptedEventSource } from '../../src/watcher/testing.js'
 import { pick, prng } from '../helpers/prng.js'
 import { harnessPerTest, midhashOf } from './harness.js'
 

@@ -8,9 +8,8 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { sleep, waitFor } from '../../src/common/index.js'
-import {
-  createFsEventSource, createScriptedEventSource, isHiddenPath, type FileEventSource
-} from '../../src/watcher/index.js'
+import { createFsEventSource, isHiddenPath, type FileEventSource } from '../../src/watcher/index.js'
+import { createScriptedEventSource } from '../../src/watcher/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 import type { FsDriver, SourceKind } from './harness.js'
 

@@ -10,9 +10,10 @@ import { midhash256 } from '../../src/cid/index.js'
 import { sleep, waitFor, type Logger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import {
-  FILE_EVENTS, createFsEventSource, createScriptedEventSource, createWatcher,
-  type FileEventSource, type ScriptedEventSource, type WatcherHandle, type WatcherInit, type WatcherRuntime
+  FILE_EVENTS, createFsEventSource, createWatcher,
+  type FileEventSource, type WatcherHandle, type WatcherInit, type WatcherRuntime
 } from '../../src/watcher/index.js'
+import { createScriptedEventSource, type ScriptedEventSource } from '../../src/watcher/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { virtualRuntime, type VirtualRuntime } from './virtual-runtime.js'
 

@@ -109,3 +109,15 @@ export function readableValue (field: string, value: string): string | undefined
   return undefined
 }
 
+/**
+ * How a peer reaches this node, as `/api/mesh` and `meta-core status` say
+ * it: `connected`; `via gossip` for a signer known only through frames other
+ * peers relayed (its changes reach this node through them: nothing to
+ * connect to or catch up with); else `disconnected`, with when it was last
+ * seen when the node knows (`lastSeenAt` of its member entry).
+ */
+export function formatPeerConnection (p: Pick<MeshPeer, 'connected' | 'via'>, lastSeenAt: string | undefined, now = Date.now()): string {
+  if (p.connected) return 'connected'
+  if (p.via === 'gossip') return 'via gossip'
+  return lastSeenAt === undefined ? 'disconnected' : `disconnected, last seen ${formatAgo(lastSeenAt, now)}`
+}

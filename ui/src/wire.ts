@@ -73,6 +73,8 @@ export interface MeshPeer {
   peerId: string
   /** The name it announced (its META_CORE_NODE_NAME); null until heard, absent from an older node. */
   name?: string | null
+  /** direct: connected now or before (pulled from); gossip: known only as the signer of frames others relayed. Absent from an older node (taken as direct). */
+  via?: 'direct' | 'gossip'
   addrs: string[]
   connected: boolean
   /** Our position in its change log (null: never synced). */
@@ -99,6 +101,18 @@ export interface MeshStatus {
   meshId?: string | null
   self: { peerId: string, name?: string | null, addrs?: string[], hlc?: string }
   peers: MeshPeer[]
+  /** The members whose addresses the node knows (absent from an older node). */
+  members?: MeshMember[]
+}
+
+/** A member in GET /api/mesh: a node this one knows the addresses of, connected or not. */
+export interface MeshMember {
+  peerId: string
+  connected: boolean
+  /** When it was last connected to this node or to a peer that told us (ISO 8601). */
+  lastSeenAt: string
+  /** When it was last connected to this node (ISO 8601); null: only heard of. */
+  lastConnectedAt: string | null
 }
 
 /** A peer's entry in GET /api/mesh/digests. */

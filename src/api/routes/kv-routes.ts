@@ -4,10 +4,13 @@
  * Reads see the whole table (behind the token when one is set). Writes never
  * touch derived state directly: a `file:<rid>/<field>` key is written through
  * the record layer (so versions, aliases, counters, search rows and events
- * stay right), the store's own namespaces are refused, and anything else
- * (`btmagnet:`, `searchcov:`, `nzb:` … written by other services) is a
- * plain row. Key searches examine a bounded number of keys per request and
- * return a cursor to continue, so no request scans the whole store.
+ * stay right); a key in the namespaces clients write as plain rows (the
+ * original's other services: `btmagnet:`, `searchcov:`, `nzb:`, records'
+ * CLIENT_NAMESPACES) goes through the record layer's door for node-local
+ * rows; every other key is refused with a 400 `reserved_key` that says which
+ * keys can be written. Key searches examine a bounded number of keys per
+ * request and return a cursor to continue, so no request scans the whole
+ * store.
  */
 import type { FastifyInstance } from 'fastify'
 import { InvalidInputError } from '../../common/index.js'
@@ -19,18 +22,15 @@ import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
 import { clientFields, refuseLocationField } from '../location-fields.js'
 
 /**
- * The raw store as this browser uses it (the node passes its kv store; the
- * API imports nothing of kv). Only these routes see raw keys.
+ * The raw store as this browser reads it (the node passes its kv store; the
+ * API imports nothing of kv). Only these routes see raw keys, and only to
+ * read them: writes go through the record layer.
  */
 export interface RawKv {
   get: (k: string) => string | undefined
   keys: (lo: string, hi: string, limit?: number) => string[]
   range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
-  write: <T>(fn: (tx: { put: (k: string, v: string) => unknown, delete: (k: string) => boolean }) => T) => Promise<T>
 }
-
-/** Namespaces the store derives or owns: never written raw (a raw write would desynchronise versions, indexes or streams). */
-export const RESERVED_PREFIXES = ['cid:', 'idx:', 'ver:', 'ev:', 'evhwm:', 'evlow:', 'dup:', 'loc:', 'meta-core:', 'mesh:', 'udl:', 'search:', 'watcher:', 'watch:', 'fts']
 
 /** The 1 KiB key limit peers enforce (replication.md). */
 const MAX_KEY_BYTES = 1024
@@ -55,12 +55,6 @@ function splitFileKey (key: string): { rid: string, field: string } {
   const rid = slash < 0 ? rest : rest.slice(0, slash)
   if (slash < 0 || !isRecordId(rid)) throw new InvalidInputError('a file: key must be file:<record id>/<field>', { code: 'invalid_key' })
   return { rid, field: rest.slice(slash + 1) }
-}
-
-function checkWritable (key: string): void {
-  if (RESERVED_PREFIXES.some(p => key.startsWith(p))) {
-    throw new InvalidInputError(`keys under ${key.slice(0, key.indexOf(':') + 1) || key.slice(0, 8)} belong to the store and cannot be written directly`, { code: 'reserved_key' })
-  }
 }
 
 const valueReply = {
@@ -259,7 +253,7 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
 
   app.put<{ Body: { key: string, value: string } }>('/api/kv/value', {
     schema: {
-      summary: 'Write one key: file:<rid>/<field> goes through the record layer; the store\'s own namespaces are refused',
+      summary: 'Write one key: file:<rid>/<field> through the record layer, btmagnet:, searchcov: and nzb: keys as plain rows; any other key is refused (400 reserved_key)',
       tags: ['kv'],
       body: {
         type: 'object',
@@ -277,15 +271,14 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
       const fields = clientFields(records, rid, { [field]: value })
       if (Object.keys(fields).length > 0) await records.mergeFlat(rid, fields)
     } else {
-      checkWritable(key)
-      await kv.write(tx => { tx.put(key, value) })
+      await records.clientRows.write(tx => { tx.put(key, value) })
     }
     return { key, type: 'string', value, exists: true }
   })
 
   app.delete<{ Querystring: { key: string } }>('/api/kv/value', {
     schema: {
-      summary: 'Delete one key (file: keys through the record layer)',
+      summary: 'Delete one key (file: keys through the record layer; the same keys as PUT can be deleted)',
       tags: ['kv'],
       querystring: keyQuery,
       response: withErrors({ 200: { type: 'object', properties: { key: { type: 'string' }, deleted: { type: 'boolean' } } } })
@@ -298,8 +291,11 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
       const r = await records.deleteProperty(rid, field)
       return { key, deleted: r.deleted }
     }
-    checkWritable(key)
-    const deleted = await kv.write(tx => tx.delete(key))
+    const deleted = await records.clientRows.write(tx => {
+      const had = tx.get(key) !== undefined
+      tx.delete(key)
+      return had
+    })
     return { key, deleted }
   })
 }

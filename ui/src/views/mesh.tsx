@@ -17,7 +17,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiFailure, call, errorText } from '../api.js'
-import { formatAgo, formatCount, formatPeerLag, formatTime, shortId } from '../format.js'
+import { formatAgo, formatCount, formatPeerConnection, formatPeerLag, formatTime, shortId } from '../format.js'
 import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 import { Transfers } from './transfers.js'
@@ -119,6 +119,8 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   const { mesh, digest } = s
   const byPeer = new Map(remotes.filter(r => r.peerId !== undefined).map(r => [r.peerId!, r]))
   const connected = mesh.peers.filter(p => p.connected).length
+  const gossip = mesh.peers.filter(p => p.via === 'gossip').length
+  const seen = new Map((mesh.members ?? []).map(m => [m.peerId, m.lastSeenAt]))
   return (
     <>
       <dl class="kv">
@@ -129,7 +131,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
         <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
         <dt>Digest</dt>
         <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
-        <dt>Peers</dt><dd>{connected} connected of {mesh.peers.length} known</dd>
+        <dt>Peers</dt><dd data-testid="peer-summary">{connected} connected of {mesh.peers.length - gossip} known{gossip > 0 && `, ${gossip} heard via gossip`}</dd>
       </dl>
       {mesh.peers.length === 0
         ? <p class="muted">No peer known yet.</p>
@@ -143,7 +145,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
                 </tr>
               </thead>
               <tbody>
-                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
+                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} lastSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
               </tbody>
             </table>
           </div>
@@ -157,12 +159,15 @@ function caughtUpTitle (p: MeshPeer): string {
   return p.caughtUpAt === null ? 'never caught up with this peer' : `last caught up ${formatTime(p.caughtUpAt)}`
 }
 
-function PeerRow ({ p, own, remote, asked }: { p: MeshPeer, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+const GOSSIP_TITLE = 'known only as the signer of frames other peers relayed: its changes reach this node through them, so there is no connection to it and nothing to catch up with'
+
+function PeerRow ({ p, lastSeenAt, own, remote, asked }: { p: MeshPeer, lastSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+  const gossip = !p.connected && p.via === 'gossip'
   // The peer's digest as the node asked it over the mesh, else as this page asked the address it was given.
   const theirs = asked?.digest != null && asked.keys != null ? { digest: asked.digest, keys: asked.keys } : remote?.digest
   let digestCell
   if (theirs === undefined || own === undefined) {
-    digestCell = <span class="muted">{asked?.error ?? (p.connected ? 'not answered yet' : 'not connected: give its address below to compare')}</span>
+    digestCell = <span class="muted">{asked?.error ?? (p.connected ? 'not answered yet' : gossip ? 'not connected: its changes come through other peers' : 'not connected: give its address below to compare')}</span>
   } else if (theirs.digest === own.digest) {
     digestCell = <span class="state ok">agrees</span>
   } else {
@@ -172,8 +177,12 @@ function PeerRow ({ p, own, remote, asked }: { p: MeshPeer, own: MeshDigest | un
     <tr data-peer={p.peerId}>
       <td data-label="Name" data-testid="peer-name">{p.name ?? <span class="muted">not heard</span>}</td>
       <td data-label="Peer"><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
-      <td data-label="Connection"><span class={`state ${p.connected ? 'ok' : 'off'}`}>{p.connected ? 'connected' : 'disconnected'}</span></td>
-      <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>
+      <td data-label="Connection" data-testid="peer-connection" title={gossip ? GOSSIP_TITLE : lastSeenAt === undefined ? undefined : `last seen ${formatTime(lastSeenAt)}`}>
+        <span class={`state ${p.connected ? 'ok' : 'off'}`}>{formatPeerConnection(p, lastSeenAt)}</span>
+      </td>
+      {gossip
+        ? <td data-label="Lag" data-testid="peer-lag" title={GOSSIP_TITLE}><span class="muted">—</span></td>
+        : <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>}
       <td data-label="Frames in" class="num">{formatCount(p.framesIn)}</td>
       <td data-label="Rejected" class="num">{formatCount(p.framesRejected)}</td>
       <td data-label="Drift refusals" class="num">{formatCount(p.driftRefusals)}</td>
