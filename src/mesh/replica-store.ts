@@ -18,12 +18,12 @@
  */
 import { randomBytes } from 'node:crypto'
 import {
-  checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
+  checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RecordId, type RemoteEntry, type Replication
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
 /** What the mesh asks of the record layer: replication, and its node-local bookkeeping rows. */
-export type MeshRecords = Replication & { readonly local: LocalStore }
+export type MeshRecords = Replication & { readonly local: LocalStore, read: <T>(fn: () => T) => T }
 
 const LOG_ID_KEY = 'mesh:log-id'
 const EMPTY_LOG_HEAD = '0-0'
@@ -102,6 +102,18 @@ export class RecordReplica implements ReplicaStore {
   /** Equal on two stores exactly when they hold the same keys, values, tombstones and versions (records' `digest`). */
   digest (): StoreDigest {
     return this.records.digest()
+  }
+
+  rangeFingerprint (prefix: string): { fp: string, roots: number } {
+    return this.records.rangeFingerprint(prefix)
+  }
+
+  rangeRoots (prefix: string, limit: number): Array<{ rid: string, hash: string }> {
+    return this.records.rangeRoots(prefix, limit)
+  }
+
+  exportRoots (rids: readonly string[]): RemoteEntry[] {
+    return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
   }
 
   clock (): string {

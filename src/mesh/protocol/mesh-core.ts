@@ -25,14 +25,14 @@
  *   and logged, never thrown at the adapter.
  */
 import { silentLogger, type Logger } from '../../common/index.js'
-import { decodeMessage, entryWeight, FRAME_LIMITS, WireError } from '../messages.js'
+import { decodeMessage, encodeMessage, entryWeight, FRAME_LIMITS, WireError, type GiveMessage } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
 import { PeerSync } from './peer-sync.js'
 import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
 import { SequenceTracker } from './sequence.js'
-import { errorReply, servePull, serveSnap } from './serve.js'
+import { errorReply, servePull, serveRecon, serveRoots, serveSnap } from './serve.js'
 import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
 import { evictBeyond, touch } from './lru.js'
@@ -323,6 +323,9 @@ export class MeshCore {
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
+      else if (m.t === 'recon') reply = serveRecon(this.store, m, Math.floor(now))
+      else if (m.t === 'roots') reply = serveRoots(this.store, m, Math.floor(now))
+      else if (m.t === 'give') reply = await this.takeGiven(p, m)
       else {
         p.counters.framesRejected++
         return errorReply('bad-request', `a ${m.t} message is not a request`)
@@ -334,6 +337,23 @@ export class MeshCore {
       this.log.error('serving a pull failed', { err, peer })
       return errorReply('internal', 'internal error')
     }
+  }
+
+  /**
+   * Entries a peer's reconciliation found we lack: screened as a pulled
+   * page is (malformed and forged entries dropped, drifted ones refused:
+   * the peer's next reconciliation offers them again), applied through the
+   * queue before the reply.
+   */
+  private async takeGiven (p: PeerEntry, m: GiveMessage): Promise<Uint8Array> {
+    const screened = this.screen(m.entries, true)
+    if ('bad' in screened) return errorReply('bad-request', screened.bad)
+    p.counters.entriesDropped += screened.dropped
+    p.counters.forged += screened.forged
+    p.counters.driftRefusals += screened.drifted.length
+    await this.enqueueApply(screened.ok)
+    p.counters.reconKeysIn += screened.ok.length
+    return encodeMessage({ t: 'taken', applied: screened.ok.length })
   }
 
   // ------------------------------------------------------------ status

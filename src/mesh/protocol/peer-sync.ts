@@ -29,7 +29,7 @@
  * Every reply carries the peer's wall clock: with the request's round trip
  * it is a sample of our clock's offset to the peer (clock-guard.ts).
  */
-import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type PullMessage, type SnapMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
@@ -177,7 +177,7 @@ export class PeerSync {
   }
 
   /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
-  private async page<T extends 'changes' | 'snapshot'> (req: RequestMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+  private async page<T extends 'changes' | 'snapshot'> (req: PullMessage | SnapMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
     const a = this.ahead
     this.ahead = undefined
     // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
@@ -186,7 +186,7 @@ export class PeerSync {
   }
 
   /** Asks for a page now, to be taken by the step that needs it (page()). */
-  private askAhead (req: RequestMessage, want: 'changes' | 'snapshot'): void {
+  private askAhead (req: PullMessage | SnapMessage, want: 'changes' | 'snapshot'): void {
     if (this.stopped || !this.connected) return
     this.ahead = { at: positionOf(req), reply: this.ask(req, want) }
   }
@@ -350,7 +350,7 @@ function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorS
 }
 
 /** Where a page request starts (its log and cursor, or its range position): a page asked for ahead is taken by the request for the same place. */
-const positionOf = (req: RequestMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
+const positionOf = (req: PullMessage | SnapMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
 
 function parseState (raw: string | undefined): CursorState {
   if (raw === undefined) return { log: null, cursor: null }

@@ -135,6 +135,12 @@ export interface ReplicaStore {
   /** Subscribes to committed changes; returns the unsubscribe function. */
   onChanges: (listener: (changes: readonly RemoteEntry[]) => void) => () => void
   digest: () => StoreDigest
+  /** The fingerprint of the roots whose position starts with hex `prefix` (0–8 digits): sum of their hashes (32 hex) and their count. */
+  rangeFingerprint: (prefix: string) => { fp: string, roots: number }
+  /** The roots whose position starts with `prefix`, in position order, with their hashes (32 hex); at most `limit`. */
+  rangeRoots: (prefix: string, limit: number) => Array<{ rid: string, hash: string }>
+  /** The replicated state of these roots (root tombstone, live keys, tombstones, with versions), root after root, read in one snapshot. */
+  exportRoots: (rids: readonly string[]) => RemoteEntry[]
   /** The store's hybrid logical clock: the last value issued or observed. */
   clock: () => string
   getLocal: (key: string) => string | undefined

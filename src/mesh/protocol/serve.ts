@@ -1,12 +1,14 @@
 /**
- * Serving pulls: a peer's request for the changes after its cursor, or for
- * a page of the whole replicated range (resync). Every page is encoded and
+ * Serving pulls: a peer's request for the changes after its cursor, for
+ * a page of the whole replicated range (resync), or for a step of a
+ * reconciliation (reconcile.ts). Every page is encoded and
  * checked against the 1 MiB message limit; a page that encodes larger is
  * read again with half the budget (only pathological values get there).
  */
 import {
-  encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type SnapMessage
+  encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type ReconMessage, type RootsMessage, type SnapMessage
 } from '../messages.js'
+import { answerRecon, answerRoots, DEFAULT_RECONCILE_LIMITS } from './reconcile.js'
 import type { MeshOptions } from './options.js'
 import type { ReplicaStore } from './runtime.js'
 
@@ -49,3 +51,25 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
 }
 
 export { MAX_MESSAGE_BYTES }
+
+/**
+ * A reconciliation request (reconcile.ts): the log id and head are read
+ * before the fingerprints, in the same turn, so a peer whose ranges end
+ * equal to ours holds everything up to that head.
+ */
+export function serveRecon (store: ReplicaStore, m: ReconMessage, clock: number): Uint8Array {
+  const log = store.logId()
+  const head = store.head()
+  return fit(DEFAULT_RECONCILE_LIMITS.messageBytes, (messageBytes) => {
+    const a = answerRecon(store, m, { ...DEFAULT_RECONCILE_LIMITS, messageBytes })
+    return { t: 'recond', log, head, ranges: a.ranges, diff: a.diff, taken: a.taken, clock }
+  })
+}
+
+/** The key comparison of roots a reconciliation found to differ. */
+export function serveRoots (store: ReplicaStore, m: RootsMessage, clock: number): Uint8Array {
+  return fit(DEFAULT_RECONCILE_LIMITS.entryBytes, (entryBytes) => {
+    const a = answerRoots(store, m, { ...DEFAULT_RECONCILE_LIMITS, entryBytes })
+    return { t: 'rootsd', entries: a.entries, want: a.want, taken: a.taken, clock }
+  })
+}

@@ -29,8 +29,14 @@ export interface PeerCounters {
   bytesIn: number
   /** Pull requests that failed (timeout, stream error, refusal). */
   pullFailures: number
-  /** Full resyncs started from this peer. */
+  /** Full resyncs started from this peer (a fresh store copying the range). */
   resyncs: number
+  /** Reconciliations with this peer that found differences, and rounds of the anti-entropy check that found the ranges equal. */
+  reconciles: number
+  reconcilesEqual: number
+  /** Keys a reconciliation moved: taken from this peer, and given to it (either side's initiative). */
+  reconKeysIn: number
+  reconKeysOut: number
   /** Pages served to this peer, their bytes, and requests refused for its rate limit. */
   pagesServed: number
   bytesServed: number
@@ -92,6 +98,10 @@ export function emptyCounters (): PeerCounters {
     bytesIn: 0,
     pullFailures: 0,
     resyncs: 0,
+    reconciles: 0,
+    reconcilesEqual: 0,
+    reconKeysIn: 0,
+    reconKeysOut: 0,
     pagesServed: 0,
     bytesServed: 0,
     busyRefusals: 0
