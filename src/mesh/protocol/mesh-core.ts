@@ -292,11 +292,11 @@ export class MeshCore {
       if (all.length === 0) return
       target = all[Math.floor(this.rt.random() * all.length)]
     }
-    this.kick(target.sync)
+    this.kick(target.sync, true)
   }
 
-  private kick (sync: PeerSync): void {
-    sync.sync().catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
+  private kick (sync: PeerSync, urgent = false): void {
+    sync.sync(urgent).catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
   }
 
   // ------------------------------------------------------------ serving
@@ -368,6 +368,7 @@ export class MeshCore {
         cursor: p.sync.cursor,
         behind: p.sync.behind,
         resyncing: p.sync.connected && p.sync.resyncing,
+        reconciling: p.sync.connected && p.sync.reconciling,
         lastSyncAt: p.sync.lastSyncAt,
         caughtUpAt: p.sync.caughtUpAt,
         lagMs: p.sync.lagMs(now),

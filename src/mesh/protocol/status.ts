@@ -50,8 +50,10 @@ export interface PeerStatus extends PeerCounters {
   cursor: Cursor | null
   /** True until a pull from this peer reaches the head it reported. */
   behind: boolean
-  /** True while a full resync from this peer is under way. */
+  /** True while a full resync or a reconciliation with this peer is under way (or none has run yet). */
   resyncing: boolean
+  /** True while a reconciliation with this peer runs. */
+  reconciling: boolean
   /** When a pull from this peer last applied a page (runtime ms), or null. */
   lastSyncAt: number | null
   /** When a pull from this peer last reached the head it reported (runtime ms), or null. */
