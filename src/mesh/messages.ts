@@ -89,7 +89,7 @@ export interface GiveMessage { t: 'give', entries: RemoteEntry[] }
 /** Reply to `give`: how many of its entries took a new version. */
 export interface TakenMessage { t: 'taken', applied: number }
 export type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
-export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number }
+export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number, clock?: number }
 
 export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage |
 ReconMessage | ReconReplyMessage | RootsMessage | RootsReplyMessage | GiveMessage | TakenMessage
@@ -162,7 +162,7 @@ function body (m: Message): unknown {
     case 'rootsd': return { t: m.t, b: encodeBlock(m.entries), x: m.want, k: m.taken, w: m.clock }
     case 'give': return { t: m.t, b: encodeBlock(m.entries) }
     case 'taken': return { t: m.t, n: m.applied }
-    case 'error': return m.retryAfterMs === undefined ? { t: m.t, c: m.code, m: m.message } : { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs }
+    case 'error': return { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs, w: m.clock }
   }
 }
 
@@ -270,6 +270,7 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
       const message = str(o.m, 'message').slice(0, 500)
       const out: ErrorMessage = { t: 'error', code, message }
       if (o.r !== undefined) out.retryAfterMs = count(o.r, 'retryAfterMs')
+      if (o.w !== undefined) out.clock = count(o.w, 'clock')
       return out
     }
     default:

@@ -61,7 +61,7 @@ export class RecordReplica implements ReplicaStore {
     return this.records.changeLogHead() ?? EMPTY_LOG_HEAD
   }
 
-  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number }): ChangePage {
+  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number, notBeforeMs?: number }): ChangePage {
     const page = this.records.changesSince(cursor ?? undefined, opts)
     return { changes: page.changes, next: page.next ?? cursor, head: page.head ?? EMPTY_LOG_HEAD, gap: page.gap }
   }
@@ -114,6 +114,14 @@ export class RecordReplica implements ReplicaStore {
 
   exportRoots (rids: readonly string[]): RemoteEntry[] {
     return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
+  }
+
+  async compactTombstones (beforeMs: number): Promise<number> {
+    return (await this.records.compactTombstones(beforeMs)).tombstones
+  }
+
+  async retire (keys: readonly string[]): Promise<void> {
+    await this.records.retireKeys(keys)
   }
 
   clock (): string {

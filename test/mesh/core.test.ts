@@ -166,7 +166,9 @@ describe('serving pulls', () => {
     // Not a full copy: the keys A lacks, found by reconciliation.
     expect(peerStatus(c, 0, b.id).resyncs).toBe(resyncs)
     expect(peerStatus(c, 0, b.id).reconciles).toBe(1)
-    expect(peerStatus(c, 0, b.id).reconKeysIn).toBe(30)
+    // The 30 keys A lacked (B's own reconciliation with A, when it runs at the same time, gives them too).
+    expect(peerStatus(c, 0, b.id).reconKeysIn).toBeGreaterThanOrEqual(30)
+    expect(peerStatus(c, 0, b.id).reconKeysIn).toBeLessThanOrEqual(60)
     expect(new Set(c.digests()).size).toBe(1)
     expect(Object.keys(a.store.records.getFlat(RID)!).length).toBe(31)
   })

@@ -66,6 +66,12 @@ export interface PeerSyncDeps {
   /** `perEntry`: drop malformed entries one by one rather than refuse the lot. */
   screen: (entries: readonly RemoteEntry[], perEntry: boolean) => Screened
   apply: (entries: RemoteEntry[]) => Promise<void>
+  /** Set while this node was away past the tombstone horizon (reconcile.ts `staleBefore`). */
+  staleBefore: () => string | undefined
+  /** Deletes live keys with a fresh local version (what a node away past the horizon must not give back). */
+  retire: (keys: string[]) => Promise<void>
+  /** A round ended caught up with the peer, or reconciled with it. */
+  contact: () => void
   /** The clock sample of a reply: when its request left, and the peer's wall clock in it. */
   mark: () => SentMark
   clockSample: (peer: PeerKey, sent: SentMark, peerWall: number) => void
@@ -91,6 +97,8 @@ export class PeerSync {
   private urgent = false
   /** True while a reconciliation with this peer runs. */
   reconciling = false
+  /** A full resync from this peer is starting (its first page not yet in). */
+  private snapStarting = false
   /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
   private noRecon = false
   private cancelTimer: (() => void) | undefined
@@ -118,6 +126,11 @@ export class PeerSync {
 
   get cursor (): Cursor | null {
     return this.load().cursor
+  }
+
+  /** True while we copy this peer's whole range: its reconciliations with us wait (they would send the same entries again). */
+  get copying (): boolean {
+    return this.snapStarting || this.load().snap !== undefined
   }
 
   get resyncing (): boolean {
@@ -192,7 +205,10 @@ export class PeerSync {
         const s = this.load()
         let step: Step
         if (s.snap !== undefined) step = await this.snapStep(s)
-        else if (s.log === null) step = this.d.store.digest().keys === 0 ? await this.snapStep(s) : 'reconcile'
+        else if (s.log === null && this.d.store.digest().keys === 0) {
+          this.snapStarting = true
+          step = await this.snapStep(s)
+        } else if (s.log === null) step = 'reconcile'
         else step = await this.changesStep(s)
         if (step === 'reconcile') step = this.noRecon ? await this.startResync(this.load()) : await this.reconcileStep(this.load())
         if (step !== 'more') return
@@ -200,6 +216,7 @@ export class PeerSync {
     } finally {
       // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
       this.ahead = undefined
+      this.snapStarting = false
     }
   }
 
@@ -234,7 +251,10 @@ export class PeerSync {
     if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before }, parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
-    if (!this.behind) this.caughtUpAt = this.lastSyncAt
+    if (!this.behind) {
+      this.caughtUpAt = this.lastSyncAt
+      this.d.contact()
+    }
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
     return this.behind && reply.next !== before ? 'more' : 'done'
   }
@@ -279,6 +299,7 @@ export class PeerSync {
     if (reply?.t !== 'recond') return reply === undefined ? 'stop' : 'more'
     if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return 'more'
     this.d.counters.reconcilesEqual++
+    this.d.contact()
     if (reply.head !== null && (reply.log !== s.log || reply.head !== s.cursor)) await this.save(withParked({ log: reply.log, cursor: reply.head }, s.parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = false
@@ -298,7 +319,9 @@ export class PeerSync {
       const outcome = await reconcile(this.d.store, {
         ask: async (m) => await this.askAny(m),
         apply: async (entries) => { parked = await this.applyPage(entries, parked) },
-        alive: () => !this.stopped && this.connected
+        alive: () => !this.stopped && this.connected,
+        staleBefore: this.d.staleBefore(),
+        retire: async (keys) => { await this.d.retire(keys) }
       })
       if (outcome === undefined) {
         if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
@@ -309,6 +332,8 @@ export class PeerSync {
       else this.d.counters.reconciles++
       this.d.counters.reconKeysIn += outcome.keysIn
       this.d.counters.reconKeysOut += outcome.keysOut
+      if (outcome.retired > 0) this.d.log('dropped values older than the tombstone horizon that the peer no longer holds', { peer: this.peer, keys: outcome.retired })
+      this.d.contact()
       this.d.log('reconciled with peer', { peer: this.peer, rounds: outcome.rounds, roots: outcome.roots, keysIn: outcome.keysIn, keysOut: outcome.keysOut })
       this.lastSyncAt = this.d.rt.now()
       await this.save(withParked({ log: outcome.log, cursor: outcome.head }, parked))
@@ -343,6 +368,7 @@ export class PeerSync {
       const m = decodeMessage(bytes)
       this.d.counters.bytesIn += bytes.length
       if (m.t === 'error') {
+        if (m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
         this.d.counters.pullFailures++
         if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
         if (m.code === 'bad-request' && req.t === 'recon') this.noRecon = true

@@ -255,8 +255,13 @@ function versionsOnly (entries: readonly RemoteEntry[]): RemoteEntry[] {
   return entries.map(e => ({ key: e.key, value: null, hlc: e.hlc, origin: e.origin }))
 }
 
-/** The responder's side of the key comparison: its entries the sender lacks, and the keys it wants, for as many roots as fit. */
-export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Omit<RootsReplyMessage, 't' | 'clock'> {
+/**
+ * The responder's side of the key comparison: its entries the sender lacks,
+ * and the keys it wants, for as many roots as fit. `staleBefore` (an HLC):
+ * this node was out of contact past the tombstone horizon, so it sends none
+ * of its entries older than that which the sender lacks.
+ */
+export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS, staleBefore?: string): Omit<RootsReplyMessage, 't' | 'clock'> {
   const theirs = statesOf(m.entries)
   const byRoot = new Map<string, RemoteEntry[]>()
   for (const e of m.entries) {
@@ -273,7 +278,7 @@ export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: Recon
     if (taken > 0 && bytes >= limits.entryBytes) break
     const mine = store.exportRoots([rid])
     const state = statesOf(mine).get(rid)
-    const send = mine.filter(e => !covered(e, theirs.get(rid)))
+    const send = mine.filter(e => !covered(e, theirs.get(rid)) && (staleBefore === undefined || e.hlc >= staleBefore))
     const add = send.reduce((n, e) => n + entryWeight(e), 0)
     if (taken > 0 && bytes + add > 2 * limits.entryBytes) break
     entries.push(...send)
@@ -293,6 +298,15 @@ export interface ReconcileIo {
   apply: (entries: RemoteEntry[]) => Promise<void>
   /** False once the reconciliation should stop (disconnected, stopped). */
   alive: () => boolean
+  /**
+   * Set when this node was out of contact with every peer for longer than
+   * the tombstone horizon: entries older than this HLC that the peer lacks
+   * are not given; their live keys are retired here instead (deleted with a
+   * fresh version), since the peer may have deleted them and compacted the
+   * tombstones meanwhile.
+   */
+  staleBefore?: string
+  retire?: (keys: string[]) => Promise<void>
 }
 
 export interface ReconcileOutcome {
@@ -306,6 +320,8 @@ export interface ReconcileOutcome {
   roots: number
   keysIn: number
   keysOut: number
+  /** Live keys older than the horizon the peer lacked, deleted here (only for a node that was away past the horizon). */
+  retired: number
 }
 
 /**
@@ -318,15 +334,18 @@ export interface ReconcileOutcome {
 export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
   const walk = new RangeWalk(store, limits)
   let first: { log: string, head: string | null } | undefined
-  const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0 }
+  const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0, retired: 0 }
   for (;;) {
     if (!io.alive()) return undefined
     const m = walk.next()
     if (m !== undefined) {
       const reply = await io.ask(m)
       if (reply?.t !== 'recond') return undefined
-      if (first === undefined) first = { log: reply.log, head: reply.head }
-      else if (reply.log !== first.log) return undefined
+      if (first === undefined) {
+        first = { log: reply.log, head: reply.head }
+        // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
+        if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
+      } else if (reply.log !== first.log) return undefined
       walk.take(reply)
       if (walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
     }
@@ -338,8 +357,14 @@ export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: R
   }
 }
 
+/** The first reply says the responder holds no root: it split the whole range into 16 empty ones, or listed none. */
+function peerHoldsNothing (reply: ReconReplyMessage): boolean {
+  if (reply.ranges.length === 0 || reply.diff.length > 0) return false
+  return reply.ranges.every(r => 'fp' in r ? r.n === 0 : r.items.length === 0)
+}
+
 /** Compares the keys of `rids` with the peer's and moves what either lacks; false when a request failed. */
-async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number }): Promise<boolean> {
+async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number, retired: number }): Promise<boolean> {
   let rest = rids
   while (rest.length > 0) {
     if (!io.alive()) return false
@@ -370,10 +395,18 @@ async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], l
 }
 
 /** Gives the peer our current entries of `keys` (a key we no longer hold at all is skipped), in messages of about `entryBytes`. */
-async function give (store: ReplicaStore, io: ReconcileIo, keys: readonly string[], limits: ReconcileLimits, out: { keysOut: number }): Promise<boolean> {
+async function give (store: ReplicaStore, io: ReconcileIo, keys: readonly string[], limits: ReconcileLimits, out: { keysOut: number, retired: number }): Promise<boolean> {
   const wanted = new Set(keys)
   const rids = [...new Set(keys.map(ridOf))]
-  const entries = store.exportRoots(rids).filter(e => wanted.has(e.key))
+  let entries = store.exportRoots(rids).filter(e => wanted.has(e.key))
+  const stale = io.staleBefore
+  if (stale !== undefined) {
+    const old = entries.filter(e => e.hlc < stale)
+    entries = entries.filter(e => e.hlc >= stale)
+    const live = old.filter(e => e.value !== null && e.key.indexOf('/', 5) > 0).map(e => e.key)
+    if (live.length > 0) await io.retire?.(live)
+    out.retired += live.length
+  }
   for (let i = 0; i < entries.length;) {
     let j = i
     let bytes = 0
