@@ -128,8 +128,10 @@ export function changesSince (kv: KvStore, cursor: string | undefined, opts: Pag
     let after = cursor === undefined ? undefined : parseEventId(cursor)
     let next = cursor === undefined ? undefined : (cursor as EventId)
     const from = after ?? ZERO
+    // Past the horizon a change after the cursor may name a key whose tombstone was compacted since (it would
+    // be answered as nothing): unless nothing changed after the cursor, the reader reconciles.
     const lost = (low !== undefined && compareEventIds(from, parseEventId(low)) < 0) ||
-      (after !== undefined && opts.notBeforeMs !== undefined && after.ms < opts.notBeforeMs)
+      (after !== undefined && opts.notBeforeMs !== undefined && after.ms < opts.notBeforeMs && head !== undefined && compareEventIds(after, parseEventId(head)) < 0)
     const neverIssued = compareEventIds(from, head === undefined ? ZERO : parseEventId(head)) > 0
     if (lost || neverIssued) return { changes: [], next, head, gap: true }
     const current = new CurrentState(kv)

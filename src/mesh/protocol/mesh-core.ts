@@ -369,8 +369,21 @@ export class MeshCore {
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
       // While we copy this peer's whole range, its reconciliation would send us the same entries again: later.
       else if (m.t === 'recon' && p.sync.copying) return errorReply('busy', 'copying your range', 5_000, Math.floor(now))
-      else if (m.t === 'recon') reply = serveRecon(this.store, m, Math.floor(now))
-      else if (m.t === 'roots') reply = serveRoots(this.store, m, Math.floor(now), this.staleBefore())
+      else if (m.t === 'recon') {
+        // Two peers reconciling with each other at once would move the keys each lacks twice. A lone top
+        // range (a check, or a first step) is always answered; past it, the peer with the smaller id goes
+        // on: the other's next step is refused busy, or its reconciliation stops when the smaller's arrives.
+        const descending = m.ranges.length !== 1 || m.ranges[0].p !== ''
+        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        if (descending) p.sync.yieldReconciliation()
+        reply = serveRecon(this.store, m, Math.floor(now))
+      }
+      else if (m.t === 'roots') {
+        // The key comparison is a reconciliation under way too: the same rule as for its descending ranges.
+        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        p.sync.yieldReconciliation()
+        reply = serveRoots(this.store, m, Math.floor(now), this.staleBefore())
+      }
       else if (m.t === 'give') reply = await this.takeGiven(p, m)
       else {
         p.counters.framesRejected++

@@ -97,6 +97,8 @@ export class PeerSync {
   private urgent = false
   /** True while a reconciliation with this peer runs. */
   reconciling = false
+  /** The peer's own reconciliation with us runs and moves keys both ways: ours stops (the next round checks again). */
+  private yielded = false
   /** A full resync from this peer is starting (its first page not yet in). */
   private snapStarting = false
   /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
@@ -131,6 +133,11 @@ export class PeerSync {
   /** True while we copy this peer's whole range: its reconciliations with us wait (they would send the same entries again). */
   get copying (): boolean {
     return this.snapStarting || this.load().snap !== undefined
+  }
+
+  /** The peer is reconciling with us while we reconcile with it: ours gives way to theirs. */
+  yieldReconciliation (): void {
+    if (this.reconciling) this.yielded = true
   }
 
   get resyncing (): boolean {
@@ -200,6 +207,7 @@ export class PeerSync {
       this.urgent = false
       const first = this.load()
       if (!urgent && !this.noRecon && first.snap === undefined && first.log !== null && await this.checkStep(first) !== 'more') return
+      let reconciled = false
       for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
         if (this.stopped || !this.connected) return
         const s = this.load()
@@ -210,7 +218,12 @@ export class PeerSync {
           step = await this.snapStep(s)
         } else if (s.log === null) step = 'reconcile'
         else step = await this.changesStep(s)
-        if (step === 'reconcile') step = this.noRecon ? await this.startResync(this.load()) : await this.reconcileStep(this.load())
+        if (step === 'reconcile') {
+          // Once a round: a gap right after a reconciliation (the peer trimmed its log again meanwhile) waits for the next round.
+          if (reconciled) return
+          reconciled = true
+          step = this.noRecon ? await this.startResync(this.load()) : await this.reconcileStep(this.load())
+        }
         if (step !== 'more') return
       }
     } finally {
@@ -314,12 +327,13 @@ export class PeerSync {
    */
   private async reconcileStep (s: CursorState): Promise<Step> {
     this.reconciling = true
+    this.yielded = false
     let parked = s.parked
     try {
       const outcome = await reconcile(this.d.store, {
         ask: async (m) => await this.askAny(m),
         apply: async (entries) => { parked = await this.applyPage(entries, parked) },
-        alive: () => !this.stopped && this.connected,
+        alive: () => !this.stopped && this.connected && !this.yielded,
         staleBefore: this.d.staleBefore(),
         retire: async (keys) => { await this.d.retire(keys) }
       })
