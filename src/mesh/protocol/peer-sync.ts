@@ -140,9 +140,10 @@ export class PeerSync {
     if (this.reconciling) this.yielded = true
   }
 
+  /** A full resync from this peer is under way, or will be at the next round (never synced, and our store holds nothing). */
   get resyncing (): boolean {
     const s = this.load()
-    return s.snap !== undefined || s.log === null || this.reconciling
+    return this.copying || (s.log === null && this.d.store.digest().keys === 0)
   }
 
   /**

@@ -50,7 +50,7 @@ export interface PeerStatus extends PeerCounters {
   cursor: Cursor | null
   /** True until a pull from this peer reaches the head it reported. */
   behind: boolean
-  /** True while a full resync or a reconciliation with this peer is under way (or none has run yet). */
+  /** True while a full resync from this peer is under way (or will start: never synced, and our store holds nothing). */
   resyncing: boolean
   /** True while a reconciliation with this peer runs. */
   reconciling: boolean
