@@ -8,10 +8,11 @@
  * and version; a key whose own version was dropped under a root tombstone is
  * answered by that root tombstone (`file:<rid>`).
  *
- * Gap: retention removed entries after the cursor, or the cursor is ahead of
- * the head (this log never issued it). Tombstones are not compacted yet, so
- * there is no tombstone horizon; when compaction comes, a cursor older than
- * the horizon must answer `gap` here too.
+ * Gap: retention removed entries after the cursor, the cursor is ahead of
+ * the head (this log never issued it), or it is older than the tombstone
+ * horizon the core passes (`notBeforeMs`) with changes after it.
+ * Reconciliation reads the range fingerprints (`rangeFingerprint`,
+ * `rangeRoots`) and whole roots (`exportRoots`).
  *
  * Node-local bookkeeping lives under `mesh:` (never replicated, refused by
  * the raw kv routes).
