@@ -60,11 +60,45 @@ export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number
 export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean, clock?: number }
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
 export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number }
+/**
+ * A range of a reconciliation (reconcile.ts): the roots whose position
+ * starts with hex prefix `p` (0 to 8 digits), given either by their
+ * fingerprint (`fp`, 32 hex, and `n` roots) or by the list of their roots
+ * (`items`: record id and the first 16 hex of its hash, in position order).
+ */
+export type ReconRange = { p: string, fp: string, n: number } | { p: string, items: Array<[string, string]> }
+/** Reconciliation request: the sender's ranges, answered in order (see reconcile.ts). */
+export interface ReconMessage { t: 'recon', ranges: ReconRange[] }
+/**
+ * Reconciliation reply: the responder's ranges for those that differ (split
+ * into sub-ranges, or listed), `diff` the roots found to differ in ranges the
+ * request listed, `taken` how many of the request's ranges it answered (the
+ * rest are to be sent again), and the responder's log id and head read
+ * before its fingerprints (the cursor once reconciled).
+ */
+export interface ReconReplyMessage { t: 'recond', log: string, head: string | null, ranges: ReconRange[], diff: string[], taken: number, clock?: number }
+/**
+ * Key-level comparison of roots known to differ: `rids`, and the sender's
+ * versions of their keys (`entries`, values left out: every value is null).
+ */
+export interface RootsMessage { t: 'roots', rids: string[], entries: RemoteEntry[] }
+/** Its reply: the responder's entries the sender's versions do not cover, the keys it wants (the sender's are newer), and how many of `rids` it answered. */
+export interface RootsReplyMessage { t: 'rootsd', entries: RemoteEntry[], want: string[], taken: number, clock?: number }
+/** Entries a reconciliation found the peer lacks (the keys its `rootsd` reply wanted). */
+export interface GiveMessage { t: 'give', entries: RemoteEntry[] }
+/** Reply to `give`: how many of its entries took a new version. */
+export interface TakenMessage { t: 'taken', applied: number }
 export type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
-export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number }
+export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number, clock?: number }
 
-export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage
-export type RequestMessage = PullMessage | SnapMessage
+export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage |
+ReconMessage | ReconReplyMessage | RootsMessage | RootsReplyMessage | GiveMessage | TakenMessage
+export type RequestMessage = PullMessage | SnapMessage | ReconMessage | RootsMessage | GiveMessage
+
+/** Most ranges one reconciliation message carries. */
+export const MAX_RECON_RANGES = 8192
+/** Most roots one reconciliation message lists (in its ranges and its diff together), and most roots a `roots` request names. */
+export const MAX_RECON_ROOTS = 50_000
 
 const ERROR_CODES: readonly ErrorCode[] = ['busy', 'blocked', 'bad-request', 'internal']
 
@@ -121,7 +155,13 @@ function body (m: Message): unknown {
     case 'snap': return { t: m.t, a: m.after, m: m.maxBytes }
     case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap, w: m.clock }
     case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock }
-    case 'error': return m.retryAfterMs === undefined ? { t: m.t, c: m.code, m: m.message } : { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs }
+    case 'recon': return { t: m.t, r: m.ranges.map(rangeBody) }
+    case 'recond': return { t: m.t, l: m.log, h: m.head, r: m.ranges.map(rangeBody), d: m.diff, k: m.taken, w: m.clock }
+    case 'roots': return { t: m.t, i: m.rids, b: encodeBlock(m.entries) }
+    case 'rootsd': return { t: m.t, b: encodeBlock(m.entries), x: m.want, k: m.taken, w: m.clock }
+    case 'give': return { t: m.t, b: encodeBlock(m.entries) }
+    case 'taken': return { t: m.t, n: m.applied }
+    case 'error': return { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs, w: m.clock }
   }
 }
 
@@ -144,6 +184,10 @@ export function encodeSized (m: Message): { bytes: Uint8Array, bodyBytes: number
   out[1] = flags
   out.set(payload, 2)
   return { bytes: out, bodyBytes: json.length }
+}
+
+function rangeBody (r: ReconRange): unknown {
+  return 'fp' in r ? [r.p, r.fp, r.n] : [r.p, r.items]
 }
 
 // ------------------------------------------------------------------ decode
@@ -197,12 +241,35 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
       return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }, o.w)
     case 'snapshot':
       return withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
+    case 'recon':
+      return { t: 'recon', ranges: decodeRanges(o.r, { roots: 0 }) }
+    case 'recond': {
+      const budget = { roots: 0 }
+      const ranges = decodeRanges(o.r, budget)
+      const diff = rids(o.d, 'diff', MAX_RECON_ROOTS - budget.roots)
+      return withClock({ t: 'recond', log: token(o.l, 'log'), head: optToken(o.h, 'head'), ranges, diff, taken: count(o.k, 'taken') }, o.w)
+    }
+    case 'roots':
+      return { t: 'roots', rids: rids(o.i, 'rids', MAX_RECON_ROOTS), entries: decodeBlock(o.b, limits.maxEntries) }
+    case 'rootsd': {
+      if (!Array.isArray(o.x) || o.x.length > limits.maxEntries) throw new WireError('bad wanted keys')
+      const want = o.x.map((k: unknown) => {
+        if (typeof k !== 'string' || !k.startsWith('file:') || k.length > MAX_REMOTE_KEY_BYTES) throw new WireError('bad wanted key')
+        return k
+      })
+      return withClock({ t: 'rootsd', entries: decodeBlock(o.b, limits.maxEntries), want, taken: count(o.k, 'taken') }, o.w)
+    }
+    case 'give':
+      return { t: 'give', entries: decodeBlock(o.b, limits.maxEntries) }
+    case 'taken':
+      return { t: 'taken', applied: count(o.n, 'applied') }
     case 'error': {
       const code = str(o.c, 'code') as ErrorCode
       if (!ERROR_CODES.includes(code)) throw new WireError('unknown error code')
       const message = str(o.m, 'message').slice(0, 500)
       const out: ErrorMessage = { t: 'error', code, message }
       if (o.r !== undefined) out.retryAfterMs = count(o.r, 'retryAfterMs')
+      if (o.w !== undefined) out.clock = count(o.w, 'clock')
       return out
     }
     default:
@@ -210,8 +277,45 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
   }
 }
 
+const PREFIX_RE = /^[0-9a-f]{0,8}$/
+const FP_RE = /^[0-9a-f]{32}$/
+const ITEM_HASH_RE = /^[0-9a-f]{16}$/
+/** Root ids are 26 characters; anything much longer is not one (the store checks the grammar of what it applies). */
+const MAX_RID_LENGTH = 64
+
+function rid (x: unknown): string {
+  if (typeof x !== 'string' || x.length === 0 || x.length > MAX_RID_LENGTH || x.includes('/')) throw new WireError('bad root id')
+  return x
+}
+
+function rids (x: unknown, what: string, max: number): string[] {
+  if (!Array.isArray(x) || x.length > max) throw new WireError(`bad ${what}`)
+  return x.map(rid)
+}
+
+/** A reconciliation's ranges; `budget.roots` counts the roots they list (at most MAX_RECON_ROOTS). */
+function decodeRanges (x: unknown, budget: { roots: number }): ReconRange[] {
+  if (!Array.isArray(x) || x.length > MAX_RECON_RANGES) throw new WireError('bad ranges')
+  return x.map((r: unknown): ReconRange => {
+    if (!Array.isArray(r) || typeof r[0] !== 'string' || !PREFIX_RE.test(r[0])) throw new WireError('bad range')
+    const p = r[0]
+    if (r.length === 3 && typeof r[1] === 'string') {
+      if (!FP_RE.test(r[1])) throw new WireError('bad fingerprint')
+      return { p, fp: r[1], n: count(r[2], 'range count') }
+    }
+    if (r.length !== 2 || !Array.isArray(r[1])) throw new WireError('bad range')
+    budget.roots += r[1].length
+    if (budget.roots > MAX_RECON_ROOTS) throw new WireError(`more than ${MAX_RECON_ROOTS} roots`)
+    const items = (r[1] as unknown[]).map((it): [string, string] => {
+      if (!Array.isArray(it) || it.length !== 2 || typeof it[1] !== 'string' || !ITEM_HASH_RE.test(it[1])) throw new WireError('bad range item')
+      return [rid(it[0]), it[1]]
+    })
+    return { p, items }
+  })
+}
+
 /** A reply's `w`: the serving peer's wall clock in ms, which peers measure their clock offset with (absent from older peers). */
-function withClock<T extends ChangesMessage | SnapshotMessage> (m: T, w: unknown): T {
+function withClock<T extends ChangesMessage | SnapshotMessage | ReconReplyMessage | RootsReplyMessage> (m: T, w: unknown): T {
   if (w !== undefined) m.clock = count(w, 'clock')
   return m
 }

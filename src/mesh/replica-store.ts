@@ -8,22 +8,23 @@
  * and version; a key whose own version was dropped under a root tombstone is
  * answered by that root tombstone (`file:<rid>`).
  *
- * Gap: retention removed entries after the cursor, or the cursor is ahead of
- * the head (this log never issued it). Tombstones are not compacted yet, so
- * there is no tombstone horizon; when compaction comes, a cursor older than
- * the horizon must answer `gap` here too.
+ * Gap: retention removed entries after the cursor, the cursor is ahead of
+ * the head (this log never issued it), or it is older than the tombstone
+ * horizon the core passes (`notBeforeMs`) with changes after it.
+ * Reconciliation reads the range fingerprints (`rangeFingerprint`,
+ * `rangeRoots`) and whole roots (`exportRoots`).
  *
  * Node-local bookkeeping lives under `mesh:` (never replicated, refused by
  * the raw kv routes).
  */
 import { randomBytes } from 'node:crypto'
 import {
-  checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RemoteEntry, type Replication
+  checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RecordId, type RemoteEntry, type Replication
 } from '../records/index.js'
 import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
 /** What the mesh asks of the record layer: replication, and its node-local bookkeeping rows. */
-export type MeshRecords = Replication & { readonly local: LocalStore }
+export type MeshRecords = Replication & { readonly local: LocalStore, read: <T>(fn: () => T) => T }
 
 const LOG_ID_KEY = 'mesh:log-id'
 const EMPTY_LOG_HEAD = '0-0'
@@ -61,7 +62,7 @@ export class RecordReplica implements ReplicaStore {
     return this.records.changeLogHead() ?? EMPTY_LOG_HEAD
   }
 
-  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number }): ChangePage {
+  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number, notBeforeMs?: number }): ChangePage {
     const page = this.records.changesSince(cursor ?? undefined, opts)
     return { changes: page.changes, next: page.next ?? cursor, head: page.head ?? EMPTY_LOG_HEAD, gap: page.gap }
   }
@@ -102,6 +103,26 @@ export class RecordReplica implements ReplicaStore {
   /** Equal on two stores exactly when they hold the same keys, values, tombstones and versions (records' `digest`). */
   digest (): StoreDigest {
     return this.records.digest()
+  }
+
+  rangeFingerprint (prefix: string): { fp: string, roots: number } {
+    return this.records.rangeFingerprint(prefix)
+  }
+
+  rangeRoots (prefix: string, limit: number): Array<{ rid: string, hash: string }> {
+    return this.records.rangeRoots(prefix, limit)
+  }
+
+  exportRoots (rids: readonly string[]): RemoteEntry[] {
+    return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
+  }
+
+  async compactTombstones (beforeMs: number): Promise<number> {
+    return (await this.records.compactTombstones(beforeMs)).tombstones
+  }
+
+  async retire (keys: readonly string[]): Promise<void> {
+    await this.records.retireKeys(keys)
   }
 
   clock (): string {

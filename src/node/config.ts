@@ -35,6 +35,8 @@ export interface NodeConfig {
   targetPeers: number
   antiEntropyMs: number
   maxClockDriftMs: number
+  /** The tombstone horizon: tombstones older than this are compacted (docs/mesh.md). */
+  tombstoneRetentionMs: number
   /** File bytes sent to one peer per second (the byte protocol's per-peer rate). */
   peerBytesPerSecond: number
   /** File transfers one peer may run from this node at once; beyond it the peer is answered busy. */
@@ -82,6 +84,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'targetPeers', env: 'META_CORE_TARGET_PEERS', flag: 'target-peers', kind: { type: 'int', min: 0, max: 100 }, def: '8', help: 'connections the mesh keeps, dialing members it learned from its peers (kept across restarts) at random; 0 dials only META_CORE_BOOTSTRAP' },
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
+  { key: 'tombstoneRetentionMs', env: 'META_CORE_TOMBSTONE_RETENTION_MS', flag: 'tombstone-retention-ms', kind: { type: 'int', min: 60_000, max: 2 ** 42 }, def: '2592000000', help: 'tombstones older than this are compacted; a node out of contact with its peers for longer drops, rather than brings back, values they no longer hold, in ms (default 30 days)' },
   { key: 'peerBytesPerSecond', env: 'META_CORE_PEER_BYTES_PER_SECOND', flag: 'peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '536870912', help: 'file bytes sent to one peer per second at most (peers playing this node\'s files)' },
   { key: 'peerMaxTransfers', env: 'META_CORE_PEER_MAX_TRANSFERS', flag: 'peer-max-transfers', kind: { type: 'int', min: 1, max: 1024 }, def: '8', help: 'file transfers one peer may run from this node at once; beyond it the peer is told busy' },
   { key: 'cachePath', env: 'META_CORE_CACHE_PATH', flag: 'cache-path', kind: { type: 'optpath' }, def: undefined, help: 'folder where files fetched whole from peers are kept to serve again (unset: no cache)' },

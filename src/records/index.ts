@@ -51,6 +51,7 @@ export type {
   RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, LocalCopy, FileTuple
 } from './types.js'
 export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
+export type { RangeFingerprint, RootHash } from './fingerprints.js'
 export type { RemoteEntry } from './remote-entry.js'
 export { META_EVENTS, presentChange, decodeChange } from './change-log.js'
 export type { ChangeOp, ChangeLogEntry, CommittedChange, ChangeListener } from './change-log.js'

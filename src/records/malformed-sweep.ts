@@ -23,6 +23,7 @@ import type { Logger } from '../common/index.js'
 import { prefixEnd, type KvStore } from '../kv/index.js'
 import { COUNT_READY, FILE, ROOTS, VER } from './layout.js'
 import { VersionMap } from './versions.js'
+import { Fingerprints } from './fingerprints.js'
 
 const UTF8_SWEPT_KEY = 'meta-core:utf8-swept'
 
@@ -90,6 +91,8 @@ export function sweepMalformedRows (kv: KvStore, log: Logger): MalformedSweepRep
     }
     // The record counter is rebuilt from the root index when the record layer opens.
     if (report.emptiedRecords > 0) tx.delete(COUNT_READY)
+    // Version maps rewritten here, outside the mutation path: the range fingerprints are rebuilt at open.
+    if (touched.size > 0) Fingerprints.invalidate(tx)
     tx.put(UTF8_SWEPT_KEY, '1') // not a time: two stores given the same inputs must write the same bytes
   })
   const seconds = Math.round((performance.now() - t0) / 100) / 10

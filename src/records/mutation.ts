@@ -25,6 +25,7 @@ import { isRecord } from './record-liveness.js'
 import { mirrorLocation } from './local-location.js'
 import { Groups } from './groups.js'
 import type { RecordId } from './record-id.js'
+import type { Fingerprints } from './fingerprints.js'
 
 /**
  * Derived structures told of every record change inside the write
@@ -80,7 +81,7 @@ export class Mutator {
 
   private readonly groups: Groups
 
-  constructor (indexers: readonly RecordIndexer[], private readonly changeLog: ChangeLog) {
+  constructor (indexers: readonly RecordIndexer[], private readonly changeLog: ChangeLog, private readonly fingerprints?: Fingerprints) {
     this.indexers = [...indexers]
     this.groups = new Groups(this.indexers)
   }
@@ -200,7 +201,11 @@ export class Mutator {
       if (p[1] !== p[2]) log.set(p[0], p[1], p[3])
     }
     this.changeLog.append(tx, log)
-    if (touched > 0) puts.push([verKey, vm.serialize(), verRaw]) // the old value is known: no read before the write
+    if (touched > 0) {
+      const ser = vm.serialize()
+      puts.push([verKey, ser, verRaw]) // the old value is known: no read before the write
+      this.fingerprints?.update(tx, rid, vm, ser, cur)
+    }
 
     if (opts.remote !== true) mirrorLocation(tx, rid, changes, false)
     const live = isRecord(cur, vm)
@@ -297,7 +302,15 @@ export class Mutator {
       tx.addCounter(schemaCounterKey(fields[i], value), 1)
     }
     this.changeLog.append(tx, log)
-    if (touched > 0) puts.push([VER + rid, vm.serialize(), undefined])
+    if (touched > 0) {
+      const ser = vm.serialize()
+      puts.push([VER + rid, ser, undefined])
+      if (this.fingerprints !== undefined) {
+        const live = new Map<string, string>()
+        for (let i = 0; i < fields.length; i++) live.set(fields[i], puts[i][1])
+        this.fingerprints.update(tx, rid, vm, ser, live)
+      }
+    }
     if (!live) {
       tx.putMany(puts)
       return { changed: fields.length, touched, live }

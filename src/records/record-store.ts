@@ -9,11 +9,14 @@ import { silentLogger } from '../common/index.js'
 import { prefixEnd, type EventId, type KvStore, type Tx } from '../kv/index.js'
 import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
-  changedRootsSince, changesSince, exportRange, readChangeLog, ReplicaDigester, rootEntries, type ChangePage, type ExportPage, type PageOptions
+  changedRootsSince, changesSince, exportRange, readChangeLog, rootEntries, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
 import { eventStreams } from './events.js'
 import { CLIENT_NAMESPACES, LAYER_NAMESPACES, localStore } from './local-store.js'
 import { readStoreIdentity, writeStoreIdentity, type StoreIdentity } from './store-identity.js'
+import { Fingerprints, type RangeFingerprint, type RootHash } from './fingerprints.js'
+import { compactTombstones, retireKeys, type CompactionResult } from './tombstones.js'
+import { createHash } from 'node:crypto'
 import type {
   EventStreams, FieldVersion, LibraryPage, LocalStore, Records, ReplicaDigest, SchemaCounter
 } from './surface.js'
@@ -68,7 +71,7 @@ export class RecordStore implements Records {
   private readonly writer: LocalWriter
   private readonly files: FileOps
   private readonly remote: RemoteApplier
-  private readonly digester: ReplicaDigester
+  private readonly fingerprints: Fingerprints
 
   constructor (kv: KvStore, opts: RecordStoreOptions) {
     if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
@@ -83,7 +86,8 @@ export class RecordStore implements Records {
       mintId = (ms) => minter.next(ms)
     }
     this.changeLog = new ChangeLog(kv, log)
-    const mutator = new Mutator(opts.indexers ?? [], this.changeLog)
+    this.fingerprints = new Fingerprints(kv, log)
+    const mutator = new Mutator(opts.indexers ?? [], this.changeLog, this.fingerprints)
     const write = async <T>(fn: (tx: Tx) => T): Promise<T> => {
       // Waits while an indexer is at its backlog bound; re-checked, since others may have filled it meanwhile.
       for (let w = mutator.whenWritable(); w !== undefined; w = mutator.whenWritable()) await w
@@ -94,11 +98,11 @@ export class RecordStore implements Records {
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
-    this.digester = new ReplicaDigester(kv)
     this.events = eventStreams(kv)
     this.local = localStore(kv, this.reads, LAYER_NAMESPACES)
     this.clientRows = localStore(kv, this.reads, CLIENT_NAMESPACES)
     if (kv.get(COUNT_READY) === undefined) this.rebuildCounters()
+    this.fingerprints.open()
     this.ensureHoldersIndex(log)
   }
 
@@ -206,7 +210,25 @@ export class RecordStore implements Records {
   changeLogHead (): EventId | undefined { return this.kv.streamHead(META_EVENTS) }
   changedRootsSince (after: EventId, limit: number): Set<RecordId> | undefined { return changedRootsSince(this.kv, after, limit) }
   clock (): string { return this.hlc.last() }
-  digest (): ReplicaDigest { return this.digester.digest() }
+  /**
+   * SHA-256 of the whole range's fingerprint (the sum of every root's hash,
+   * the count of roots and of versioned keys): a read of the fingerprint
+   * tree, never a scan (fingerprints.ts).
+   */
+  digest (): ReplicaDigest {
+    const t = this.fingerprints.total()
+    return { digest: createHash('sha256').update(`meta-core range ${t.fp} ${t.roots} ${t.keys}`).digest('hex'), keys: t.keys }
+  }
+
+  /** The fingerprint of the roots whose position starts with `prefix` (0–8 hex digits; fingerprints.ts). */
+  rangeFingerprint (prefix: string): RangeFingerprint { return this.fingerprints.range(prefix) }
+  /** The roots whose position starts with `prefix`, with their hashes, in position order (at most `limit`). */
+  rangeRoots (prefix: string, limit?: number): RootHash[] { return this.fingerprints.items(prefix, limit) }
+
+  /** Drops field and root tombstones whose clock is older than `beforeMs` (tombstones.ts). */
+  async compactTombstones (beforeMs: number): Promise<CompactionResult> { return await compactTombstones(this.ctx, this.fingerprints, beforeMs) }
+  /** Deletes these live keys with a fresh local version (tombstones.ts): values a node away past the horizon must not bring back. */
+  async retireKeys (keys: readonly string[]): Promise<number> { return await retireKeys(this.ctx, keys) }
 
   /** Change-log rows after `after` as stored (id, set/del, key, version), for tests and tools. */
   readChangeLog (after: string | undefined, limit: number): ChangeLogEntry[] { return readChangeLog(this.kv, after, limit) }

@@ -19,6 +19,7 @@ import type { ChangeListener } from './change-log.js'
 import type { ClockGate } from './clock-gate.js'
 import type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 import type { Nested } from './flatten.js'
+import type { RangeFingerprint, RootHash } from './fingerprints.js'
 import type { RecordIndexer } from './mutation.js'
 import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
@@ -131,7 +132,7 @@ export interface FileRecords {
   iterateDuplicates: () => IterableIterator<[RecordId, string]>
 }
 
-/** A SHA-256 over the replicated rows (values and versions): equal on two stores exactly when they hold the same records. */
+/** A SHA-256 of the whole range's fingerprint (every root's hash over its values and versions: fingerprints.ts): equal on two stores exactly when they hold the same records. */
 export interface ReplicaDigest {
   digest: string
   /** Replicated keys counted (live, tombstones, root tombstones). */
@@ -157,6 +158,16 @@ export interface Replication {
   /** Installs (or with undefined removes) the check every local version must pass: the mesh's clock bound (clock-gate.ts). */
   setClockGate: (gate: ClockGate | undefined) => void
   digest: () => ReplicaDigest
+  /** The fingerprint of the roots whose position starts with `prefix` (0–8 hex digits): the mesh's set reconciliation. */
+  rangeFingerprint: (prefix: string) => RangeFingerprint
+  /** The roots whose position starts with `prefix`, with their hashes, in position order (at most `limit`). */
+  rangeRoots: (prefix: string, limit?: number) => RootHash[]
+  /** The replicated state of one root: its root tombstone, live keys and tombstones, with versions. */
+  exportRoot: (rid: RecordId) => RemoteEntry[]
+  /** Drops field and root tombstones whose clock is older than `beforeMs` (the tombstone horizon). */
+  compactTombstones: (beforeMs: number) => Promise<{ roots: number, tombstones: number }>
+  /** Deletes these live keys with a fresh local version. */
+  retireKeys: (keys: readonly string[]) => Promise<number>
 }
 
 /** A stream entry as clients see it; `fields: null` for an entry they are not shown (it still advances a cursor). */

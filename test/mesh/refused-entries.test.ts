@@ -26,6 +26,8 @@ function fakePeer (c: VirtualCluster, pages: () => RemoteEntry[][]): void {
       const all = pages()
       const head = String(all.length)
       if (m.t === 'snap') return encodeMessage({ t: 'snapshot', log: 'fake', entries: [], next: null, head: '0', clock: c.mesh.now() })
+      // As a peer of a version before reconciliation answers it.
+      if (m.t === 'recon') return encodeMessage({ t: 'error', code: 'bad-request', message: 'unknown message type' })
       if (m.t !== 'pull') throw new Error('unexpected request')
       const at = Number(m.cursor ?? '0')
       const entries = all[at] ?? []

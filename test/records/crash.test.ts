@@ -7,6 +7,7 @@ import { VersionMap, openNodeStore } from '../../src/records/index.js'
 import { prng } from '../helpers/prng.js'
 import { tmpDir } from '../helpers/tmp.js'
 import { groupInvariantErrors } from './invariants.js'
+import { fingerprintErrors } from './fingerprint-check.js'
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const CHILD = path.join(here, 'crash-child.ts')
@@ -71,6 +72,8 @@ describe('crash safety', () => {
         }
         expect(s.records.countRecords()).toBe(roots.length)
         expect(groupInvariantErrors(s)).toEqual([])
+        // The range fingerprints were written in the same transactions: they describe exactly the rows that survived.
+        expect(fingerprintErrors(s)).toEqual([])
         // Every record key is published, and nothing else is under file:.
         const fileKeys = s.kv.count('file:', prefixEnd('file:'))
         expect(fileKeys).toBe(roots.length * 12)

@@ -8,6 +8,7 @@ import { OP_CIDS, randomRecordOp, replicatedDoc, testCid } from '../helpers/reco
 import { tmpDir } from '../helpers/tmp.js'
 import { Mutator } from '../../src/records/mutation.js'
 import { groupInvariantErrors } from './invariants.js'
+import { fingerprintErrors } from './fingerprint-check.js'
 
 const cleanups: Array<() => void> = []
 afterEach(() => { while (cleanups.length > 0) cleanups.pop()!() })
@@ -375,6 +376,9 @@ describe('convergence (property)', () => {
       for (const n of nodes) await applyInRandomBatches(n, all, rand)
       const ref = state(nodes[0])
       for (const n of nodes.slice(1)) expect(state(n), `seed ${seed}`).toEqual(ref)
+      // The fingerprints were kept up to date through every write and merge, and the equal states have equal digests.
+      for (const n of nodes) expect(fingerprintErrors(n), `seed ${seed}`).toEqual([])
+      for (const n of nodes.slice(1)) expect(n.records.digest(), `seed ${seed}`).toEqual(nodes[0].records.digest())
       // Documents read the same everywhere too, by any CID.
       for (const c of CIDS) {
         const docs = nodes.map(n => n.records.getDocument(c))

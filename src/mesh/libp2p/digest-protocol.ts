@@ -7,11 +7,11 @@
  * noise-authenticated connection says who answered; only nodes holding the
  * swarm key can connect at all.
  *
- * A digest reads the whole replicated range (about a second for a large
- * store), so the one served to peers is reused while the store's clock has
- * not moved (every write and every applied remote change moves it): peers
- * asking again and again cost one computation per change, and an answer is
- * never older than the store.
+ * A digest is a read of the range fingerprints the store keeps as changes
+ * commit (records' fingerprints.ts), and the one served to peers is still
+ * reused while the store's clock has not moved (every write and every
+ * applied remote change moves it), so an answer is never older than the
+ * store.
  */
 import { lpStream } from '@libp2p/utils'
 import type { Libp2p, PeerId } from '@libp2p/interface'

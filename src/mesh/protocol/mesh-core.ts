@@ -25,14 +25,15 @@
  *   and logged, never thrown at the adapter.
  */
 import { silentLogger, type Logger } from '../../common/index.js'
-import { decodeMessage, entryWeight, FRAME_LIMITS, WireError } from '../messages.js'
+import { formatHlc } from '../../records/index.js'
+import { decodeMessage, encodeMessage, entryWeight, FRAME_LIMITS, WireError, type GiveMessage } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
 import { PeerSync } from './peer-sync.js'
 import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
 import { SequenceTracker } from './sequence.js'
-import { errorReply, servePull, serveSnap } from './serve.js'
+import { errorReply, servePull, serveRecon, serveRoots, serveSnap } from './serve.js'
 import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
 import { evictBeyond, touch } from './lru.js'
@@ -42,6 +43,10 @@ import type { MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.
 export type GossipVerdict = 'accept' | 'reject' | 'ignore'
 
 export const EPOCH_KEY = 'mesh:epoch'
+/** When a round with a peer last ended caught up (wall ms): a node away past the tombstone horizon knows it at start. */
+export const LAST_CONTACT_KEY = 'mesh:last-contact'
+/** The last-contact row is written at most this often. */
+const CONTACT_WRITE_MS = 60_000
 
 export interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
@@ -79,6 +84,10 @@ export class MeshCore {
   private readonly inflight = new Set<Promise<unknown>>()
   private state: 'new' | 'starting' | 'running' | 'stopped' = 'new'
   private startPromise: Promise<void> | undefined
+  /** Out of contact with every peer for longer than the tombstone horizon when it started, and not reconciled since. */
+  private stale = false
+  private contactWrittenAt = -Infinity
+  private cancelCompaction: (() => void) | undefined
   private stopPromise: Promise<void> | undefined
 
   constructor (init: MeshCoreInit) {
@@ -112,6 +121,10 @@ export class MeshCore {
     const epoch = Math.max(Math.floor(this.rt.now()), (Number.isSafeInteger(last) ? last : 0) + 1)
     await this.track(this.store.setLocal(EPOCH_KEY, String(epoch)))
     if (this.state !== 'starting') return // stopped while starting
+    const contact = Number(this.store.getLocal(LAST_CONTACT_KEY) ?? '0')
+    this.stale = Number.isFinite(contact) && contact > 0 && this.rt.now() - contact > this.options.tombstoneRetentionMs
+    if (this.stale) this.log.warn('out of contact with the mesh for longer than the tombstone horizon: values older than it that peers lack are dropped, not given', { lastContact: contact, horizonMs: this.options.tombstoneRetentionMs })
+    this.scheduleCompaction(1_000)
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
     this.store.setClockGate?.(() => this.clock.refusal())
@@ -138,6 +151,7 @@ export class MeshCore {
     this.unsubscribe = undefined
     this.store.setClockGate?.(undefined)
     this.pusher?.stop()
+    this.cancelCompaction?.()
     for (const p of this.peers.values()) p.sync.stop()
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
   }
@@ -292,11 +306,41 @@ export class MeshCore {
       if (all.length === 0) return
       target = all[Math.floor(this.rt.random() * all.length)]
     }
-    this.kick(target.sync)
+    this.kick(target.sync, true)
   }
 
-  private kick (sync: PeerSync): void {
-    sync.sync().catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
+  private kick (sync: PeerSync, urgent = false): void {
+    sync.sync(urgent).catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
+  }
+
+  // ------------------------------------------------------------ tombstones
+
+  /** Compacts tombstones older than the horizon soon, then every `compactEveryMs`. */
+  private scheduleCompaction (delayMs: number): void {
+    const compact = this.store.compactTombstones
+    if (compact === undefined) return
+    this.cancelCompaction = this.rt.schedule(delayMs, () => {
+      if (this.state !== 'running') return
+      const before = this.rt.now() - this.options.tombstoneRetentionMs
+      this.track(compact.call(this.store, before))
+        .then(n => { if (n > 0) this.log.info('compacted tombstones older than the horizon', { tombstones: n, horizonMs: this.options.tombstoneRetentionMs }) })
+        .catch((err: unknown) => { this.log.warn('tombstone compaction failed', { err }) })
+        .finally(() => { if (this.state === 'running') this.scheduleCompaction(this.options.compactEveryMs) })
+    })
+  }
+
+  /** The HLC below which our entries may be ones the mesh deleted and compacted while we were away; undefined when we were not away that long. */
+  private staleBefore (): string | undefined {
+    return this.stale ? formatHlc({ ms: Math.max(0, Math.floor(this.rt.now() - this.options.tombstoneRetentionMs)), counter: 0 }) : undefined
+  }
+
+  /** A round with a peer ended caught up (or reconciled): we are in contact with the mesh. */
+  private contact (): void {
+    this.stale = false
+    const now = this.rt.now()
+    if (now - this.contactWrittenAt < CONTACT_WRITE_MS || this.state !== 'running') return
+    this.contactWrittenAt = now
+    this.track(this.store.setLocal(LAST_CONTACT_KEY, String(Math.floor(now)))).catch(() => {})
   }
 
   // ------------------------------------------------------------ serving
@@ -323,6 +367,24 @@ export class MeshCore {
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
+      // While we copy this peer's whole range, its reconciliation would send us the same entries again: later.
+      else if (m.t === 'recon' && p.sync.copying) return errorReply('busy', 'copying your range', 5_000, Math.floor(now))
+      else if (m.t === 'recon') {
+        // Two peers reconciling with each other at once would move the keys each lacks twice. A lone top
+        // range (a check, or a first step) is always answered; past it, the peer with the smaller id goes
+        // on: the other's next step is refused busy, or its reconciliation stops when the smaller's arrives.
+        const descending = m.ranges.length !== 1 || m.ranges[0].p !== ''
+        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        if (descending) p.sync.yieldReconciliation()
+        reply = serveRecon(this.store, m, Math.floor(now))
+      }
+      else if (m.t === 'roots') {
+        // The key comparison is a reconciliation under way too: the same rule as for its descending ranges.
+        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        p.sync.yieldReconciliation()
+        reply = serveRoots(this.store, m, Math.floor(now), this.staleBefore())
+      }
+      else if (m.t === 'give') reply = await this.takeGiven(p, m)
       else {
         p.counters.framesRejected++
         return errorReply('bad-request', `a ${m.t} message is not a request`)
@@ -334,6 +396,23 @@ export class MeshCore {
       this.log.error('serving a pull failed', { err, peer })
       return errorReply('internal', 'internal error')
     }
+  }
+
+  /**
+   * Entries a peer's reconciliation found we lack: screened as a pulled
+   * page is (malformed and forged entries dropped, drifted ones refused:
+   * the peer's next reconciliation offers them again), applied through the
+   * queue before the reply.
+   */
+  private async takeGiven (p: PeerEntry, m: GiveMessage): Promise<Uint8Array> {
+    const screened = this.screen(m.entries, true)
+    if ('bad' in screened) return errorReply('bad-request', screened.bad)
+    p.counters.entriesDropped += screened.dropped
+    p.counters.forged += screened.forged
+    p.counters.driftRefusals += screened.drifted.length
+    await this.enqueueApply(screened.ok)
+    p.counters.reconKeysIn += screened.ok.length
+    return encodeMessage({ t: 'taken', applied: screened.ok.length })
   }
 
   // ------------------------------------------------------------ status
@@ -348,6 +427,7 @@ export class MeshCore {
         cursor: p.sync.cursor,
         behind: p.sync.behind,
         resyncing: p.sync.connected && p.sync.resyncing,
+        reconciling: p.sync.connected && p.sync.reconciling,
         lastSyncAt: p.sync.lastSyncAt,
         caughtUpAt: p.sync.caughtUpAt,
         lagMs: p.sync.lagMs(now),
@@ -389,6 +469,9 @@ export class MeshCore {
           mark: () => this.clock.mark(),
           clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
           apply: async (entries) => { await this.enqueueApply(entries) },
+          staleBefore: () => this.staleBefore(),
+          retire: async (keys) => { await this.track(this.store.retire?.(keys) ?? Promise.resolve()) },
+          contact: () => { this.contact() },
           track: async (op) => await this.track(op),
           log: (msg, fields) => { this.log.debug(msg, fields) }
         })

@@ -52,6 +52,15 @@ export interface MeshOptions {
   maxPagesPerRound: number
   /** Peers whose frames, requests and connections are refused. */
   blockedPeers: readonly string[]
+  /**
+   * The tombstone horizon (replication.md: 30 days): tombstones older than
+   * this are compacted, a cursor older than it reconciles, and a node out of
+   * contact with every peer for longer does not bring back what its peers
+   * no longer hold (docs/mesh.md).
+   */
+  tombstoneRetentionMs: number
+  /** Tombstones are compacted this often (and once soon after start). */
+  compactEveryMs: number
 }
 
 export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
@@ -71,7 +80,9 @@ export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
   servePageBurst: 200,
   sequenceWindow: 4096,
   maxPagesPerRound: 100_000,
-  blockedPeers: []
+  blockedPeers: [],
+  tombstoneRetentionMs: 30 * 24 * 3600 * 1000,
+  compactEveryMs: 3600 * 1000
 }
 
 export function meshOptions (o: Partial<MeshOptions> = {}): MeshOptions {

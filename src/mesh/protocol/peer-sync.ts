@@ -3,14 +3,21 @@
  * store's node-local keys (`mesh:cursor/<peer>`) and written after each page
  * is applied (at-least-once: applying a page twice changes nothing).
  *
- * A round asks for the changes after the cursor, page by page, until the
- * page reaches the head the peer reported. When the peer answers `gap` (its
- * log was trimmed past the cursor, the cursor is older than its tombstone
- * horizon, or the log is another one: the peer's store was replaced), or
- * when we never synced with it, the round takes a full resync instead: the
- * peer's whole replicated range, paged in root order, then the changes after
- * the log head the peer captured before the first snapshot page. The resync
- * position is kept too, so an interrupted resync resumes where it stopped.
+ * A round first compares the whole range's fingerprints with the peer's
+ * (one small request, reconcile.ts): equal, the cursor moves to the head the
+ * peer read with them and nothing else is sent (the anti-entropy check).
+ * Otherwise it asks for the changes after the cursor, page by page, until
+ * the page reaches the head the peer reported (the fast path for a peer a
+ * little behind). When the cursor is unusable (the peer answers `gap`: its
+ * log was trimmed past the cursor, or the log is another one, the peer's
+ * store was replaced; or we never synced with it), the round reconciles:
+ * range-based set reconciliation moves only the keys either side lacks,
+ * whatever either log still holds, then the changes after the head the
+ * peer read at its first answer follow. A store with nothing in it yet
+ * takes the peer's whole range instead (a full resync: paged in root
+ * order, then the changes after the head the peer captured before the first
+ * page; its position is kept, so an interrupted resync resumes where it
+ * stopped, and a `gap` after it reconciles rather than starting over).
  *
  * Pages are asked for one ahead: when a page says where the next begins,
  * the request for it goes out before the page in hand is applied, so the
@@ -29,8 +36,9 @@
  * Every reply carries the peer's wall clock: with the request's round trip
  * it is a sample of our clock's offset to the peer (clock-guard.ts).
  */
-import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type RequestMessage, type SnapshotMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type Message, type PullMessage, type RequestMessage, type SnapMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
+import { reconcile } from './reconcile.js'
 import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
@@ -58,6 +66,12 @@ export interface PeerSyncDeps {
   /** `perEntry`: drop malformed entries one by one rather than refuse the lot. */
   screen: (entries: readonly RemoteEntry[], perEntry: boolean) => Screened
   apply: (entries: RemoteEntry[]) => Promise<void>
+  /** Set while this node was away past the tombstone horizon (reconcile.ts `staleBefore`). */
+  staleBefore: () => string | undefined
+  /** Deletes live keys with a fresh local version (what a node away past the horizon must not give back). */
+  retire: (keys: string[]) => Promise<void>
+  /** A round ended caught up with the peer, or reconciled with it. */
+  contact: () => void
   /** The clock sample of a reply: when its request left, and the peer's wall clock in it. */
   mark: () => SentMark
   clockSample: (peer: PeerKey, sent: SentMark, peerWall: number) => void
@@ -66,7 +80,7 @@ export interface PeerSyncDeps {
   log: (msg: string, fields?: Record<string, unknown>) => void
 }
 
-type Step = 'more' | 'done' | 'stop'
+type Step = 'more' | 'done' | 'stop' | 'reconcile'
 
 export class PeerSync {
   connected = false
@@ -79,6 +93,16 @@ export class PeerSync {
   private state: CursorState | undefined
   private running: Promise<void> | undefined
   private again = false
+  /** The next round skips the fingerprint check (we know we are behind: a push frame was missed). */
+  private urgent = false
+  /** True while a reconciliation with this peer runs. */
+  reconciling = false
+  /** The peer's own reconciliation with us runs and moves keys both ways: ours stops (the next round checks again). */
+  private yielded = false
+  /** A full resync from this peer is starting (its first page not yet in). */
+  private snapStarting = false
+  /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
+  private noRecon = false
   private cancelTimer: (() => void) | undefined
   private retryAfterMs = 0
   private stopped = false
@@ -106,14 +130,30 @@ export class PeerSync {
     return this.load().cursor
   }
 
-  get resyncing (): boolean {
-    const s = this.load()
-    return s.snap !== undefined || s.log === null
+  /** True while we copy this peer's whole range: its reconciliations with us wait (they would send the same entries again). */
+  get copying (): boolean {
+    return this.snapStarting || this.load().snap !== undefined
   }
 
-  /** Runs a round now (or once more after the running one); resolves when the rounds end. */
-  async sync (): Promise<void> {
+  /** The peer is reconciling with us while we reconcile with it: ours gives way to theirs. */
+  yieldReconciliation (): void {
+    if (this.reconciling) this.yielded = true
+  }
+
+  /** A full resync from this peer is under way, or will be at the next round (never synced, and our store holds nothing). */
+  get resyncing (): boolean {
+    const s = this.load()
+    return this.copying || (s.log === null && this.d.store.digest().keys === 0)
+  }
+
+  /**
+   * Runs a round now (or once more after the running one); resolves when
+   * the rounds end. `urgent`: we know we are behind (a missed push frame),
+   * so the round goes straight to the pull.
+   */
+  async sync (urgent = false): Promise<void> {
     if (this.stopped || !this.connected) return
+    if (urgent) this.urgent = true
     if (this.running !== undefined) {
       this.again = true
       return await this.running
@@ -164,20 +204,38 @@ export class PeerSync {
     try {
       // Only when there is something to retry: a round's first request otherwise leaves in the same turn.
       if (this.parked > 0) await this.retryParked()
+      const urgent = this.urgent
+      this.urgent = false
+      const first = this.load()
+      if (!urgent && !this.noRecon && first.snap === undefined && first.log !== null && await this.checkStep(first) !== 'more') return
+      let reconciled = false
       for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
         if (this.stopped || !this.connected) return
         const s = this.load()
-        const step = s.snap !== undefined || s.log === null ? await this.snapStep(s) : await this.changesStep(s)
+        let step: Step
+        if (s.snap !== undefined) step = await this.snapStep(s)
+        else if (s.log === null && this.d.store.digest().keys === 0) {
+          this.snapStarting = true
+          step = await this.snapStep(s)
+        } else if (s.log === null) step = 'reconcile'
+        else step = await this.changesStep(s)
+        if (step === 'reconcile') {
+          // Once a round: a gap right after a reconciliation (the peer trimmed its log again meanwhile) waits for the next round.
+          if (reconciled) return
+          reconciled = true
+          step = this.noRecon ? await this.startResync(this.load()) : await this.reconcileStep(this.load())
+        }
         if (step !== 'more') return
       }
     } finally {
       // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
       this.ahead = undefined
+      this.snapStarting = false
     }
   }
 
   /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
-  private async page<T extends 'changes' | 'snapshot'> (req: RequestMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+  private async page<T extends 'changes' | 'snapshot'> (req: PullMessage | SnapMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
     const a = this.ahead
     this.ahead = undefined
     // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
@@ -186,7 +244,7 @@ export class PeerSync {
   }
 
   /** Asks for a page now, to be taken by the step that needs it (page()). */
-  private askAhead (req: RequestMessage, want: 'changes' | 'snapshot'): void {
+  private askAhead (req: PullMessage | SnapMessage, want: 'changes' | 'snapshot'): void {
     if (this.stopped || !this.connected) return
     this.ahead = { at: positionOf(req), reply: this.ask(req, want) }
   }
@@ -199,16 +257,18 @@ export class PeerSync {
       this.askAhead({ t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }, 'changes')
     }
     if (reply.gap) {
-      this.d.log('peer cannot serve our cursor: full resync', { peer: this.peer, cursor: s.cursor })
-      await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
-      return 'more'
+      this.d.log('peer cannot serve our cursor: reconciling', { peer: this.peer, cursor: s.cursor })
+      return 'reconcile'
     }
     const parked = await this.applyPage(reply.entries, s.parked)
     const before = s.cursor
     if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before }, parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
-    if (!this.behind) this.caughtUpAt = this.lastSyncAt
+    if (!this.behind) {
+      this.caughtUpAt = this.lastSyncAt
+      this.d.contact()
+    }
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
     return this.behind && reply.next !== before ? 'more' : 'done'
   }
@@ -240,6 +300,105 @@ export class PeerSync {
     }
     await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { ...next, after: reply.next } }, parked))
     return 'more'
+  }
+
+  /**
+   * The anti-entropy check: the whole range's fingerprint against the
+   * peer's. Equal: we hold everything the peer held at the head it read with
+   * it, so the cursor moves there and the round ends with nothing else sent.
+   */
+  private async checkStep (s: CursorState): Promise<Step> {
+    const top = this.d.store.rangeFingerprint('')
+    const reply = await this.askAny({ t: 'recon', ranges: [{ p: '', fp: top.fp, n: top.roots }] })
+    if (reply?.t !== 'recond') return reply === undefined ? 'stop' : 'more'
+    if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return 'more'
+    this.d.counters.reconcilesEqual++
+    this.d.contact()
+    if (reply.head !== null && (reply.log !== s.log || reply.head !== s.cursor)) await this.save(withParked({ log: reply.log, cursor: reply.head }, s.parked))
+    this.lastSyncAt = this.d.rt.now()
+    this.behind = false
+    this.caughtUpAt = this.lastSyncAt
+    return 'done'
+  }
+
+  /**
+   * Range-based set reconciliation with the peer (reconcile.ts), where our
+   * cursor cannot serve: only the keys either side lacks move, and the
+   * cursor continues from the head the peer read at its first answer.
+   */
+  private async reconcileStep (s: CursorState): Promise<Step> {
+    this.reconciling = true
+    this.yielded = false
+    let parked = s.parked
+    try {
+      const outcome = await reconcile(this.d.store, {
+        ask: async (m) => await this.askAny(m),
+        apply: async (entries) => { parked = await this.applyPage(entries, parked) },
+        alive: () => !this.stopped && this.connected && !this.yielded,
+        staleBefore: this.d.staleBefore(),
+        retire: async (keys) => { await this.d.retire(keys) }
+      })
+      if (outcome === undefined) {
+        if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
+        // A peer that does not know reconciliation (an older version) gets the full resync it always had.
+        return this.noRecon ? await this.startResync(this.load()) : 'stop'
+      }
+      if (outcome.equal) this.d.counters.reconcilesEqual++
+      else this.d.counters.reconciles++
+      this.d.counters.reconKeysIn += outcome.keysIn
+      this.d.counters.reconKeysOut += outcome.keysOut
+      if (outcome.retired > 0) this.d.log('dropped values older than the tombstone horizon that the peer no longer holds', { peer: this.peer, keys: outcome.retired })
+      this.d.contact()
+      this.d.log('reconciled with peer', { peer: this.peer, rounds: outcome.rounds, roots: outcome.roots, keysIn: outcome.keysIn, keysOut: outcome.keysOut })
+      this.lastSyncAt = this.d.rt.now()
+      await this.save(withParked({ log: outcome.log, cursor: outcome.head }, parked))
+      // Equal ranges: we hold everything up to the head the peer read with its fingerprints.
+      this.behind = !outcome.equal
+      if (outcome.equal) this.caughtUpAt = this.lastSyncAt
+      return outcome.equal ? 'done' : 'more'
+    } finally {
+      this.reconciling = false
+    }
+  }
+
+  /** Starts a full resync (a peer that does not reconcile): its first page comes with the next step. */
+  private async startResync (s: CursorState): Promise<Step> {
+    this.d.log('peer does not reconcile: full resync', { peer: this.peer })
+    await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
+    return 'more'
+  }
+
+  /** A reconciliation request: the decoded reply, or undefined when it failed or was refused (counted and logged). */
+  private async askAny (req: RequestMessage): Promise<Message | undefined> {
+    let bytes: Uint8Array
+    const sent = this.d.mark()
+    try {
+      bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
+    } catch (err) {
+      this.d.counters.pullFailures++
+      this.d.log('reconciliation request failed', { peer: this.peer, err })
+      return undefined
+    }
+    try {
+      const m = decodeMessage(bytes)
+      this.d.counters.bytesIn += bytes.length
+      if (m.t === 'error') {
+        if (m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
+        this.d.counters.pullFailures++
+        if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
+        if (m.code === 'bad-request' && req.t === 'recon') this.noRecon = true
+        this.d.log('peer refused a reconciliation request', { peer: this.peer, code: m.code, message: m.message })
+        return undefined
+      }
+      const want = req.t === 'recon' ? 'recond' : req.t === 'roots' ? 'rootsd' : 'taken'
+      if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
+      if ((m.t === 'recond' || m.t === 'rootsd') && m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
+      return m
+    } catch (err) {
+      this.d.counters.framesRejected++
+      this.d.log('bad reply from peer', { peer: this.peer, err })
+      return undefined
+    }
   }
 
   /** Tries the parked entries again: those our clock now accepts are applied, the rest stay. */
@@ -350,7 +509,7 @@ function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorS
 }
 
 /** Where a page request starts (its log and cursor, or its range position): a page asked for ahead is taken by the request for the same place. */
-const positionOf = (req: RequestMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
+const positionOf = (req: PullMessage | SnapMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
 
 function parseState (raw: string | undefined): CursorState {
   if (raw === undefined) return { log: null, cursor: null }

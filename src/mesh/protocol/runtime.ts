@@ -121,7 +121,7 @@ export interface ReplicaStore {
   logId: () => string
   head: () => Cursor | null
   /** The changes after `cursor` (null: from the start of the log), at most `limit` keys and about `maxBytes` of keys and values (never fewer than one key). */
-  changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number }) => ChangePage
+  changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number, notBeforeMs?: number }) => ChangePage
   /** The replicated range after position `after` (null: from the start), about `maxBytes` per page (never fewer than one entry). */
   exportRange: (after: string | null, opts: { maxBytes: number }) => RangePage
   /**
@@ -135,6 +135,16 @@ export interface ReplicaStore {
   /** Subscribes to committed changes; returns the unsubscribe function. */
   onChanges: (listener: (changes: readonly RemoteEntry[]) => void) => () => void
   digest: () => StoreDigest
+  /** The fingerprint of the roots whose position starts with hex `prefix` (0–8 digits): sum of their hashes (32 hex) and their count. */
+  rangeFingerprint: (prefix: string) => { fp: string, roots: number }
+  /** The roots whose position starts with `prefix`, in position order, with their hashes (32 hex); at most `limit`. */
+  rangeRoots: (prefix: string, limit: number) => Array<{ rid: string, hash: string }>
+  /** The replicated state of these roots (root tombstone, live keys, tombstones, with versions), root after root, read in one snapshot. */
+  exportRoots: (rids: readonly string[]) => RemoteEntry[]
+  /** Drops tombstones older than `beforeMs` (wall ms); resolves with how many. */
+  compactTombstones?: (beforeMs: number) => Promise<number>
+  /** Deletes these live keys with a fresh local version (values a node away past the horizon must not bring back). */
+  retire?: (keys: readonly string[]) => Promise<void>
   /** The store's hybrid logical clock: the last value issued or observed. */
   clock: () => string
   getLocal: (key: string) => string | undefined

@@ -1,18 +1,22 @@
 /**
- * Serving pulls: a peer's request for the changes after its cursor, or for
- * a page of the whole replicated range (resync). Every page is encoded and
+ * Serving pulls: a peer's request for the changes after its cursor, for
+ * a page of the whole replicated range (resync), or for a step of a
+ * reconciliation (reconcile.ts). Every page is encoded and
  * checked against the 1 MiB message limit; a page that encodes larger is
  * read again with half the budget (only pathological values get there).
  */
 import {
-  encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type SnapMessage
+  encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type ReconMessage, type RootsMessage, type SnapMessage
 } from '../messages.js'
+import { answerRecon, answerRoots, DEFAULT_RECONCILE_LIMITS } from './reconcile.js'
 import type { MeshOptions } from './options.js'
 import type { ReplicaStore } from './runtime.js'
 
-export function errorReply (code: ErrorMessage['code'], message: string, retryAfterMs?: number): Uint8Array {
+export function errorReply (code: ErrorMessage['code'], message: string, retryAfterMs?: number, clock?: number): Uint8Array {
   const m: ErrorMessage = { t: 'error', code, message }
   if (retryAfterMs !== undefined) m.retryAfterMs = retryAfterMs
+  // A refusal that says our clock still gives the peer its clock sample (clock-guard.ts).
+  if (clock !== undefined) m.clock = clock
   return encodeMessage(m)
 }
 
@@ -32,7 +36,8 @@ export function servePull (store: ReplicaStore, opts: MeshOptions, m: PullMessag
     return encodeMessage({ t: 'changes', log, entries: [], next: null, head: store.head(), gap: true, clock })
   }
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
-    const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes })
+    // A cursor older than the tombstone horizon may have missed deletes since compacted: the peer reconciles.
+    const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes, notBeforeMs: clock - opts.tombstoneRetentionMs })
     return { t: 'changes', log, entries: page.changes, next: page.next, head: page.head, gap: page.gap, clock }
   })
 }
@@ -49,3 +54,25 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
 }
 
 export { MAX_MESSAGE_BYTES }
+
+/**
+ * A reconciliation request (reconcile.ts): the log id and head are read
+ * before the fingerprints, in the same turn, so a peer whose ranges end
+ * equal to ours holds everything up to that head.
+ */
+export function serveRecon (store: ReplicaStore, m: ReconMessage, clock: number): Uint8Array {
+  const log = store.logId()
+  const head = store.head()
+  return fit(DEFAULT_RECONCILE_LIMITS.messageBytes, (messageBytes) => {
+    const a = answerRecon(store, m, { ...DEFAULT_RECONCILE_LIMITS, messageBytes })
+    return { t: 'recond', log, head, ranges: a.ranges, diff: a.diff, taken: a.taken, clock }
+  })
+}
+
+/** The key comparison of roots a reconciliation found to differ. */
+export function serveRoots (store: ReplicaStore, m: RootsMessage, clock: number, staleBefore?: string): Uint8Array {
+  return fit(DEFAULT_RECONCILE_LIMITS.entryBytes, (entryBytes) => {
+    const a = answerRoots(store, m, { ...DEFAULT_RECONCILE_LIMITS, entryBytes }, staleBefore)
+    return { t: 'rootsd', entries: a.entries, want: a.want, taken: a.taken, clock }
+  })
+}

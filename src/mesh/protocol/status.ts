@@ -29,8 +29,14 @@ export interface PeerCounters {
   bytesIn: number
   /** Pull requests that failed (timeout, stream error, refusal). */
   pullFailures: number
-  /** Full resyncs started from this peer. */
+  /** Full resyncs started from this peer (a fresh store copying the range). */
   resyncs: number
+  /** Reconciliations with this peer that found differences, and rounds of the anti-entropy check that found the ranges equal. */
+  reconciles: number
+  reconcilesEqual: number
+  /** Keys a reconciliation moved: taken from this peer, and given to it (either side's initiative). */
+  reconKeysIn: number
+  reconKeysOut: number
   /** Pages served to this peer, their bytes, and requests refused for its rate limit. */
   pagesServed: number
   bytesServed: number
@@ -44,8 +50,10 @@ export interface PeerStatus extends PeerCounters {
   cursor: Cursor | null
   /** True until a pull from this peer reaches the head it reported. */
   behind: boolean
-  /** True while a full resync from this peer is under way. */
+  /** True while a full resync from this peer is under way (or will start: never synced, and our store holds nothing). */
   resyncing: boolean
+  /** True while a reconciliation with this peer runs. */
+  reconciling: boolean
   /** When a pull from this peer last applied a page (runtime ms), or null. */
   lastSyncAt: number | null
   /** When a pull from this peer last reached the head it reported (runtime ms), or null. */
@@ -92,6 +100,10 @@ export function emptyCounters (): PeerCounters {
     bytesIn: 0,
     pullFailures: 0,
     resyncs: 0,
+    reconciles: 0,
+    reconcilesEqual: 0,
+    reconKeysIn: 0,
+    reconKeysOut: 0,
     pagesServed: 0,
     bytesServed: 0,
     busyRefusals: 0

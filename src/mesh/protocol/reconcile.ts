@@ -1,0 +1,420 @@
+/**
+ * Range-based set reconciliation between two replicas, after Negentropy
+ * (hoytech/negentropy): the bytes exchanged grow with the difference, not
+ * with the store, and nothing depends on how long either change log is kept.
+ *
+ * Items are roots. A root's position is the first 32 bits of SHA-256 of its
+ * id; its hash covers its versions and values (the record layer's
+ * fingerprints.ts, kept up to date as changes commit). A range is the set of
+ * roots whose position starts with a hex prefix ("" is everything, 8 digits
+ * one position); its fingerprint is the sum of its roots' hashes and their
+ * count.
+ *
+ * 1. Ranges. The initiator sends the fingerprint of the whole range. The
+ *    side that receives a fingerprint compares it with its own for that
+ *    range: equal, nothing more is said of it; different, it answers with
+ *    the list of its roots there (id and 64 bits of hash) when it holds at
+ *    most `LEAF_ROOTS` of them, else with the fingerprints of the range's 16
+ *    sub-ranges. The side that receives a list compares it with its own
+ *    roots there and knows which differ (missing on one side, or another
+ *    hash); the responder tells them back (`diff`), or, holding more than
+ *    `LIST_MAX_ROOTS` there, splits instead. Both sides run the same rule, so
+ *    each message goes one level deeper where ranges differ, and equal
+ *    stores exchange one fingerprint each way.
+ * 2. Keys. For the roots found to differ, the initiator sends its versions
+ *    of their keys (no values); the responder answers with its entries those
+ *    versions do not cover (a key the initiator lacks or holds older, a
+ *    newer root tombstone) and the keys it wants; the initiator applies the
+ *    first and gives the second. Exactly the keys one side lacks travel,
+ *    each once, as the pull's entries do.
+ *
+ * The responder keeps no state between messages: each reply carries what it
+ * answered (`taken`), and the initiator sends the rest again. Each reply also
+ * carries the responder's log id and head, read before its fingerprints:
+ * once reconciled, the initiator holds everything the responder held at
+ * the first reply's head, which is where its cursor continues from.
+ *
+ * Pure: reads through the ReplicaStore, talks through the `ask` it is given.
+ */
+import type { Message, ReconMessage, ReconRange, ReconReplyMessage, RequestMessage, RootsMessage, RootsReplyMessage } from '../messages.js'
+import { entryWeight, MAX_RECON_RANGES, MAX_RECON_ROOTS } from '../messages.js'
+import type { RemoteEntry, ReplicaStore } from './runtime.js'
+
+/** A side holding at most this many roots in a differing range lists them rather than split it. */
+export const LEAF_ROOTS = 16
+/** A responder sent a list answers with the roots that differ when it holds at most this many there; past it, it splits the range. */
+export const LIST_MAX_ROOTS = 64
+/** Hex digits of a root's hash in a list (64 bits). */
+const ITEM_HASH_DIGITS = 16
+const POSITION_DIGITS = 8
+const HEX = '0123456789abcdef'
+/** About what a range adds to a message as JSON: a fingerprint, and a listed root. */
+const FP_RANGE_BYTES = 48
+const ITEM_BYTES = 48
+/** Roots found to differ before their keys are compared (the range walk pauses meanwhile). */
+const EXCHANGE_ROOTS = 1_024
+
+export interface ReconcileLimits {
+  /** About how many bytes of JSON a reconciliation message may take (requests and replies). */
+  messageBytes: number
+  /** About how many bytes of keys and values a `roots` exchange or a `give` carries. */
+  entryBytes: number
+}
+
+export const DEFAULT_RECONCILE_LIMITS: Readonly<ReconcileLimits> = { messageBytes: 256 * 1024, entryBytes: 512 * 1024 }
+
+// ------------------------------------------------------------------ ranges
+
+function children (p: string): string[] {
+  return [...HEX].map(d => p + d)
+}
+
+/** What one side says of a range it found different: its list of roots, or its sub-ranges' fingerprints. */
+function splitOrList (store: ReplicaStore, p: string, roots: number, maxListed: number): ReconRange[] {
+  if (roots <= maxListed || p.length >= POSITION_DIGITS) {
+    return [{ p, items: store.rangeRoots(p, Infinity).map(r => [r.rid, r.hash.slice(0, ITEM_HASH_DIGITS)]) }]
+  }
+  return children(p).map(c => {
+    const f = store.rangeFingerprint(c)
+    return { p: c, fp: f.fp, n: f.roots }
+  })
+}
+
+/** The roots of `p` that are not the same on both sides: those one side lacks and those whose hashes differ. */
+function diffItems (store: ReplicaStore, p: string, theirs: ReadonlyArray<[string, string]>): string[] {
+  const mine = new Map(store.rangeRoots(p, Infinity).map(r => [r.rid, r.hash.slice(0, ITEM_HASH_DIGITS)]))
+  const out: string[] = []
+  for (const [rid, h] of theirs) {
+    if (mine.get(rid) !== h) out.push(rid)
+    mine.delete(rid)
+  }
+  for (const rid of mine.keys()) out.push(rid)
+  return out
+}
+
+function rangeBytes (r: ReconRange): number {
+  return 'fp' in r ? FP_RANGE_BYTES : 16 + r.items.length * ITEM_BYTES
+}
+
+/** The responder: answers a request's ranges in order, as many as fit its reply. */
+export function answerRecon (store: ReplicaStore, m: ReconMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): { ranges: ReconRange[], diff: string[], taken: number } {
+  const ranges: ReconRange[] = []
+  const diff: string[] = []
+  let bytes = 0
+  let listed = 0
+  let taken = 0
+  for (const r of m.ranges) {
+    if (taken > 0 && bytes >= limits.messageBytes) break
+    const mine = store.rangeFingerprint(r.p)
+    let out: ReconRange[] = []
+    let found: string[] = []
+    if ('fp' in r) {
+      if (mine.fp !== r.fp || mine.roots !== r.n) out = splitOrList(store, r.p, mine.roots, LEAF_ROOTS)
+    } else if (mine.roots > LIST_MAX_ROOTS && r.p.length < POSITION_DIGITS) {
+      out = splitOrList(store, r.p, mine.roots, LEAF_ROOTS)
+    } else {
+      found = diffItems(store, r.p, r.items)
+    }
+    const add = out.reduce((n, x) => n + rangeBytes(x), 0) + found.length * 32
+    const roots = out.reduce((n, x) => n + ('items' in x ? x.items.length : 0), 0) + found.length
+    if (taken > 0 && (ranges.length + out.length > MAX_RECON_RANGES || listed + roots > MAX_RECON_ROOTS || bytes + add > 2 * limits.messageBytes)) break
+    ranges.push(...out)
+    diff.push(...found)
+    bytes += add
+    listed += roots
+    taken++
+  }
+  return { ranges, diff, taken }
+}
+
+/**
+ * The initiator's side of the range walk: the ranges still to send, and the
+ * roots found to differ. `next` builds a request, `take` reads its reply.
+ */
+export class RangeWalk {
+  private queue: ReconRange[]
+  private sent: ReconRange[] = []
+  /** Roots found to differ and not yet handed out by `takeDiffering`. */
+  private readonly differing = new Set<string>()
+  /** Every root found to differ, over the whole walk. */
+  found = 0
+  rounds = 0
+
+  constructor (private readonly store: ReplicaStore, private readonly limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS) {
+    const top = store.rangeFingerprint('')
+    this.queue = [{ p: '', fp: top.fp, n: top.roots }]
+  }
+
+  get done (): boolean {
+    return this.queue.length === 0
+  }
+
+  get pendingRoots (): number {
+    return this.differing.size
+  }
+
+  /** The next request, or undefined when no range is left to send. */
+  next (): ReconMessage | undefined {
+    if (this.queue.length === 0) return undefined
+    let bytes = 0
+    let roots = 0
+    let n = 0
+    while (n < this.queue.length && n < MAX_RECON_RANGES) {
+      const r = this.queue[n]
+      const items = 'items' in r ? r.items.length : 0
+      if (n > 0 && (bytes + rangeBytes(r) > this.limits.messageBytes || roots + items > MAX_RECON_ROOTS)) break
+      bytes += rangeBytes(r)
+      roots += items
+      n++
+    }
+    this.sent = this.queue.slice(0, n)
+    this.queue = this.queue.slice(n)
+    this.rounds++
+    return { t: 'recon', ranges: this.sent }
+  }
+
+  /** Reads the reply to the last request. */
+  take (reply: ReconReplyMessage): void {
+    const taken = Math.min(Math.max(reply.taken, 0), this.sent.length)
+    // A reply that answered nothing would loop for ever: treat it as answering the first range (its answer is lost, the pass after finds it).
+    const back = this.sent.slice(Math.max(taken, 1))
+    this.queue = [...back, ...this.queue]
+    this.sent = []
+    const more: ReconRange[] = []
+    for (const r of reply.ranges) {
+      if ('fp' in r) {
+        const mine = this.store.rangeFingerprint(r.p)
+        if (mine.fp !== r.fp || mine.roots !== r.n) more.push(...splitOrList(this.store, r.p, mine.roots, LEAF_ROOTS))
+      } else {
+        for (const rid of diffItems(this.store, r.p, r.items)) this.differ(rid)
+      }
+    }
+    for (const rid of reply.diff) this.differ(rid)
+    this.queue.push(...more)
+  }
+
+  /** Hands out (and forgets) up to `max` of the roots found to differ. */
+  takeDiffering (max: number): string[] {
+    const out: string[] = []
+    for (const rid of this.differing) {
+      if (out.length >= max) break
+      out.push(rid)
+    }
+    for (const rid of out) this.differing.delete(rid)
+    return out
+  }
+
+  private differ (rid: string): void {
+    if (!this.differing.has(rid)) this.found++
+    this.differing.add(rid)
+  }
+}
+
+// ------------------------------------------------------------------ keys
+
+interface RootState { root: string | undefined, fields: Map<string, string> }
+
+function ridOf (key: string): string {
+  const slash = key.indexOf('/', 5)
+  return slash < 0 ? key.slice(5) : key.slice(5, slash)
+}
+
+/** Each root's versions, from entries (as exportRoots gives them, or a `roots` request's). */
+function statesOf (entries: readonly RemoteEntry[]): Map<string, RootState> {
+  const out = new Map<string, RootState>()
+  for (const e of entries) {
+    const slash = e.key.indexOf('/', 5)
+    const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
+    let s = out.get(rid)
+    if (s === undefined) { s = { root: undefined, fields: new Map() }; out.set(rid, s) }
+    const v = e.hlc + e.origin
+    if (slash < 0) {
+      if (s.root === undefined || v > s.root) s.root = v
+    } else {
+      const f = e.key.slice(slash + 1)
+      const had = s.fields.get(f)
+      if (had === undefined || v > had) s.fields.set(f, v)
+    }
+  }
+  return out
+}
+
+/** True when `s` already holds `e`'s version of its key or a newer one (a root tombstone covers every key at or below it). */
+function covered (e: RemoteEntry, s: RootState | undefined): boolean {
+  if (s === undefined) return false
+  const v = e.hlc + e.origin
+  if (s.root !== undefined && s.root >= v) return true
+  const slash = e.key.indexOf('/', 5)
+  if (slash < 0) return false
+  const fv = s.fields.get(e.key.slice(slash + 1))
+  return fv !== undefined && fv >= v
+}
+
+/** Entries without their values: what a `roots` request says of the sender's keys. */
+function versionsOnly (entries: readonly RemoteEntry[]): RemoteEntry[] {
+  return entries.map(e => ({ key: e.key, value: null, hlc: e.hlc, origin: e.origin }))
+}
+
+/**
+ * The responder's side of the key comparison: its entries the sender lacks,
+ * and the keys it wants, for as many roots as fit. `staleBefore` (an HLC):
+ * this node was out of contact past the tombstone horizon, so it sends none
+ * of its entries older than that which the sender lacks.
+ */
+export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS, staleBefore?: string): Omit<RootsReplyMessage, 't' | 'clock'> {
+  const theirs = statesOf(m.entries)
+  const byRoot = new Map<string, RemoteEntry[]>()
+  for (const e of m.entries) {
+    const rid = ridOf(e.key)
+    const list = byRoot.get(rid)
+    if (list === undefined) byRoot.set(rid, [e])
+    else list.push(e)
+  }
+  const entries: RemoteEntry[] = []
+  const want: string[] = []
+  let bytes = 0
+  let taken = 0
+  for (const rid of m.rids) {
+    if (taken > 0 && bytes >= limits.entryBytes) break
+    const mine = store.exportRoots([rid])
+    const state = statesOf(mine).get(rid)
+    const send = mine.filter(e => !covered(e, theirs.get(rid)) && (staleBefore === undefined || e.hlc >= staleBefore))
+    const add = send.reduce((n, e) => n + entryWeight(e), 0)
+    if (taken > 0 && bytes + add > 2 * limits.entryBytes) break
+    entries.push(...send)
+    for (const e of byRoot.get(rid) ?? []) if (!covered(e, state)) want.push(e.key)
+    bytes += add
+    taken++
+  }
+  return { entries, want, taken }
+}
+
+// ------------------------------------------------------------------ the initiator
+
+export interface ReconcileIo {
+  /** Sends a request and resolves with the decoded reply (undefined: failed or refused, already counted). */
+  ask: (m: RequestMessage) => Promise<Message | undefined>
+  /** Screens and applies entries from the peer (as a pulled page). */
+  apply: (entries: RemoteEntry[]) => Promise<void>
+  /** False once the reconciliation should stop (disconnected, stopped). */
+  alive: () => boolean
+  /**
+   * Set when this node was out of contact with every peer for longer than
+   * the tombstone horizon: entries older than this HLC that the peer lacks
+   * are not given; their live keys are retired here instead (deleted with a
+   * fresh version), since the peer may have deleted them and compacted the
+   * tombstones meanwhile.
+   */
+  staleBefore?: string
+  retire?: (keys: string[]) => Promise<void>
+}
+
+export interface ReconcileOutcome {
+  /** The responder's log id and its head when it first answered: the cursor to continue from. */
+  log: string
+  head: string | null
+  /** True when the whole ranges were equal at the first exchange: nothing else was sent. */
+  equal: boolean
+  /** Range messages sent, roots found to differ, keys received and keys given. */
+  rounds: number
+  roots: number
+  keysIn: number
+  keysOut: number
+  /** Live keys older than the horizon the peer lacked, deleted here (only for a node that was away past the horizon). */
+  retired: number
+}
+
+/**
+ * Reconciles with a peer: walks the ranges, compares the keys of the roots
+ * found to differ, applies what the peer has newer and gives it what it
+ * lacks. Undefined when a request failed or the peer's store changed
+ * under it (its log id): the next round starts again, and what was already
+ * exchanged is not exchanged again.
+ */
+export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
+  const walk = new RangeWalk(store, limits)
+  let first: { log: string, head: string | null } | undefined
+  const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0, retired: 0 }
+  for (;;) {
+    if (!io.alive()) return undefined
+    const m = walk.next()
+    if (m !== undefined) {
+      const reply = await io.ask(m)
+      if (reply?.t !== 'recond') return undefined
+      if (first === undefined) {
+        first = { log: reply.log, head: reply.head }
+        // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
+        if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
+      } else if (reply.log !== first.log) return undefined
+      walk.take(reply)
+      if (walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
+    }
+    // The keys of the roots found so far, once enough are waiting or the walk is over.
+    while (walk.pendingRoots >= EXCHANGE_ROOTS || (walk.done && walk.pendingRoots > 0)) {
+      if (!(await exchange(store, io, walk.takeDiffering(EXCHANGE_ROOTS), limits, out))) return undefined
+    }
+    if (walk.done && walk.pendingRoots === 0) return { ...first!, equal: false, ...out, rounds: walk.rounds, roots: walk.found }
+  }
+}
+
+/** The first reply says the responder holds no root: it split the whole range into 16 empty ones, or listed none. */
+function peerHoldsNothing (reply: ReconReplyMessage): boolean {
+  if (reply.ranges.length === 0 || reply.diff.length > 0) return false
+  return reply.ranges.every(r => 'fp' in r ? r.n === 0 : r.items.length === 0)
+}
+
+/** Compares the keys of `rids` with the peer's and moves what either lacks; false when a request failed. */
+async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number, retired: number }): Promise<boolean> {
+  let rest = rids
+  while (rest.length > 0) {
+    if (!io.alive()) return false
+    // As many roots as our versions of them fit one request.
+    let n = 0
+    let bytes = 0
+    let mine: RemoteEntry[] = []
+    while (n < rest.length && n < MAX_RECON_ROOTS) {
+      const e = store.exportRoots([rest[n]])
+      const add = e.reduce((s, x) => s + x.key.length + 24, 0)
+      if (n > 0 && bytes + add > limits.entryBytes) break
+      mine = mine.concat(e)
+      bytes += add
+      n++
+    }
+    const chunk = rest.slice(0, n)
+    const reply = await io.ask({ t: 'roots', rids: chunk, entries: versionsOnly(mine) })
+    if (reply?.t !== 'rootsd') return false
+    const taken = Math.min(Math.max(reply.taken, 1), chunk.length)
+    rest = rest.slice(taken)
+    if (reply.entries.length > 0) {
+      await io.apply(reply.entries)
+      out.keysIn += reply.entries.length
+    }
+    if (reply.want.length > 0 && !(await give(store, io, reply.want, limits, out))) return false
+  }
+  return true
+}
+
+/** Gives the peer our current entries of `keys` (a key we no longer hold at all is skipped), in messages of about `entryBytes`. */
+async function give (store: ReplicaStore, io: ReconcileIo, keys: readonly string[], limits: ReconcileLimits, out: { keysOut: number, retired: number }): Promise<boolean> {
+  const wanted = new Set(keys)
+  const rids = [...new Set(keys.map(ridOf))]
+  let entries = store.exportRoots(rids).filter(e => wanted.has(e.key))
+  const stale = io.staleBefore
+  if (stale !== undefined) {
+    const old = entries.filter(e => e.hlc < stale)
+    entries = entries.filter(e => e.hlc >= stale)
+    const live = old.filter(e => e.value !== null && e.key.indexOf('/', 5) > 0).map(e => e.key)
+    if (live.length > 0) await io.retire?.(live)
+    out.retired += live.length
+  }
+  for (let i = 0; i < entries.length;) {
+    let j = i
+    let bytes = 0
+    while (j < entries.length && (j === i || bytes + entryWeight(entries[j]) <= limits.entryBytes)) bytes += entryWeight(entries[j++])
+    const reply = await io.ask({ t: 'give', entries: entries.slice(i, j) })
+    if (reply?.t !== 'taken') return false
+    out.keysOut += j - i
+    i = j
+  }
+  return true
+}
