@@ -10,6 +10,7 @@ import { Prng } from './engine/prng.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
+import { planConnections } from './net/topology.js'
 import { arrivals, makeOp, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
@@ -58,9 +59,9 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   const checks: Array<[string, () => CheckValue]> = []
   const forbidden = new Set<string>()
   const topo = rng.fork('topology')
-  /** Dials `degree` random nodes other than `n` among `among` (its bootstrap list); the network keeps those links up. */
+  /** A joining node dials `targetPeers` random nodes among `among`; the network keeps those links up. */
   const bootstrap = (n: number, among: readonly number[]): void => {
-    for (const p of topo.sample(among.filter(m => m !== n), o.degree)) world.net.want(n, p)
+    for (const p of topo.sample(among.filter(m => m !== n), o.targetPeers)) world.net.want(n, p)
   }
   const ctx: ScenarioContext = {
     world,
@@ -82,8 +83,8 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   }
   scenario.setup?.(ctx)
 
-  const initial = world.nodes.map(n => n.index)
-  for (const n of initial) bootstrap(n, initial)
+  // The node's membership rule: each dials random members until it holds targetPeers connections.
+  for (const [from, to] of planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)) world.net.want(from, to)
   for (const n of world.nodes) n.start()
 
   schedulePartitions(world, rng.fork('partitions'), o, loadStart, loadEnd, bad)

@@ -28,6 +28,7 @@ import { Metrics } from '../metrics/collector.js'
 import { round, summarise, type Summary } from '../metrics/stats.js'
 import { writeOutcomes } from '../metrics/summary.js'
 import { parseLatency } from '../net/latency.js'
+import { planConnections } from '../net/topology.js'
 import type { SimOptions } from '../scenario/options.js'
 import { arrivals, makeOp } from '../workload.js'
 
@@ -65,12 +66,9 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
   const identities = await Promise.all(Array.from({ length: nodeCount }, async (_, i) =>
     (await prepareIdentity(path.join(os.tmpdir(), `${tag}-never-written-${i}.key`))).identity))
   const addr = (i: number): string => `/memory/${tag}-${i}`
-  // The model's topology rule: each node names `degree` random others; each pair is dialled once, by its lower index.
-  const topo = rng.fork('topology')
+  // The model's topology: the membership rule's plan (sim/net/topology.ts); each pair is dialled once, by its lower index.
   const pairs = new Set<string>()
-  for (let i = 0; i < nodeCount; i++) {
-    for (const j of topo.sample([...Array(nodeCount).keys()].filter(x => x !== i), o.degree)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
-  }
+  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
   const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) => `${addr(b)}/p2p/${identities[b].peerId}`)
 
   const nodes: RealNode[] = []

@@ -40,6 +40,9 @@ export function reportHtml (rep: Report, command: string): string {
   const parts: string[] = []
   parts.push(`<h1>Simulation: ${esc(rep.scenario)} (${rep.nodes} nodes, seed ${esc(rep.seed)}, profile ${esc(rep.profile)})</h1>`)
   parts.push(`<p class="note">Reproduce: <code>${esc(command)}</code>. The same seed and options give the same report.json, byte for byte.</p>`)
+  parts.push(rep.node.runnable
+    ? `<p class="note">A node runs this configuration with ${Object.keys(rep.node.env).length === 0 ? 'its default options' : 'these options'}: <code>${esc(rep.node.command)}</code></p>`
+    : `<p class="bad">Model only: no node can be set to run this configuration (${esc(rep.node.modelOnly.join('; '))}).</p>`)
   parts.push('<h2>Headline</h2>')
   parts.push(table(['figure', 'value'], [
     ['converged (equal replica digests on every honest node)', yes(rep.converged)],

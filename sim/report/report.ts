@@ -11,6 +11,7 @@ import type { RunSummary } from '../metrics/summary.js'
 import { DEFAULT_NET } from '../net/network.js'
 import { worldOptions } from '../run.js'
 import type { SimOptions } from '../scenario/options.js'
+import { nodeCommand, nodeSettings, type NodeSettings } from '../scenario/node-config.js'
 import type { Scenario } from '../scenario/scenario.js'
 
 export interface BarResult { name: string, limit: number, value: number, ok: boolean }
@@ -45,6 +46,8 @@ export interface Report {
   /** Latency of writes issued outside partitions (see RunSummary); the bars are checked on it. */
   latencyMsUnpartitioned: Summary
   bars: Array<{ label: string, ok: boolean, results: BarResult[] }>
+  /** The node options that run this configuration, or why no node can (model only). */
+  node: NodeSettings & { command: string }
   options: SimOptions
   config: { gossip: object, mesh: object, network: object }
   runs: RunSummary[]
@@ -63,6 +66,7 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     const results = set.bars.map(b => ({ name: b.name, limit: b.limit, value: value(b.field), ok: value(b.field) < b.limit }))
     return { label: set.label, ok: results.every(r => r.ok) && head.lostWrites === 0 && head.converged, results }
   })
+  const settings = nodeSettings(o)
   const report: Report = {
     scenario: scenario.name,
     seed: o.seed,
@@ -79,6 +83,7 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     latencyMs: head.latencyMs,
     latencyMsUnpartitioned: head.latencyMsUnpartitioned,
     bars,
+    node: { ...settings, command: nodeCommand(settings) },
     options: o,
     config: {
       gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),

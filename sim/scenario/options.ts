@@ -4,7 +4,9 @@
  * report. A scenario sets its own defaults (scenarios.ts); a flag on the
  * command line wins over them.
  */
+import { DEFAULT_GOSSIP_DEGREE, gossipDout } from '../../src/mesh/gossip-degree.js'
 import { parseLatency } from '../net/latency.js'
+import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
 export type OptionValue = string | number | boolean | number[]
 
@@ -26,7 +28,7 @@ export interface SimOptions {
   loss: number
   lossMode: 'drop' | 'retransmit'
   bandwidth: number
-  degree: number
+  targetPeers: number
   D: number
   Dlo: number
   Dhi: number
@@ -78,11 +80,11 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
   { key: 'lossMode', flag: 'loss-mode', kind: 'string', choices: ['drop', 'retransmit'], help: 'drop: the message is gone; retransmit: it arrives one 200 ms RTO later per loss (TCP)' },
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
-  { key: 'degree', flag: 'degree', kind: 'number', help: 'peers each node dials at start (its bootstrap list); connections are two-way, so nodes average about twice this' },
+  { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
   { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (library default 6)' },
   { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (default 4)' },
   { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (default 12)' },
-  { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default 2; must be < Dlo and <= D/2)' },
+  { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default: what the node derives from D and Dlo, 2 or less; any other value is model only)' },
   { key: 'Dlazy', flag: 'gossip-dlazy', kind: 'number', help: 'gossipsub Dlazy: peers sent IHAVE per heartbeat (default 6)' },
   { key: 'heartbeat', flag: 'heartbeat', kind: 'number', unit: 'ms', help: 'gossipsub heartbeat interval (default 1000)' },
   { key: 'floodPublish', flag: 'flood-publish', kind: 'boolean', help: 'publish to every subscribed peer, not only the mesh (library default true)' },
@@ -121,11 +123,11 @@ export const BASE_DEFAULTS: SimOptions = {
   loss: 0,
   lossMode: 'drop',
   bandwidth: 0,
-  degree: 4,
-  D: 6,
-  Dlo: 4,
-  Dhi: 12,
-  Dout: 2,
+  targetPeers: DEFAULT_TARGET_PEERS,
+  D: DEFAULT_GOSSIP_DEGREE.D,
+  Dlo: DEFAULT_GOSSIP_DEGREE.Dlo,
+  Dhi: DEFAULT_GOSSIP_DEGREE.Dhi,
+  Dout: gossipDout(DEFAULT_GOSSIP_DEGREE),
   Dlazy: 6,
   heartbeat: 1000,
   floodPublish: true,

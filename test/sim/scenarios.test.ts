@@ -29,7 +29,19 @@ describe('scenarios (short)', () => {
     const counted = Object.values(head.messages.byKind).reduce((a, k) => a + k.count, 0)
     expect(counted).toBe(head.messages.total)
     expect(report.messagesPerOp).toBeCloseTo(head.messages.total / head.operations.total, 1)
-    expect(report.bars[0].label).toMatch(/3d/)
+    expect(report.bars.map(b => b.label)).toEqual([expect.stringMatching(/3d/), expect.stringMatching(/3e/)])
+    expect(report.node.runnable).toBe(true)
+    expect(report.node.command).toMatch(/^META_CORE_TARGET_PEERS=100 META_CORE_GOSSIP_D=0 .* meta-core start$/)
+  })
+
+  it('baseline library: a node with default options, checked against both bars', async () => {
+    const { report, head } = await run({ scenario: 'baseline', profile: 'library', nodes: [16] })
+    expect(report.bars).toHaveLength(2)
+    expect(report.node).toMatchObject({ runnable: true, env: {}, command: 'meta-core start' })
+    // Every node dialled until it held its target of 8 connections, inbound ones counting.
+    expect(head.topology.connections.p50).toBeGreaterThanOrEqual(8)
+    expect(head.topology.connections.max).toBeLessThan(15)
+    expect(head.topology.connections.mean).toBeGreaterThanOrEqual(8)
   })
 
   it('baseline batched with partitions: converges after the heal, msgs/op under the 3e bar', async () => {
