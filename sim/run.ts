@@ -11,6 +11,7 @@ import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
 import { planConnections } from './net/topology.js'
+import { preloadImage, syncedCursor } from './preload.js'
 import { arrivals, makeOp, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
@@ -50,7 +51,9 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   let peakRss = process.memoryUsage().rss
   const world = new World({ ...worldOptions(o), seed: `${o.seed}/${scenario.name}/${nodeCount}` })
   const rng = world.rng.fork('run')
-  for (let i = 0; i < nodeCount; i++) world.addNode()
+  const preload = o.preload > 0 ? await preloadImage(o.preload, o.recordShape, world.epochMs, o.valueBytes) : undefined
+  const preloaded = preload === undefined ? 0 : o.preloadNodes === 0 ? nodeCount : Math.min(o.preloadNodes, nodeCount)
+  for (let i = 0; i < nodeCount; i++) world.addNode(i < preloaded ? preload?.image : undefined)
 
   const loadStart = o.warmup * 1000
   const loadEnd = loadStart + o.duration * 1000
@@ -84,11 +87,20 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   scenario.setup?.(ctx)
 
   // The node's membership rule: each dials random members until it holds targetPeers connections.
-  for (const [from, to] of planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)) world.net.want(from, to)
+  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)
+  for (const [from, to] of plan) world.net.want(from, to)
+  // Preloaded peers have synced before: each holds the cursor a finished sync leaves for the other.
+  for (const [a, b] of plan) {
+    if (a >= preloaded || b >= preloaded) continue
+    for (const [n, p] of [[a, b], [b, a]]) {
+      const [key, value] = syncedCursor(world.node(p))
+      world.node(n).records.local.writeSync(tx => { tx.put(key, value) })
+    }
+  }
   for (const n of world.nodes) n.start()
 
   schedulePartitions(world, rng.fork('partitions'), o, loadStart, loadEnd, bad)
-  scheduleLoad(world, rng.fork('workload'), o, loadStart, bad)
+  scheduleLoad(world, rng.fork('workload'), o, loadStart, bad, preloaded > 0 ? preload?.cids ?? [] : [])
 
   // Progress on stderr, at most every 2 s of wall time (virtual ticks of 1 s drive it; output is not part of the run).
   let lastLine = performance.now()
@@ -156,9 +168,10 @@ function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: 
 }
 
 /** Schedules the client operations on random up honest nodes. */
-function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number, bad: ReadonlySet<number>): void {
-  const spec: WorkloadSpec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
-  const known: string[] = []
+function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number, bad: ReadonlySet<number>, preloaded: readonly string[]): void {
+  const spec: WorkloadSpec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes, shape: o.recordShape }
+  // Updates pick among the preloaded records too (every node holds them unless --preload-nodes says otherwise).
+  const known: string[] = o.preloadNodes === 0 ? [...preloaded] : []
   let writeIds = 0
   for (const t of arrivals(rng.fork('arrivals'), o.rate, o.duration * 1000)) {
     world.sched.at(loadStart + t, () => {

@@ -81,12 +81,12 @@ export class World implements NodeWorld {
     })
   }
 
-  /** Creates node number `nodes.length` (not started). */
-  addNode (): SimNode {
+  /** Creates node number `nodes.length` (not started), its store empty or a copy of `image`. */
+  addNode (image?: Buffer): SimNode {
     const index = this.nodes.length
     const rng = this.rng.fork(`node-${index}`)
     const peerId = fakePeerId(rng.fork('peer-id'))
-    const n = new SimNode(index, peerId, rng, this)
+    const n = new SimNode(index, peerId, rng, this, image)
     this.nodes.push(n)
     this.byPeerId.set(peerId, index)
     this.metrics.addNode(index)

@@ -45,6 +45,8 @@ export interface CatchUpTrack {
   /** Writes (tracked) the node had to receive: those acknowledged before it started. */
   target: number
   got: number
+  /** Preloaded records the node had to receive too (a fresh node joining a preloaded mesh), and how many it holds. */
+  records?: { target: number, got: number }
   doneAt: number | undefined
   bytesIn: number
   messagesIn: number
@@ -74,6 +76,7 @@ export class Metrics implements NetStats, RouterStats {
   readonly badFrames = new Map<string, number>()
   private readonly byKey = new Map<string, WriteTrack>()
   private readonly catchUpOf = new Map<number, CatchUpTrack>()
+  private readonly recordCounts = new Map<number, () => number>()
   private nodeCount = 0
   /** Nodes whose own verdicts are left out (bad peers validate too, but their view is not the mesh's). */
   readonly bad = new Set<number>()
@@ -164,17 +167,31 @@ export class Metrics implements NetStats, RouterStats {
       const c = this.catchUpOf.get(node)
       if (c !== undefined && c.doneAt === undefined && w.acked && w.at < c.startAt) this.catchUpStep(c)
     }
+    const c = this.catchUpOf.get(node)
+    const count = this.recordCounts.get(node)
+    if (c?.records !== undefined && c.doneAt === undefined && count !== undefined) {
+      c.records.got = Math.min(c.records.target, count())
+      this.catchUpStep(c, 0)
+    }
   }
 
   // -------------------------------------------------------------- catch-up
 
-  /** A node (re)starts and must catch up on the acknowledged writes it lacks. */
-  catchUpStarted (node: number, kind: CatchUpTrack['kind']): void {
+  /**
+   * A node (re)starts and must catch up on the acknowledged writes it lacks,
+   * and, with `records`, on that many preloaded records (`count` tells how
+   * many records its store holds).
+   */
+  catchUpStarted (node: number, kind: CatchUpTrack['kind'], records?: { target: number, count: () => number }): void {
     const missing = this.writes.filter(w => w.acked && node < w.visibleAt.length && Number.isNaN(w.visibleAt[node]))
     const c: CatchUpTrack = {
       node, kind, startAt: this.now(), target: missing.length, got: 0, doneAt: undefined, bytesIn: 0, messagesIn: 0, progress: [[0, 0]]
     }
-    if (c.target === 0) c.doneAt = c.startAt
+    if (records !== undefined && records.target > 0) {
+      c.records = { target: records.target, got: Math.min(records.target, records.count()) }
+      this.recordCounts.set(node, records.count)
+    }
+    if (c.target === 0 && (c.records === undefined || c.records.got >= c.records.target)) c.doneAt = c.startAt
     this.catchUps.push(c)
     this.catchUpOf.set(node, c)
   }
@@ -189,13 +206,17 @@ export class Metrics implements NetStats, RouterStats {
     }
   }
 
-  private catchUpStep (c: CatchUpTrack): void {
-    c.got++
+  /** One more write received (`by` 1), or the record count moved (`by` 0). */
+  private catchUpStep (c: CatchUpTrack, by = 1): void {
+    c.got += by
     const t = this.now() - c.startAt
-    const f = c.got / c.target
+    const rt = c.records?.target ?? 0
+    const rg = c.records?.got ?? 0
+    const f = (c.got + rg) / (c.target + rt)
     const last = c.progress[c.progress.length - 1]
-    if (f - last[1] >= 0.01 || c.got === c.target) c.progress.push([t, f])
-    if (c.got >= c.target) c.doneAt = this.now()
+    const done = c.got >= c.target && rg >= rt
+    if (f - last[1] >= 0.01 || (done && f > last[1])) c.progress.push([t, f])
+    if (done) c.doneAt = this.now()
   }
 
   // -------------------------------------------------------------- timeline

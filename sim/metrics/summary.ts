@@ -68,7 +68,7 @@ export interface RunSummary {
     badPeerCounters: { framesIn: number, framesRejected: number, forged: number, replays: number, driftRefusals: number, framesDropped: number }
     honestDriftRefusals: number
   }
-  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
+  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, records?: { target: number, got: number }, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
   timeline: TimelineEvent[]
   /** Scenario-specific checks, by name. */
   checks: Record<string, CheckValue>
@@ -183,6 +183,7 @@ function catchUpRow (c: CatchUpTrack): RunSummary['catchUp'][number] {
     startAtMs: round(c.startAt, 1),
     target: c.target,
     got: c.got,
+    ...(c.records !== undefined ? { records: { ...c.records } } : {}),
     timeMs: c.doneAt === undefined ? null : round(c.doneAt - c.startAt, 1),
     bytes: c.bytesIn,
     messages: c.messagesIn,

@@ -65,10 +65,12 @@ export class SimNode {
     readonly index: number,
     readonly peerId: string,
     readonly rng: Prng,
-    private readonly w: NodeWorld
+    private readonly w: NodeWorld,
+    /** A store image to start from (the preload, sim/preload.ts); none: an empty store. */
+    image?: Buffer
   ) {
     const now = (): number => this.now()
-    this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now })
+    this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now, ...(image !== undefined ? { image } : {}) })
     const ids = rng.fork('root-ids')
     this.records = new RecordStore(this.kv, { nodeId: peerId, now, random: () => ids.next(), maxClockDriftMs: w.mesh.maxClockDriftMs })
     const logRng = rng.fork('log-id')

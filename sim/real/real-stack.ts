@@ -106,7 +106,7 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
 
     // The load, on the process clock: the model's Poisson arrivals and operation mix.
     const wl = rng.fork('workload')
-    const spec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
+    const spec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes, shape: o.recordShape }
     const loadStart = performance.now() - t0
     const known: string[] = []
     const pending = new Set<Promise<unknown>>()

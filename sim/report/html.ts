@@ -95,8 +95,8 @@ export function reportHtml (rep: Report, command: string): string {
   parts.push(lineSvg(cu.map(c => ({ label: `${c.kind} node ${c.node}${rep.runs.length > 1 ? ` (n=${c.nodes})` : ''}`, points: c.progress })),
     { xLabel: 'ms since the node started', yLabel: 'fraction of missing writes received', yMax: 1 }))
   if (cu.length > 0) {
-    parts.push(table(['node', 'kind', 'writes missing', 'received', 'time (ms)', 'bytes in', 'messages in'],
-      cu.map(c => [c.node, c.kind, c.target, c.got, c.timeMs ?? 'not done', c.bytes, c.messages])))
+    parts.push(table(['node', 'kind', 'writes missing', 'received', 'records to hold', 'held', 'time (ms)', 'bytes in', 'messages in'],
+      cu.map(c => [c.node, c.kind, c.target, c.got, c.records?.target ?? '', c.records?.got ?? '', c.timeMs ?? 'not done', c.bytes, c.messages])))
   }
   parts.push('<h2>Timeline of partitions and churn</h2>')
   parts.push(timeline(head))

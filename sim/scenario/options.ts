@@ -22,6 +22,9 @@ export interface SimOptions {
   writes: number
   newRecords: number
   valueBytes: number
+  recordShape: 'small' | 'library'
+  preload: number
+  preloadNodes: number
   latency: string
   link: 'pipelined' | 'serial'
   jitter: number
@@ -74,6 +77,9 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'writes', flag: 'writes', kind: 'number', help: 'fraction of operations that are writes (the rest are local reads)' },
   { key: 'newRecords', flag: 'new-records', kind: 'number', help: 'fraction of writes that create a record (the rest update one)' },
   { key: 'valueBytes', flag: 'value-bytes', kind: 'number', unit: 'B', help: 'length of the title each write sets' },
+  { key: 'recordShape', flag: 'record-shape', kind: 'string', choices: ['small', 'library'], help: 'what a record holds: small (a title and a size) or library (the benches\' synthetic library records, about 40 fields); for the preload and the load\'s new records' },
+  { key: 'preload', flag: 'preload', kind: 'number', help: 'records every store holds before the clock starts (the mesh in sync; a joining node has none)' },
+  { key: 'preloadNodes', flag: 'preload-nodes', kind: 'number', help: 'with --preload: only the first this many nodes hold them (0: every node)' },
   { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
   { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
@@ -117,6 +123,9 @@ export const BASE_DEFAULTS: SimOptions = {
   writes: 0.5,
   newRecords: 0.5,
   valueBytes: 24,
+  recordShape: 'small',
+  preload: 0,
+  preloadNodes: 0,
   latency: '100',
   link: 'pipelined',
   jitter: 0,
@@ -221,6 +230,8 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.flushMs < 1) fail('--flush-ms must be >= 1')
   if (o.antiEntropy < 100) fail('--anti-entropy must be >= 100 ms')
   if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
+  if (!Number.isInteger(o.preload) || o.preload > 2_000_000) fail('--preload must be a whole number of records up to 2000000')
+  if (!Number.isInteger(o.preloadNodes)) fail('--preload-nodes must be a whole number')
   if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
   if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
   try {

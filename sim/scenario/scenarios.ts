@@ -65,7 +65,11 @@ export const SCENARIOS: readonly Scenario[] = [
       ctx.at(ctx.loadStart + ctx.opts.joinAt * 1000, () => {
         const n = ctx.join()
         ctx.world.metrics.event({ kind: 'join', nodes: [n] })
-        ctx.world.metrics.catchUpStarted(n, 'fresh-join')
+        // Joining a preloaded mesh, it must receive the library too: as many records as an up node holds now.
+        const records = ctx.world.node(n).records
+        const holder = ctx.world.nodes.find(m => m.up && m.index !== n)
+        const held = ctx.opts.preload > 0 && holder !== undefined ? holder.records.countRecords() : 0
+        ctx.world.metrics.catchUpStarted(n, 'fresh-join', held > 0 ? { target: held, count: () => records.countRecords() } : undefined)
       })
     }
   },
