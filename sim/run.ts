@@ -6,6 +6,7 @@
  * function of the seed and options; wall time and memory are returned
  * beside it.
  */
+import { scaledCosts } from './cpu.js'
 import { Prng } from './engine/prng.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
@@ -42,7 +43,8 @@ export function worldOptions (o: SimOptions): ConstructorParameters<typeof World
     gossip: {
       D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatMs: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
     },
-    mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
+    mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout },
+    cpu: scaledCosts({ messageMs: o.cpuMessageMs, kibMs: o.cpuKibMs, entryMs: o.cpuEntryMs }, o.cpuFactor)
   }
 }
 

@@ -13,6 +13,7 @@
 import { Prng } from './engine/prng.js'
 import { Scheduler } from './engine/scheduler.js'
 import { checkGossipConfig, GOSSIPSUB_DEFAULTS, type GossipConfig } from './gossip/config.js'
+import type { CpuCosts } from './cpu.js'
 import { Metrics } from './metrics/collector.js'
 import { parseLatency } from './net/latency.js'
 import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/network.js'
@@ -30,6 +31,8 @@ export interface WorldSpec {
   uplinkBps: number
   gossip: Partial<GossipConfig>
   mesh: Partial<MeshOptions>
+  /** The virtual CPU's costs (sim/cpu.ts), scaled already; all 0: processing takes no virtual time. */
+  cpu: CpuCosts
 }
 
 /** 1 January 2025, 00:00 UTC: virtual time 0 on every node's wall clock (plus its skew). */
@@ -53,6 +56,7 @@ export class World implements NodeWorld {
   readonly metrics: Metrics
   readonly gossip: GossipConfig
   readonly mesh: Partial<MeshOptions>
+  readonly cpu: CpuCosts
   readonly topic = TOPIC
   readonly epochMs = EPOCH_MS
   readonly nodes: SimNode[] = []
@@ -67,6 +71,8 @@ export class World implements NodeWorld {
     this.metrics = new Metrics(() => this.sched.now)
     this.gossip = checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...spec.gossip })
     this.mesh = spec.mesh
+    this.cpu = spec.cpu
+    this.metrics.completion = (i) => this.nodes[i].cpu.doneAt()
     this.net = new Network(this.sched, this.rng.fork('net'), {
       ...DEFAULT_NET,
       latency: parseLatency(spec.latency, spec.jitterMs),

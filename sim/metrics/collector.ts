@@ -77,6 +77,8 @@ export class Metrics implements NetStats, RouterStats {
   private readonly byKey = new Map<string, WriteTrack>()
   private readonly catchUpOf = new Map<number, CatchUpTrack>()
   private readonly recordCounts = new Map<number, () => number>()
+  /** When work a node commits now is done on its virtual CPU (sim/cpu.ts): what it commits is readable then. */
+  completion: (node: number) => number = () => this.now()
   private nodeCount = 0
   /** Nodes whose own verdicts are left out (bad peers validate too, but their view is not the mesh's). */
   readonly bad = new Set<number>()
@@ -155,7 +157,7 @@ export class Metrics implements NetStats, RouterStats {
     w.acked = true
     w.key = key
     this.byKey.set(key, w)
-    w.visibleAt[w.origin] = this.now()
+    w.visibleAt[w.origin] = this.completion(w.origin)
   }
 
   /** Keys committed on `node` (its change stream): marks tracked writes visible there. */
@@ -163,7 +165,7 @@ export class Metrics implements NetStats, RouterStats {
     for (const k of keys) {
       const w = this.byKey.get(k)
       if (w === undefined || node >= w.visibleAt.length || !Number.isNaN(w.visibleAt[node])) continue
-      w.visibleAt[node] = this.now()
+      w.visibleAt[node] = this.completion(node)
       const c = this.catchUpOf.get(node)
       if (c !== undefined && c.doneAt === undefined && w.acked && w.at < c.startAt) this.catchUpStep(c)
     }
@@ -209,14 +211,15 @@ export class Metrics implements NetStats, RouterStats {
   /** One more write received (`by` 1), or the record count moved (`by` 0). */
   private catchUpStep (c: CatchUpTrack, by = 1): void {
     c.got += by
-    const t = this.now() - c.startAt
+    const at = this.completion(c.node)
+    const t = at - c.startAt
     const rt = c.records?.target ?? 0
     const rg = c.records?.got ?? 0
     const f = (c.got + rg) / (c.target + rt)
     const last = c.progress[c.progress.length - 1]
     const done = c.got >= c.target && rg >= rt
     if (f - last[1] >= 0.01 || (done && f > last[1])) c.progress.push([t, f])
-    if (done) c.doneAt = this.now()
+    if (done) c.doneAt = at
   }
 
   // -------------------------------------------------------------- timeline

@@ -58,6 +58,11 @@ export interface RunSummary {
     bytesPerWrite: number
   }
   gossip: { received: number, duplicates: number, verdicts: Record<string, number> }
+  /**
+   * The nodes' virtual CPUs (sim/cpu.ts): the fraction of the run each was
+   * busy, the longest a task waited for one, and the busiest node.
+   */
+  cpu: { busyFraction: Summary, maxWaitMs: Summary, busiest: { node: number, busyFraction: number, maxWaitMs: number } }
   /** The gossipsub mesh and the connections at the end: degrees and connected components. */
   topology: { connections: Summary, meshDegree: Summary, meshComponents: number }
   rejected: {
@@ -165,6 +170,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
       bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1)
     },
     gossip: { received: m.gossipReceived, duplicates: m.duplicates, verdicts: { ...m.verdicts } },
+    cpu: cpuSummary(world, inp.end),
     topology: topology(world),
     rejected: { fromBad, fromHonest, badPeerCounters: bad, honestDriftRefusals: honestDrift },
     catchUp: m.catchUps.map(catchUpRow),
@@ -173,6 +179,17 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     virtualMs: inp.end,
     tasks: world.sched.tasksRun,
     failures: world.failures
+  }
+}
+
+function cpuSummary (world: World, end: number): RunSummary['cpu'] {
+  const busy = world.nodes.map(n => n.cpu.busyMs / Math.max(1, end))
+  let top = 0
+  for (let i = 1; i < busy.length; i++) if (busy[i] > busy[top]) top = i
+  return {
+    busyFraction: summarise(busy, 4),
+    maxWaitMs: summarise(world.nodes.map(n => n.cpu.maxWaitMs), 1),
+    busiest: { node: top, busyFraction: round(busy[top] ?? 0, 4), maxWaitMs: round(world.nodes[top]?.cpu.maxWaitMs ?? 0, 1) }
   }
 }
 

@@ -5,6 +5,7 @@
  * command line wins over them.
  */
 import { DEFAULT_GOSSIP_DEGREE, gossipDout } from '../../src/mesh/gossip-degree.js'
+import { DEFAULT_CPU_COSTS } from '../cpu.js'
 import { parseLatency } from '../net/latency.js'
 import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
@@ -44,6 +45,10 @@ export interface SimOptions {
   flushBytes: number
   antiEntropy: number
   requestTimeout: number
+  cpuFactor: number
+  cpuMessageMs: number
+  cpuKibMs: number
+  cpuEntryMs: number
   partitionEvery: number
   partitionKind: 'halves' | 'isolate'
   absent: number
@@ -99,6 +104,10 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'flushBytes', flag: 'flush-bytes', kind: 'number', unit: 'B', help: 'push batching: or as soon as this many bytes wait' },
   { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often (jittered ±25 %)' },
   { key: 'requestTimeout', flag: 'request-timeout', kind: 'number', unit: 'ms', help: 'deadline of one pull request' },
+  { key: 'cpuFactor', flag: 'cpu-factor', kind: 'number', help: 'scales every CPU cost of the virtual CPU (0: processing takes no virtual time; 2: a machine half as fast as the calibration\'s)' },
+  { key: 'cpuMessageMs', flag: 'cpu-message-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost of handling one message (libp2p decryption, muxing, protobuf, signature)' },
+  { key: 'cpuKibMs', flag: 'cpu-kib-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per KiB of a message, on the receiving side and on the side serving a page' },
+  { key: 'cpuEntryMs', flag: 'cpu-entry-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per key committed to a store (a local write or an applied entry)' },
   { key: 'partitionEvery', flag: 'partition-every', kind: 'number', unit: 's', help: 'toggle a network partition on and off this often (0: never)' },
   { key: 'partitionKind', flag: 'partition-kind', kind: 'string', choices: ['halves', 'isolate'], help: 'halves: two random halves; isolate: one random node alone' },
   { key: 'absent', flag: 'absent', kind: 'number', unit: 's', help: 'return-after-absence: how long the node is down' },
@@ -145,6 +154,10 @@ export const BASE_DEFAULTS: SimOptions = {
   flushBytes: 65_536,
   antiEntropy: 15_000,
   requestTimeout: 15_000,
+  cpuFactor: 1,
+  cpuMessageMs: DEFAULT_CPU_COSTS.messageMs,
+  cpuKibMs: DEFAULT_CPU_COSTS.kibMs,
+  cpuEntryMs: DEFAULT_CPU_COSTS.entryMs,
   partitionEvery: 0,
   partitionKind: 'halves',
   absent: 0,
