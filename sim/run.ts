@@ -194,7 +194,10 @@ function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number
       }, (err: unknown) => {
         world.metrics.writeErrors++
         // A node whose clock is out of bound refuses writes (503 retryable in the API): counted, not a failure.
-        if ((err as { code?: unknown }).code === 'clock_out_of_bound') return
+        if ((err as { code?: unknown }).code === 'clock_out_of_bound') {
+          world.metrics.refusedByNode.set(node.index, (world.metrics.refusedByNode.get(node.index) ?? 0) + 1)
+          return
+        }
         world.fail(err, `client write on node ${node.index}`)
       })
     })

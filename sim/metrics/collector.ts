@@ -33,7 +33,7 @@ export interface WriteTrack {
 
 export interface TimelineEvent {
   t: number
-  kind: 'partition' | 'heal' | 'stop' | 'start' | 'join' | 'skew' | 'bad-peer'
+  kind: 'partition' | 'heal' | 'stop' | 'start' | 'join' | 'skew' | 'clock-step' | 'clock-back' | 'bad-peer'
   nodes?: number[]
   detail?: string
 }
@@ -65,6 +65,8 @@ export class Metrics implements NetStats, RouterStats {
   reads = 0
   failedReads = 0
   writeErrors = 0
+  /** Client writes a node refused because its clock was out of bound, by node. */
+  readonly refusedByNode = new Map<number, number>()
   gossipReceived = 0
   duplicates = 0
   readonly verdicts: Record<Verdict, number> = { accept: 0, reject: 0, ignore: 0 }

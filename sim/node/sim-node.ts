@@ -205,6 +205,8 @@ export class SimNode {
   private runtime (rng: Prng, alive: () => boolean): MeshRuntime {
     return {
       now: () => this.now(),
+      // Virtual time never steps: the clock guard sees a step of the wall clock (skew) at once, as a node does with performance.now().
+      monotonic: () => this.w.sched.now,
       random: () => rng.next(),
       schedule: (delayMs, fn) => this.w.sched.after(delayMs, () => {
         if (!alive()) return

@@ -54,6 +54,8 @@ export interface SimOptions {
   absent: number
   joinAt: number
   skew: number
+  clockStep: number
+  clockStepFor: number
   badPeers: number
   badRate: number
   real: boolean
@@ -113,6 +115,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'absent', flag: 'absent', kind: 'number', unit: 's', help: 'return-after-absence: how long the node is down' },
   { key: 'joinAt', flag: 'join-at', kind: 'number', unit: 's', help: 'fresh-join: when (into the load) the new node starts' },
   { key: 'skew', flag: 'skew', kind: 'number', unit: 'ms', help: 'clock-skew: the largest clock offset; nodes get offsets spread over ±skew, node 0 gets +skew' },
+  { key: 'clockStep', flag: 'clock-step', kind: 'number', unit: 'ms', help: 'clock-step: how far node 0\'s wall clock jumps ahead, 5 s into the load' },
+  { key: 'clockStepFor', flag: 'clock-step-for', kind: 'number', unit: 's', help: 'clock-step: how long until it jumps back' },
   { key: 'badPeers', flag: 'bad-peers', kind: 'number', help: 'bad-peer: misbehaving nodes' },
   { key: 'badRate', flag: 'bad-rate', kind: 'number', unit: 'frames/s', help: 'bad-peer: bad frames each bad node publishes per second' },
   { key: 'real', flag: 'real', kind: 'boolean', help: 'also run the scenario on real libp2p nodes (in-memory transport, real time) and compare' },
@@ -163,6 +167,8 @@ export const BASE_DEFAULTS: SimOptions = {
   absent: 0,
   joinAt: 0,
   skew: 0,
+  clockStep: 0,
+  clockStepFor: 10,
   badPeers: 0,
   badRate: 0,
   real: false,

@@ -7,6 +7,7 @@
  */
 import { gossipDout } from '../../src/mesh/gossip-degree.js'
 import { addBadPeer } from './bad-peer.js'
+import { clockStepSetup } from './clock-step.js'
 import { sameContentSetup } from './same-content.js'
 import { BASE_DEFAULTS, checkOptions, UsageError, type SimOptions } from './options.js'
 import type { BarSet, Scenario } from './scenario.js'
@@ -103,6 +104,12 @@ export const SCENARIOS: readonly Scenario[] = [
       }
       ctx.world.metrics.event({ kind: 'skew', nodes: [0], detail: `node 0 at +${ctx.opts.skew} ms, others within ±${ctx.opts.skew / 4} ms` })
     }
+  },
+  {
+    name: 'clock-step',
+    summary: 'node 0\'s wall clock jumps --clock-step ms ahead 5 s into the load and back after --clock-step-for s: how long writes were refused, and by whom',
+    defaults: { clockStep: 30_000, clockStepFor: 10, duration: 40, tail: 10 },
+    setup: clockStepSetup
   },
   {
     name: 'bad-peer',

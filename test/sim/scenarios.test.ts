@@ -95,6 +95,26 @@ describe('scenarios (short)', () => {
     expect(report.lostWrites).toBe(0)
   })
 
+  it('clock-step: the stepped node refuses its writes while its clock is off, nobody else does, and it writes again once back', async () => {
+    const { report, head } = await run({ scenario: 'clock-step', duration: 12, clockStepFor: 4 })
+    const c = head.checks['clock-step'] as Record<string, number | string>
+    expect(c.detectedAfterMs).toBeGreaterThanOrEqual(0)
+    expect(c.detectedAfterMs).toBeLessThan(1000) // the monotonic clock shows the step at once
+    expect(c.node0RefusedMs).toBeGreaterThanOrEqual(3000)
+    expect(c.node0RefusedMs).toBeLessThanOrEqual(6000)
+    expect(c.resumedAfterBackMs).toBeGreaterThanOrEqual(0)
+    expect(c.othersRefusedMs).toBe(0)
+    expect(JSON.parse(c.refusedWritesByNode as string)).toEqual({ 'node 0': head.operations.writeErrors })
+    expect(head.operations.writeErrors).toBeGreaterThan(0)
+    expect(head.timeline.map(e => e.kind)).toEqual(['clock-step', 'clock-back'])
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+    // A step within the offset bound (5 s) refuses nothing.
+    const small = await run({ scenario: 'clock-step', duration: 10, clockStepFor: 3, clockStep: 3000 })
+    expect((small.head.checks['clock-step'] as Record<string, number>).node0RefusedMs).toBe(0)
+    expect(small.head.operations.writeErrors).toBe(0)
+  })
+
   it('bad-peer: nothing forged is applied, bad frames are rejected, honest writes arrive everywhere', async () => {
     const { report, head } = await run({ scenario: 'bad-peer', badRate: 30 })
     expect(head.badPeers).toBe(1)
