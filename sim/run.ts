@@ -60,6 +60,8 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   const loadStart = o.warmup * 1000
   const loadEnd = loadStart + o.duration * 1000
   const end = loadEnd + o.tail * 1000
+  // Rates under load: the load's time, past its first 10 % (the mesh settling into it).
+  world.metrics.window = [loadStart + (loadEnd - loadStart) / 10, loadEnd]
   const bad = new Set<number>()
   const checks: Array<[string, () => CheckValue]> = []
   const forbidden = new Set<string>()

@@ -60,6 +60,11 @@ export class Metrics implements NetStats, RouterStats {
   readonly lostCount = new Map<LossReason, number>()
   sentBytes: number[] = []
   recvBytes: number[] = []
+  /** The same, counted only inside `window` (the steady load: warm-up and tail left out). */
+  windowSent: number[] = []
+  windowRecv: number[] = []
+  /** [from, to) of virtual time that windowSent/windowRecv count (run.ts sets the load's, past its first 10 %). */
+  window: [number, number] = [0, Infinity]
   sentMsgs: number[] = []
   writes: WriteTrack[] = []
   reads = 0
@@ -90,7 +95,7 @@ export class Metrics implements NetStats, RouterStats {
   /** Grows the per-node arrays (nodes are numbered 0…n-1 in order of creation). */
   addNode (index: number): void {
     this.nodeCount = Math.max(this.nodeCount, index + 1)
-    for (const a of [this.sentBytes, this.recvBytes, this.sentMsgs]) while (a.length < this.nodeCount) a.push(0)
+    for (const a of [this.sentBytes, this.recvBytes, this.sentMsgs, this.windowSent, this.windowRecv]) while (a.length < this.nodeCount) a.push(0)
   }
 
   // -------------------------------------------------------------- network
@@ -101,6 +106,11 @@ export class Metrics implements NetStats, RouterStats {
     this.sentBytes[from] += bytes
     this.sentMsgs[from]++
     this.recvBytes[to] += bytes
+    const t = this.now()
+    if (t >= this.window[0] && t < this.window[1]) {
+      this.windowSent[from] += bytes
+      this.windowRecv[to] += bytes
+    }
     const c = this.catchUpOf.get(to)
     if (c !== undefined && c.doneAt === undefined) {
       c.bytesIn += bytes

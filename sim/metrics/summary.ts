@@ -19,7 +19,7 @@
  */
 import type { World } from '../world.js'
 import type { CheckValue } from '../scenario/scenario.js'
-import { histogram, round, summarise, type Summary } from './stats.js'
+import { logHistogram, round, summarise, type Summary } from './stats.js'
 import type { CatchUpTrack, TimelineEvent, WriteTrack } from './collector.js'
 
 export interface RunSummary {
@@ -44,7 +44,8 @@ export interface RunSummary {
    * latencyMs when the run has no partitions.
    */
   latencyMsUnpartitioned: Summary
-  latencyHistogram: { edges: number[], counts: number[] }
+  /** Stable latency in bins of equal width on a log scale (10 per decade): `lower` is the first bin's lower edge, `edges` each bin's upper one. */
+  latencyHistogram: { edges: number[], counts: number[], lower: number }
   messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
   lostMessages: Record<string, number>
   perNode: {
@@ -56,6 +57,12 @@ export interface RunSummary {
     messagesPerSecond: number
     /** Mean bytes each node sent and received per client write. */
     bytesPerWrite: number
+    /**
+     * Under load: bytes per second each node uploaded and downloaded while
+     * the load ran, its first 10 % (the mesh settling into it) and the warm-up
+     * and tail left out; the busiest node by upload plus download.
+     */
+    underLoad: { fromMs: number, toMs: number, uploadPerSecond: Summary, downloadPerSecond: Summary, busiest: { node: number, uploadPerSecond: number, downloadPerSecond: number } }
   }
   gossip: { received: number, duplicates: number, verdicts: Record<string, number> }
   /**
@@ -158,7 +165,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     duplicatesPerWrite: round(m.duplicates / Math.max(1, m.writes.length), 2),
     latencyMs: summarise(latencies, 1),
     latencyMsUnpartitioned: summarise(wholeLatencies, 1),
-    latencyHistogram: histogram(latencies, 30),
+    latencyHistogram: logHistogram(latencies, 10),
     messages: { total: m.totalMessages, bytes: m.totalBytes, byKind },
     lostMessages,
     perNode: {
@@ -167,7 +174,8 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
       messagesSent: summarise(all.map(i => m.sentMsgs[i]), 0),
       bytesPerSecond: round(meanTraffic / seconds, 0),
       messagesPerSecond: round(meanMsgs / seconds, 2),
-      bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1)
+      bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1),
+      underLoad: underLoad(m, all)
     },
     gossip: { received: m.gossipReceived, duplicates: m.duplicates, verdicts: { ...m.verdicts } },
     cpu: cpuSummary(world, inp.end),
@@ -179,6 +187,22 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     virtualMs: inp.end,
     tasks: world.sched.tasksRun,
     failures: world.failures
+  }
+}
+
+function underLoad (m: World['metrics'], all: number[]): RunSummary['perNode']['underLoad'] {
+  const [from, to] = m.window
+  const secs = Math.max(0.001, (Math.min(to, 1e15) - from) / 1000)
+  const up = all.map(i => m.windowSent[i] / secs)
+  const down = all.map(i => m.windowRecv[i] / secs)
+  let top = 0
+  for (let i = 1; i < all.length; i++) if (up[i] + down[i] > up[top] + down[top]) top = i
+  return {
+    fromMs: round(from, 1),
+    toMs: round(to, 1),
+    uploadPerSecond: summarise(up, 0),
+    downloadPerSecond: summarise(down, 0),
+    busiest: { node: all[top] ?? 0, uploadPerSecond: round(up[top] ?? 0, 0), downloadPerSecond: round(down[top] ?? 0, 0) }
   }
 }
 
