@@ -38,8 +38,10 @@ export function worldOptions (o: SimOptions): ConstructorParameters<typeof World
     link: o.link,
     jitterMs: o.jitter,
     loss: o.loss,
+    lossBetweenRegions: o.lossBetweenRegions,
     lossMode: o.lossMode,
     uplinkBps: o.bandwidth * 1_000_000,
+    downlinkBps: o.downlink * 1_000_000,
     gossip: {
       D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatMs: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
     },

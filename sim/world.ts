@@ -26,9 +26,12 @@ export interface WorldSpec {
   link: LinkMode
   jitterMs: number
   loss: number
+  lossBetweenRegions: number
   lossMode: LossMode
   /** Upload bandwidth per node in bits/s (0: unlimited). */
   uplinkBps: number
+  /** Download bandwidth per node in bits/s (0: unlimited). */
+  downlinkBps: number
   gossip: Partial<GossipConfig>
   mesh: Partial<MeshOptions>
   /** The virtual CPU's costs (sim/cpu.ts), scaled already; all 0: processing takes no virtual time. */
@@ -78,8 +81,10 @@ export class World implements NodeWorld {
       latency: parseLatency(spec.latency, spec.jitterMs),
       link: spec.link,
       loss: spec.loss,
+      lossBetweenRegions: spec.lossBetweenRegions,
       lossMode: spec.lossMode,
-      uplinkBps: spec.uplinkBps
+      uplinkBps: spec.uplinkBps,
+      downlinkBps: spec.downlinkBps
     }, this.metrics)
     this.net.attach({
       connected: (n, p, d) => { this.nodes[n].connected(p, d) },

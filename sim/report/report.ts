@@ -88,7 +88,7 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     config: {
       gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),
       mesh: meshOptions(w.mesh),
-      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossMode: w.lossMode, uplinkBps: w.uplinkBps }
+      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossBetweenRegions: w.lossBetweenRegions, lossMode: w.lossMode, uplinkBps: w.uplinkBps, downlinkBps: w.downlinkBps }
     },
     runs
   }

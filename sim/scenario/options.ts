@@ -30,8 +30,10 @@ export interface SimOptions {
   link: 'pipelined' | 'serial'
   jitter: number
   loss: number
+  lossBetweenRegions: number
   lossMode: 'drop' | 'retransmit'
   bandwidth: number
+  downlink: number
   targetPeers: number
   D: number
   Dlo: number
@@ -91,8 +93,10 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
   { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
+  { key: 'lossBetweenRegions', flag: 'loss-between-regions', kind: 'number', help: 'with regions:… latency: a further loss probability on links between regions (on top of --loss)' },
   { key: 'lossMode', flag: 'loss-mode', kind: 'string', choices: ['drop', 'retransmit'], help: 'drop: the message is gone; retransmit: it arrives one 200 ms RTO later per loss (TCP)' },
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
+  { key: 'downlink', flag: 'downlink', kind: 'number', unit: 'Mbit/s', help: 'download bandwidth of each node, shared by its connections (0: unlimited)' },
   { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
   { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (library default 6)' },
   { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (default 4)' },
@@ -143,8 +147,10 @@ export const BASE_DEFAULTS: SimOptions = {
   link: 'pipelined',
   jitter: 0,
   loss: 0,
+  lossBetweenRegions: 0,
   lossMode: 'drop',
   bandwidth: 0,
+  downlink: 0,
   targetPeers: DEFAULT_TARGET_PEERS,
   D: DEFAULT_GOSSIP_DEGREE.D,
   Dlo: DEFAULT_GOSSIP_DEGREE.Dlo,
@@ -244,6 +250,7 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.writes > 1) fail('--writes is a fraction between 0 and 1')
   if (o.newRecords > 1) fail('--new-records is a fraction between 0 and 1')
   if (o.loss >= 1) fail('--loss must be below 1')
+  if (o.lossBetweenRegions >= 1) fail('--loss-between-regions must be below 1')
   if (o.duration <= 0) fail('--duration must be > 0')
   if (o.heartbeat <= 0) fail('--heartbeat must be > 0')
   if (o.flushMs < 1) fail('--flush-ms must be >= 1')
