@@ -13,7 +13,7 @@ import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
 import { planConnections } from './net/topology.js'
 import { preloadImage, syncedCursor } from './preload.js'
-import { arrivals, makeOp, type WorkloadSpec } from './workload.js'
+import { arrivals, makeOp, shapedRecord, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
 export interface RunCost {
@@ -107,6 +107,7 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
 
   schedulePartitions(world, rng.fork('partitions'), o, loadStart, loadEnd, bad)
   scheduleLoad(world, rng.fork('workload'), o, loadStart, bad, preloaded > 0 ? preload?.cids ?? [] : [])
+  const scan = scheduleScan(world, o, loadStart)
 
   // Progress on stderr, at most every 2 s of wall time (virtual ticks of 1 s drive it; output is not part of the run).
   let lastLine = performance.now()
@@ -126,6 +127,7 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   await world.runUntil(end)
   const summary = summariseRun(world, { nodeCount, bad, forbidden, loadMs: o.duration * 1000, end })
   for (const [name, fn] of checks) summary.checks[name] = fn()
+  if (o.scan > 0) summary.checks.scan = scan()
   const mem = process.memoryUsage()
   peakRss = Math.max(peakRss, mem.rss)
   for (const n of world.nodes) n.stop()
@@ -171,6 +173,50 @@ function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: 
       world.metrics.event({ kind: 'heal' })
     })
   }
+}
+
+/** Write ids and record indices of a scan, apart from the load's. */
+const SCAN_ID_BASE = 1_000_000_000
+const SCAN_RECORD_OFFSET = 200_000_000
+
+/**
+ * `--scan N`: node 0 ingests N new library records from the start of the
+ * load, one after the other, each as soon as the previous one is
+ * acknowledged and its CPU is free (a watcher scanning a library at its
+ * full rate, beside the load). Returns the check for the report.
+ */
+function scheduleScan (world: World, o: SimOptions, loadStart: number): () => CheckValue {
+  let issued = 0
+  let acked = 0
+  let doneAt: number | undefined
+  const node = world.node(0)
+  const unused = world.rng.fork('scan')
+  const next = (): void => {
+    if (issued >= o.scan) return
+    if (!node.up) { world.sched.after(100, next); return }
+    const i = ++issued
+    const id = SCAN_ID_BASE + i
+    const r = shapedRecord('library', SCAN_RECORD_OFFSET + i, unused, o.valueBytes)
+    const w = world.metrics.writeIssued(id, node.index)
+    world.clientWrite(async () => await node.records.mergeFlat(r.cid, { ...r.fields, [`log/${id}`]: 'true' })).then((res) => {
+      world.metrics.writeAcked(w, `file:${res.rid}/log/${id}`)
+      acked++
+      if (acked === o.scan) doneAt = node.cpu.doneAt()
+      world.sched.at(node.cpu.doneAt(), next)
+    }, (err: unknown) => {
+      world.metrics.writeErrors++
+      if ((err as { code?: unknown }).code !== 'clock_out_of_bound') world.fail(err, 'scan write on node 0')
+      world.sched.after(100, next)
+    })
+  }
+  if (o.scan > 0) world.sched.at(loadStart, next)
+  return () => ({
+    records: o.scan,
+    acknowledged: acked,
+    /** From the load's start until node 0 had written them all (-1: not within the run). */
+    durationMs: doneAt === undefined ? -1 : Math.round(doneAt - loadStart),
+    recordsPerSecond: doneAt === undefined ? 0 : Math.round(o.scan / Math.max(0.001, (doneAt - loadStart) / 1000))
+  })
 }
 
 /** Schedules the client operations on random up honest nodes. */

@@ -26,6 +26,7 @@ export interface SimOptions {
   recordShape: 'small' | 'library'
   preload: number
   preloadNodes: number
+  scan: number
   latency: string
   link: 'pipelined' | 'serial'
   jitter: number
@@ -89,6 +90,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'recordShape', flag: 'record-shape', kind: 'string', choices: ['small', 'library'], help: 'what a record holds: small (a title and a size) or library (the benches\' synthetic library records, about 40 fields); for the preload and the load\'s new records' },
   { key: 'preload', flag: 'preload', kind: 'number', help: 'records every store holds before the clock starts (the mesh in sync; a joining node has none)' },
   { key: 'preloadNodes', flag: 'preload-nodes', kind: 'number', help: 'with --preload: only the first this many nodes hold them (0: every node)' },
+  { key: 'scan', flag: 'scan', kind: 'number', help: 'node 0 ingests this many new library records from the load\'s start, each as soon as the previous is acknowledged and its CPU is free (a library scan beside the load)' },
   { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
   { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
@@ -143,6 +145,7 @@ export const BASE_DEFAULTS: SimOptions = {
   recordShape: 'small',
   preload: 0,
   preloadNodes: 0,
+  scan: 0,
   latency: '100',
   link: 'pipelined',
   jitter: 0,
@@ -258,6 +261,7 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
   if (!Number.isInteger(o.preload) || o.preload > 2_000_000) fail('--preload must be a whole number of records up to 2000000')
   if (!Number.isInteger(o.preloadNodes)) fail('--preload-nodes must be a whole number')
+  if (!Number.isInteger(o.scan) || o.scan > 1_000_000) fail('--scan must be a whole number of records up to 1000000')
   if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
   if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
   try {

@@ -115,6 +115,18 @@ describe('scenarios (short)', () => {
     expect(small.head.operations.writeErrors).toBe(0)
   })
 
+  it('a library scan on node 0 beside the load: written at the rate its CPU allows, and everywhere in the end', async () => {
+    const { report, head } = await run({ scenario: 'baseline', profile: 'library', nodes: [5], duration: 4, rate: 10, scan: 150 })
+    const scan = head.checks.scan as Record<string, number>
+    expect(scan.acknowledged).toBe(150)
+    expect(scan.durationMs).toBeGreaterThan(0)
+    // Each record's keys cost CPU time on node 0 (--cpu-entry-ms): no faster than that allows.
+    expect(scan.recordsPerSecond).toBeLessThan(1000 / (35 * report.options.cpuEntryMs))
+    expect(head.operations.writes).toBeGreaterThan(150)
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+  })
+
   it('bad-peer: nothing forged is applied, bad frames are rejected, honest writes arrive everywhere', async () => {
     const { report, head } = await run({ scenario: 'bad-peer', badRate: 30 })
     expect(head.badPeers).toBe(1)
