@@ -13,6 +13,7 @@
 import { KvStore } from '../../src/kv/index.js'
 import { RecordStore } from '../../src/records/index.js'
 import { RecordReplica } from '../../src/mesh/replica-store.js'
+import { decodeMessage, FRAME_LIMITS } from '../../src/mesh/messages.js'
 import { MeshCore, type MeshOptions, type MeshRuntime } from '../../src/mesh/protocol/index.js'
 import type { Prng } from '../engine/prng.js'
 import type { Cancel, Scheduler } from '../engine/scheduler.js'
@@ -277,8 +278,11 @@ export class SimNode {
   }
 }
 
-/** `pull` or `snap`, read from the request's JSON without decoding it (uncompressed: requests are tiny). */
+/** `pull` or `snap`: the request's type, decoded by the wire module (requests are tiny). */
 function requestKind (body: Uint8Array): 'pull' | 'snap' {
-  // Envelope: version byte, flags byte, then `{"t":"…"`.
-  return body[1] === 0 && body[8] === 0x73 /* s */ ? 'snap' : 'pull'
+  try {
+    return decodeMessage(body, FRAME_LIMITS).t === 'snap' ? 'snap' : 'pull'
+  } catch {
+    return 'pull' // the serving core answers a malformed request with an error; counted as a pull
+  }
 }

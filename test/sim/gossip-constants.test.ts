@@ -13,6 +13,8 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_GOSSIP_DEGREE, DEFAULT_GOSSIP_DOUT, gossipDout } from '../../src/mesh/gossip-degree.js'
 import { GOSSIPSUB_DEFAULTS } from '../../sim/gossip/config.js'
 import { BASE_DEFAULTS } from '../../sim/scenario/options.js'
+import { SYNC_PROTOCOL } from '../../sim/node/sim-node.js'
+import { PULL_PROTOCOL } from '../../src/mesh/libp2p/pull-protocol.js'
 
 /** The package's constants module (not in its exports map, so loaded by file). */
 async function constants (): Promise<Record<string, number>> {
@@ -60,5 +62,9 @@ describe('gossipsub constants', () => {
     // Dout follows gossipsub's rules (Dout < Dlo, Dout <= D/2) for any degree a node is given.
     expect(gossipDout({ D: 2, Dlo: 2, Dhi: 3 })).toBe(1)
     expect(gossipDout({ D: 0, Dlo: 0, Dhi: 0 })).toBe(0)
+  })
+
+  it('the model\'s pull protocol id is the node\'s (its bytes count in every request)', () => {
+    expect(SYNC_PROTOCOL).toBe(PULL_PROTOCOL)
   })
 })
