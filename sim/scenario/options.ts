@@ -77,7 +77,7 @@ interface OptionSpec {
 
 export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'scenario', flag: 'scenario', kind: 'string', help: 'which scenario to run (see above)' },
-  { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named configuration of gossip and push batching (see docs/simulator.md); flags override it' },
+  { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named node configuration: connections, gossipsub degree, push window (see docs/simulator.md); flags override it' },
   { key: 'nodes', flag: 'nodes', kind: 'list', help: 'node count, or a comma-separated list for a sweep (e.g. 5,25,100)' },
   { key: 'seed', flag: 'seed', kind: 'string', help: 'seed of every random choice: the same seed and options give the same report.json' },
   { key: 'warmup', flag: 'warmup', kind: 'number', unit: 's', help: 'virtual time for the nodes to connect and form the mesh before the load starts' },
@@ -91,7 +91,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'preload', flag: 'preload', kind: 'number', help: 'records every store holds before the clock starts (the mesh in sync; a joining node has none)' },
   { key: 'preloadNodes', flag: 'preload-nodes', kind: 'number', help: 'with --preload: only the first this many nodes hold them (0: every node)' },
   { key: 'scan', flag: 'scan', kind: 'number', help: 'node 0 ingests this many new library records from the load\'s start, each as soon as the previous is acknowledged and its CPU is free (a library scan beside the load)' },
-  { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
+  { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3, regions:3:80 (3 regions 80 ms apart)' },
   { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
   { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
@@ -100,17 +100,17 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
   { key: 'downlink', flag: 'downlink', kind: 'number', unit: 'Mbit/s', help: 'download bandwidth of each node, shared by its connections (0: unlimited)' },
   { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
-  { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (library default 6)' },
-  { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (default 4)' },
-  { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (default 12)' },
+  { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (the node\'s META_CORE_GOSSIP_D, default 6)' },
+  { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (the node\'s META_CORE_GOSSIP_DLO, default 4)' },
+  { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (the node\'s META_CORE_GOSSIP_DHI, default 12)' },
   { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default: what the node derives from D and Dlo, 2 or less; any other value is model only)' },
   { key: 'Dlazy', flag: 'gossip-dlazy', kind: 'number', help: 'gossipsub Dlazy: peers sent IHAVE per heartbeat (default 6)' },
   { key: 'heartbeat', flag: 'heartbeat', kind: 'number', unit: 'ms', help: 'gossipsub heartbeat interval (default 1000)' },
   { key: 'floodPublish', flag: 'flood-publish', kind: 'boolean', help: 'publish to every subscribed peer, not only the mesh (library default true)' },
   { key: 'idontwantMin', flag: 'idontwant-min', kind: 'number', unit: 'B', help: 'messages at least this large trigger IDONTWANT (library default 512)' },
-  { key: 'flushMs', flag: 'flush-ms', kind: 'number', unit: 'ms', help: 'push batching: a frame leaves this long after its first change' },
+  { key: 'flushMs', flag: 'flush-ms', kind: 'number', unit: 'ms', help: 'push window: a frame leaves this long after its first change (the node\'s META_CORE_PUSH_WINDOW_MS)' },
   { key: 'flushBytes', flag: 'flush-bytes', kind: 'number', unit: 'B', help: 'push batching: or as soon as this many bytes wait' },
-  { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often (jittered ±25 %)' },
+  { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often, jittered ±25 % (the node\'s META_CORE_ANTI_ENTROPY_MS)' },
   { key: 'requestTimeout', flag: 'request-timeout', kind: 'number', unit: 'ms', help: 'deadline of one pull request' },
   { key: 'cpuFactor', flag: 'cpu-factor', kind: 'number', help: 'scales every CPU cost of the virtual CPU (0: processing takes no virtual time; 2: a machine half as fast as the calibration\'s)' },
   { key: 'cpuMessageMs', flag: 'cpu-message-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost of handling one message (libp2p decryption, muxing, protobuf, signature)' },
@@ -288,7 +288,7 @@ export function helpText (scenarios: ReadonlyArray<{ name: string, summary: stri
     lines.push('', 'Profiles (--profile; each sets these options):')
     for (const [name, p] of Object.entries(profiles)) {
       const set = Object.entries(p).map(([k, v]) => `${OPTION_SPECS.find(o => o.key === k)?.flag ?? k}=${String(v)}`).join(' ')
-      lines.push(`  ${name.padEnd(22)} ${set === '' ? 'nothing: every library and core default' : set}`)
+      lines.push(`  ${name.padEnd(22)} ${set === '' ? 'nothing: a node with default options' : set}`)
     }
   }
   lines.push('', 'Options, with their base defaults (a scenario and its profile change some; the command line wins):')
