@@ -24,6 +24,10 @@ export async function compareWithRealStack (o: SimOptions, progress?: Progress):
   const ratio = (a: number, b: number): number => round(b === 0 ? (a === 0 ? 1 : Infinity) : a / b, 2)
   const r = { messagesPerOp: ratio(real.messagesPerOp, model.messagesPerOp), latencyP50: ratio(real.latency.p50, model.latencyMs.p50) }
   const within = (x: number): boolean => x <= AGREEMENT_FACTOR && x >= 1 / AGREEMENT_FACTOR
+  const modelCatchUp = model.catchUp[0]?.timeMs
+  const catchUp = real.catchUpMs !== undefined && modelCatchUp !== undefined
+    ? { model: modelCatchUp, real: real.catchUpMs, ratio: modelCatchUp === null || real.catchUpMs === null ? null : ratio(real.catchUpMs, modelCatchUp) }
+    : undefined
   return {
     nodes: o.realNodes,
     rate: o.realRate,
@@ -38,8 +42,9 @@ export async function compareWithRealStack (o: SimOptions, progress?: Progress):
       operations: real.operations.total
     },
     ratio: r,
+    ...(catchUp !== undefined ? { catchUp } : {}),
     withinFactor: AGREEMENT_FACTOR,
-    agrees: within(r.messagesPerOp) && within(r.latencyP50),
+    agrees: within(r.messagesPerOp) && within(r.latencyP50) && (catchUp === undefined || (catchUp.ratio !== null && within(catchUp.ratio))),
     notes: [
       `Both runs: ${o.realNodes} nodes, ${o.realRate} operations/s, every other option as given. The real nodes are the node's own libp2p stack ` +
       `(TCP replaced by the in-memory transport with ${real.latencyMs} ms ${o.link} links) in one Node.js process, in real time.`,

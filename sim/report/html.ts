@@ -78,7 +78,8 @@ export function reportHtml (rep: Report, command: string): string {
     parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes at ${rs.rate} operations/s (in-memory transport with link latency, real time), against the model at the same options. Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
     parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
       ['messages per operation', rs.model.messagesPerOp, rs.real.messagesPerOp, rs.ratio.messagesPerOp],
-      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50]
+      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50],
+      ...(rs.catchUp !== undefined ? [['fresh node caught up (ms)', rs.catchUp.model ?? 'not done', rs.catchUp.real ?? 'not done', rs.catchUp.ratio ?? '']] : [])
     ]))
     parts.push(table(['real stack', 'value'], [
       ['converged', yes(rs.real.converged)], ['lost writes', rs.real.lostWrites], ['operations', rs.real.operations],

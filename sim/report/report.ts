@@ -24,6 +24,8 @@ export interface RealStackComparison {
   model: { messagesPerOp: number, latencyP50: number }
   real: { messagesPerOp: number, latencyP50: number, latencyP99: number, latencyMax: number, converged: boolean, lostWrites: number, operations: number }
   ratio: { messagesPerOp: number, latencyP50: number }
+  /** fresh-join: the joiner's catch-up time (ms) in each, and real over model (null: one did not finish). */
+  catchUp?: { model: number | null, real: number | null, ratio: number | null }
   withinFactor: number
   agrees: boolean
   notes: string[]
