@@ -46,7 +46,8 @@ export function worldOptions (o: SimOptions): ConstructorParameters<typeof World
       D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatMs: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
     },
     mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout },
-    cpu: scaledCosts({ messageMs: o.cpuMessageMs, kibMs: o.cpuKibMs, entryMs: o.cpuEntryMs }, o.cpuFactor)
+    cpu: scaledCosts({ messageMs: o.cpuMessageMs, kibMs: o.cpuKibMs, entryMs: o.cpuEntryMs }, o.cpuFactor),
+    cpuShared: o.cpuShared
   }
 }
 

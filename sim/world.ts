@@ -13,7 +13,7 @@
 import { Prng } from './engine/prng.js'
 import { Scheduler } from './engine/scheduler.js'
 import { checkGossipConfig, GOSSIPSUB_DEFAULTS, type GossipConfig } from './gossip/config.js'
-import type { CpuCosts } from './cpu.js'
+import { VirtualCpu, type CpuCosts } from './cpu.js'
 import { Metrics } from './metrics/collector.js'
 import { parseLatency } from './net/latency.js'
 import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/network.js'
@@ -36,6 +36,8 @@ export interface WorldSpec {
   mesh: Partial<MeshOptions>
   /** The virtual CPU's costs (sim/cpu.ts), scaled already; all 0: processing takes no virtual time. */
   cpu: CpuCosts
+  /** Every node on one CPU (the real-stack comparison: its nodes share one thread). */
+  cpuShared?: boolean
 }
 
 /** 1 January 2025, 00:00 UTC: virtual time 0 on every node's wall clock (plus its skew). */
@@ -60,6 +62,8 @@ export class World implements NodeWorld {
   readonly gossip: GossipConfig
   readonly mesh: Partial<MeshOptions>
   readonly cpu: CpuCosts
+  /** The one CPU every node runs on, with `cpuShared`. */
+  readonly sharedCpu: VirtualCpu | undefined
   readonly topic = TOPIC
   readonly epochMs = EPOCH_MS
   readonly nodes: SimNode[] = []
@@ -75,6 +79,7 @@ export class World implements NodeWorld {
     this.gossip = checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...spec.gossip })
     this.mesh = spec.mesh
     this.cpu = spec.cpu
+    this.sharedCpu = spec.cpuShared === true ? new VirtualCpu(() => this.sched.now) : undefined
     this.metrics.completion = (i) => this.nodes[i].cpu.doneAt()
     this.net = new Network(this.sched, this.rng.fork('net'), {
       ...DEFAULT_NET,

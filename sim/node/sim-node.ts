@@ -45,6 +45,8 @@ export interface NodeWorld {
   fail: (err: unknown, where: string) => void
   /** The virtual CPU's cost model (sim/cpu.ts), already scaled by --cpu-factor. */
   cpu: CpuCosts
+  /** The one CPU of every node, with --cpu-shared. */
+  sharedCpu: VirtualCpu | undefined
 }
 
 interface PendingRequest {
@@ -76,7 +78,7 @@ export class SimNode {
     image?: Buffer
   ) {
     const now = (): number => this.now()
-    this.cpu = new VirtualCpu(() => w.sched.now)
+    this.cpu = w.sharedCpu ?? new VirtualCpu(() => w.sched.now)
     this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now, ...(image !== undefined ? { image } : {}) })
     const ids = rng.fork('root-ids')
     this.records = new RecordStore(this.kv, { nodeId: peerId, now, random: () => ids.next(), maxClockDriftMs: w.mesh.maxClockDriftMs })

@@ -49,6 +49,7 @@ export interface SimOptions {
   antiEntropy: number
   requestTimeout: number
   cpuFactor: number
+  cpuShared: boolean
   cpuMessageMs: number
   cpuKibMs: number
   cpuEntryMs: number
@@ -113,6 +114,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often, jittered ±25 % (the node\'s META_CORE_ANTI_ENTROPY_MS)' },
   { key: 'requestTimeout', flag: 'request-timeout', kind: 'number', unit: 'ms', help: 'deadline of one pull request' },
   { key: 'cpuFactor', flag: 'cpu-factor', kind: 'number', help: 'scales every CPU cost of the virtual CPU (0: processing takes no virtual time; 2: a machine half as fast as the calibration\'s)' },
+  { key: 'cpuShared', flag: 'cpu-shared', kind: 'boolean', help: 'every node on one virtual CPU, as the real-stack mode\'s nodes share one thread (its comparison run sets it)' },
   { key: 'cpuMessageMs', flag: 'cpu-message-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost of handling one message (libp2p decryption, muxing, protobuf, signature)' },
   { key: 'cpuKibMs', flag: 'cpu-kib-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per KiB of a message, on the receiving side and on the side serving a page' },
   { key: 'cpuEntryMs', flag: 'cpu-entry-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per key committed to a store (a local write or an applied entry)' },
@@ -168,6 +170,7 @@ export const BASE_DEFAULTS: SimOptions = {
   antiEntropy: 15_000,
   requestTimeout: 15_000,
   cpuFactor: 1,
+  cpuShared: false,
   cpuMessageMs: DEFAULT_CPU_COSTS.messageMs,
   cpuKibMs: DEFAULT_CPU_COSTS.kibMs,
   cpuEntryMs: DEFAULT_CPU_COSTS.entryMs,

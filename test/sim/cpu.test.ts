@@ -34,6 +34,14 @@ describe('virtual CPU', () => {
     expect(costed.options.cpuEntryMs).toBeGreaterThan(0) // the calibration is part of the options, so of the report
   })
 
+  it('--cpu-shared puts every node on one CPU (the real-stack mode\'s one thread): work of all of them queues together', async () => {
+    const own = (await runScenario({ ...SHORT, cpuFactor: 20 })).report.runs[0]
+    const shared = (await runScenario({ ...SHORT, cpuFactor: 20, cpuShared: true })).report.runs[0]
+    expect(shared.cpu.busyFraction.p50).toBe(shared.cpu.busyFraction.max) // one CPU: the same figure for every node
+    expect(shared.cpu.busyFraction.max).toBeGreaterThan(own.cpu.busyFraction.max * 3)
+    expect(shared.latencyMs.p50).toBeGreaterThan(own.latencyMs.p50)
+  })
+
   it('a node that cannot keep up queues: waits and latency grow with the cost', async () => {
     const slow = (await runScenario({ ...SHORT, cpuFactor: 150 })).report
     const c = slow.runs[0].cpu
