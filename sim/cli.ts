@@ -50,6 +50,9 @@ async function main (argv: string[]): Promise<number> {
   process.stdout.write(`${h.scenario}: ${h.nodes} nodes, converged ${h.converged}, lost writes ${h.lostWrites}, forged applied ${h.forgedApplied}, ` +
     `${h.messagesPerOp} msgs/op, ${h.bytesPerWrite} bytes/write, latency p50 ${h.latencyMs.p50} p99 ${h.latencyMs.p99} max ${h.latencyMs.max} ms` +
     `${h.bars.map(b => `; ${b.label}: ${b.ok ? 'met' : 'NOT met'}`).join('')}\n`)
+  const ul = h.runs[h.runs.length - 1].perNode.underLoad
+  process.stdout.write(`  per node under load: upload p50 ${ul.uploadPerSecond.p50} max ${ul.uploadPerSecond.max} B/s, download p50 ${ul.downloadPerSecond.p50} max ${ul.downloadPerSecond.max} B/s; busiest node ${ul.busiest.node}\n`)
+  process.stdout.write(`  node: ${h.node.command}\n`)
   for (const c of costs) process.stdout.write(`  n=${c.nodes}: wall ${(c.wallMs / 1000).toFixed(1)} s, peak rss ${c.peakRssMiB} MiB\n`)
   process.stdout.write(path.join(out, 'report.html') + '\n')
   const failed = report.runs.some(r => r.failures.length > 0)

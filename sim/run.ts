@@ -6,11 +6,14 @@
  * function of the seed and options; wall time and memory are returned
  * beside it.
  */
+import { scaledCosts } from './cpu.js'
 import { Prng } from './engine/prng.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
-import { arrivals, makeOp, type WorkloadSpec } from './workload.js'
+import { planConnections } from './net/topology.js'
+import { preloadImage, syncedCursor } from './preload.js'
+import { arrivals, makeOp, shapedRecord, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
 export interface RunCost {
@@ -35,12 +38,16 @@ export function worldOptions (o: SimOptions): ConstructorParameters<typeof World
     link: o.link,
     jitterMs: o.jitter,
     loss: o.loss,
+    lossBetweenRegions: o.lossBetweenRegions,
     lossMode: o.lossMode,
     uplinkBps: o.bandwidth * 1_000_000,
+    downlinkBps: o.downlink * 1_000_000,
     gossip: {
       D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatMs: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
     },
-    mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
+    mesh: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout },
+    cpu: scaledCosts({ messageMs: o.cpuMessageMs, kibMs: o.cpuKibMs, entryMs: o.cpuEntryMs }, o.cpuFactor),
+    cpuShared: o.cpuShared
   }
 }
 
@@ -49,18 +56,22 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   let peakRss = process.memoryUsage().rss
   const world = new World({ ...worldOptions(o), seed: `${o.seed}/${scenario.name}/${nodeCount}` })
   const rng = world.rng.fork('run')
-  for (let i = 0; i < nodeCount; i++) world.addNode()
+  const preload = o.preload > 0 ? await preloadImage(o.preload, o.recordShape, world.epochMs, o.valueBytes) : undefined
+  const preloaded = preload === undefined ? 0 : o.preloadNodes === 0 ? nodeCount : Math.min(o.preloadNodes, nodeCount)
+  for (let i = 0; i < nodeCount; i++) world.addNode(i < preloaded ? preload?.image : undefined)
 
   const loadStart = o.warmup * 1000
   const loadEnd = loadStart + o.duration * 1000
   const end = loadEnd + o.tail * 1000
+  // Rates under load: the load's time, past its first 10 % (the mesh settling into it).
+  world.metrics.window = [loadStart + (loadEnd - loadStart) / 10, loadEnd]
   const bad = new Set<number>()
   const checks: Array<[string, () => CheckValue]> = []
   const forbidden = new Set<string>()
   const topo = rng.fork('topology')
-  /** Dials `degree` random nodes other than `n` among `among` (its bootstrap list); the network keeps those links up. */
+  /** A joining node dials `targetPeers` random nodes among `among`; the network keeps those links up. */
   const bootstrap = (n: number, among: readonly number[]): void => {
-    for (const p of topo.sample(among.filter(m => m !== n), o.degree)) world.net.want(n, p)
+    for (const p of topo.sample(among.filter(m => m !== n), o.targetPeers)) world.net.want(n, p)
   }
   const ctx: ScenarioContext = {
     world,
@@ -82,12 +93,22 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   }
   scenario.setup?.(ctx)
 
-  const initial = world.nodes.map(n => n.index)
-  for (const n of initial) bootstrap(n, initial)
+  // The node's membership rule: each dials random members until it holds targetPeers connections.
+  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)
+  for (const [from, to] of plan) world.net.want(from, to)
+  // Preloaded peers have synced before: each holds the cursor a finished sync leaves for the other.
+  for (const [a, b] of plan) {
+    if (a >= preloaded || b >= preloaded) continue
+    for (const [n, p] of [[a, b], [b, a]]) {
+      const [key, value] = syncedCursor(world.node(p))
+      world.node(n).records.local.writeSync(tx => { tx.put(key, value) })
+    }
+  }
   for (const n of world.nodes) n.start()
 
   schedulePartitions(world, rng.fork('partitions'), o, loadStart, loadEnd, bad)
-  scheduleLoad(world, rng.fork('workload'), o, loadStart, bad)
+  scheduleLoad(world, rng.fork('workload'), o, loadStart, bad, preloaded > 0 ? preload?.cids ?? [] : [])
+  const scan = scheduleScan(world, o, loadStart)
 
   // Progress on stderr, at most every 2 s of wall time (virtual ticks of 1 s drive it; output is not part of the run).
   let lastLine = performance.now()
@@ -107,6 +128,7 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   await world.runUntil(end)
   const summary = summariseRun(world, { nodeCount, bad, forbidden, loadMs: o.duration * 1000, end })
   for (const [name, fn] of checks) summary.checks[name] = fn()
+  if (o.scan > 0) summary.checks.scan = scan()
   const mem = process.memoryUsage()
   peakRss = Math.max(peakRss, mem.rss)
   for (const n of world.nodes) n.stop()
@@ -154,10 +176,55 @@ function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: 
   }
 }
 
+/** Write ids and record indices of a scan, apart from the load's. */
+const SCAN_ID_BASE = 1_000_000_000
+const SCAN_RECORD_OFFSET = 200_000_000
+
+/**
+ * `--scan N`: node 0 ingests N new library records from the start of the
+ * load, one after the other, each as soon as the previous one is
+ * acknowledged and its CPU is free (a watcher scanning a library at its
+ * full rate, beside the load). Returns the check for the report.
+ */
+function scheduleScan (world: World, o: SimOptions, loadStart: number): () => CheckValue {
+  let issued = 0
+  let acked = 0
+  let doneAt: number | undefined
+  const node = world.node(0)
+  const unused = world.rng.fork('scan')
+  const next = (): void => {
+    if (issued >= o.scan) return
+    if (!node.up) { world.sched.after(100, next); return }
+    const i = ++issued
+    const id = SCAN_ID_BASE + i
+    const r = shapedRecord('library', SCAN_RECORD_OFFSET + i, unused, o.valueBytes)
+    const w = world.metrics.writeIssued(id, node.index)
+    world.clientWrite(async () => await node.records.mergeFlat(r.cid, { ...r.fields, [`log/${id}`]: 'true' })).then((res) => {
+      world.metrics.writeAcked(w, `file:${res.rid}/log/${id}`)
+      acked++
+      if (acked === o.scan) doneAt = node.cpu.doneAt()
+      world.sched.at(node.cpu.doneAt(), next)
+    }, (err: unknown) => {
+      world.metrics.writeErrors++
+      if ((err as { code?: unknown }).code !== 'clock_out_of_bound') world.fail(err, 'scan write on node 0')
+      world.sched.after(100, next)
+    })
+  }
+  if (o.scan > 0) world.sched.at(loadStart, next)
+  return () => ({
+    records: o.scan,
+    acknowledged: acked,
+    /** From the load's start until node 0 had written them all (-1: not within the run). */
+    durationMs: doneAt === undefined ? -1 : Math.round(doneAt - loadStart),
+    recordsPerSecond: doneAt === undefined ? 0 : Math.round(o.scan / Math.max(0.001, (doneAt - loadStart) / 1000))
+  })
+}
+
 /** Schedules the client operations on random up honest nodes. */
-function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number, bad: ReadonlySet<number>): void {
-  const spec: WorkloadSpec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
-  const known: string[] = []
+function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number, bad: ReadonlySet<number>, preloaded: readonly string[]): void {
+  const spec: WorkloadSpec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes, shape: o.recordShape }
+  // Updates pick among the preloaded records too (every node holds them unless --preload-nodes says otherwise).
+  const known: string[] = o.preloadNodes === 0 ? [...preloaded] : []
   let writeIds = 0
   for (const t of arrivals(rng.fork('arrivals'), o.rate, o.duration * 1000)) {
     world.sched.at(loadStart + t, () => {
@@ -178,7 +245,10 @@ function scheduleLoad (world: World, rng: Prng, o: SimOptions, loadStart: number
       }, (err: unknown) => {
         world.metrics.writeErrors++
         // A node whose clock is out of bound refuses writes (503 retryable in the API): counted, not a failure.
-        if ((err as { code?: unknown }).code === 'clock_out_of_bound') return
+        if ((err as { code?: unknown }).code === 'clock_out_of_bound') {
+          world.metrics.refusedByNode.set(node.index, (world.metrics.refusedByNode.get(node.index) ?? 0) + 1)
+          return
+        }
         world.fail(err, `client write on node ${node.index}`)
       })
     })

@@ -7,6 +7,7 @@
  * write readable on a node. A read fetches a random known record's fields on
  * a random node: it costs no network message, it only counts as an operation.
  */
+import { apiFields, syntheticRecord } from '../bench/lib/synthetic.js'
 import { encodeCidV1, CODEC_RAW, MH_SHA2_256 } from '../src/cid/index.js'
 import type { Prng } from './engine/prng.js'
 
@@ -18,6 +19,26 @@ export interface WorkloadSpec {
   newRecordFraction: number
   /** Length of the title written (characters). */
   valueBytes: number
+  /** What a new record holds: a title and a size, or a library record's ~40 fields. */
+  shape: RecordShape
+}
+
+export type RecordShape = 'small' | 'library'
+
+/** Index offset of the load's new library-shaped records, so they never collide with preloaded ones. */
+export const LOAD_RECORD_OFFSET = 100_000_000
+
+/**
+ * Record `i` of a shape: its CID and fields. `library`: the benches'
+ * synthetic library record (bench/lib/synthetic.ts) without the location
+ * fields only a node's watcher writes; `small`: a title and a size.
+ */
+export function shapedRecord (shape: RecordShape, i: number, rng: Prng, titleBytes: number): { cid: string, fields: Record<string, string> } {
+  if (shape === 'library') {
+    const r = syntheticRecord(i)
+    return { cid: r.cid, fields: apiFields(r) }
+  }
+  return { cid: randomCid(rng), fields: { title: title(rng, titleBytes), sizeByte: String(1_000_000 + rng.int(4_000_000_000)) } }
 }
 
 export type Op =
@@ -52,6 +73,10 @@ export function makeOp (rng: Prng, spec: WorkloadSpec, at: number, nextWriteId: 
   const id = nextWriteId()
   const fields: Record<string, string> = { title: title(rng, spec.valueBytes), [`log/${id}`]: 'true' }
   if (known.length === 0 || rng.chance(spec.newRecordFraction)) {
+    if (spec.shape === 'library') {
+      const r = shapedRecord('library', LOAD_RECORD_OFFSET + id, rng, spec.valueBytes)
+      return { kind: 'write', id, at, addr: undefined, fields: { ...r.fields, ...fields }, newCid: r.cid }
+    }
     fields.sizeByte = String(1_000_000 + rng.int(4_000_000_000))
     return { kind: 'write', id, at, addr: undefined, fields, newCid: randomCid(rng) }
   }

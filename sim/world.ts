@@ -13,6 +13,7 @@
 import { Prng } from './engine/prng.js'
 import { Scheduler } from './engine/scheduler.js'
 import { checkGossipConfig, GOSSIPSUB_DEFAULTS, type GossipConfig } from './gossip/config.js'
+import { VirtualCpu, type CpuCosts } from './cpu.js'
 import { Metrics } from './metrics/collector.js'
 import { parseLatency } from './net/latency.js'
 import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/network.js'
@@ -25,11 +26,18 @@ export interface WorldSpec {
   link: LinkMode
   jitterMs: number
   loss: number
+  lossBetweenRegions: number
   lossMode: LossMode
   /** Upload bandwidth per node in bits/s (0: unlimited). */
   uplinkBps: number
+  /** Download bandwidth per node in bits/s (0: unlimited). */
+  downlinkBps: number
   gossip: Partial<GossipConfig>
   mesh: Partial<MeshOptions>
+  /** The virtual CPU's costs (sim/cpu.ts), scaled already; all 0: processing takes no virtual time. */
+  cpu: CpuCosts
+  /** Every node on one CPU (the real-stack comparison: its nodes share one thread). */
+  cpuShared?: boolean
 }
 
 /** 1 January 2025, 00:00 UTC: virtual time 0 on every node's wall clock (plus its skew). */
@@ -53,6 +61,9 @@ export class World implements NodeWorld {
   readonly metrics: Metrics
   readonly gossip: GossipConfig
   readonly mesh: Partial<MeshOptions>
+  readonly cpu: CpuCosts
+  /** The one CPU every node runs on, with `cpuShared`. */
+  readonly sharedCpu: VirtualCpu | undefined
   readonly topic = TOPIC
   readonly epochMs = EPOCH_MS
   readonly nodes: SimNode[] = []
@@ -67,13 +78,18 @@ export class World implements NodeWorld {
     this.metrics = new Metrics(() => this.sched.now)
     this.gossip = checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...spec.gossip })
     this.mesh = spec.mesh
+    this.cpu = spec.cpu
+    this.sharedCpu = spec.cpuShared === true ? new VirtualCpu(() => this.sched.now) : undefined
+    this.metrics.completion = (i) => this.nodes[i].cpu.doneAt()
     this.net = new Network(this.sched, this.rng.fork('net'), {
       ...DEFAULT_NET,
       latency: parseLatency(spec.latency, spec.jitterMs),
       link: spec.link,
       loss: spec.loss,
+      lossBetweenRegions: spec.lossBetweenRegions,
       lossMode: spec.lossMode,
-      uplinkBps: spec.uplinkBps
+      uplinkBps: spec.uplinkBps,
+      downlinkBps: spec.downlinkBps
     }, this.metrics)
     this.net.attach({
       connected: (n, p, d) => { this.nodes[n].connected(p, d) },
@@ -81,12 +97,12 @@ export class World implements NodeWorld {
     })
   }
 
-  /** Creates node number `nodes.length` (not started). */
-  addNode (): SimNode {
+  /** Creates node number `nodes.length` (not started), its store empty or a copy of `image`. */
+  addNode (image?: Buffer): SimNode {
     const index = this.nodes.length
     const rng = this.rng.fork(`node-${index}`)
     const peerId = fakePeerId(rng.fork('peer-id'))
-    const n = new SimNode(index, peerId, rng, this)
+    const n = new SimNode(index, peerId, rng, this, image)
     this.nodes.push(n)
     this.byPeerId.set(peerId, index)
     this.metrics.addNode(index)

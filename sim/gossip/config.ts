@@ -1,8 +1,10 @@
 /**
  * Gossipsub parameters. Defaults are those of @libp2p/gossipsub 17.1.1 (the
  * version the node runs, design/stack.md): `src/constants.ts` and the option
- * defaults in the `GossipSub` constructor (`src/gossipsub.ts`). A scenario
- * that tunes one says so in its report.
+ * defaults in the `GossipSub` constructor (`src/gossipsub.ts`), checked
+ * against the installed library by test/sim/gossip-constants.test.ts. A
+ * scenario that tunes one says so in its report (`node.modelOnly` when no
+ * node option sets it).
  */
 export interface GossipConfig {
   /** Target mesh degree (GossipsubD = 6). */

@@ -33,7 +33,7 @@ export interface WriteTrack {
 
 export interface TimelineEvent {
   t: number
-  kind: 'partition' | 'heal' | 'stop' | 'start' | 'join' | 'skew' | 'bad-peer'
+  kind: 'partition' | 'heal' | 'stop' | 'start' | 'join' | 'skew' | 'clock-step' | 'clock-back' | 'bad-peer'
   nodes?: number[]
   detail?: string
 }
@@ -45,6 +45,8 @@ export interface CatchUpTrack {
   /** Writes (tracked) the node had to receive: those acknowledged before it started. */
   target: number
   got: number
+  /** Preloaded records the node had to receive too (a fresh node joining a preloaded mesh), and how many it holds. */
+  records?: { target: number, got: number }
   doneAt: number | undefined
   bytesIn: number
   messagesIn: number
@@ -58,11 +60,18 @@ export class Metrics implements NetStats, RouterStats {
   readonly lostCount = new Map<LossReason, number>()
   sentBytes: number[] = []
   recvBytes: number[] = []
+  /** The same, counted only inside `window` (the steady load: warm-up and tail left out). */
+  windowSent: number[] = []
+  windowRecv: number[] = []
+  /** [from, to) of virtual time that windowSent/windowRecv count (run.ts sets the load's, past its first 10 %). */
+  window: [number, number] = [0, Infinity]
   sentMsgs: number[] = []
   writes: WriteTrack[] = []
   reads = 0
   failedReads = 0
   writeErrors = 0
+  /** Client writes a node refused because its clock was out of bound, by node. */
+  readonly refusedByNode = new Map<number, number>()
   gossipReceived = 0
   duplicates = 0
   readonly verdicts: Record<Verdict, number> = { accept: 0, reject: 0, ignore: 0 }
@@ -74,6 +83,9 @@ export class Metrics implements NetStats, RouterStats {
   readonly badFrames = new Map<string, number>()
   private readonly byKey = new Map<string, WriteTrack>()
   private readonly catchUpOf = new Map<number, CatchUpTrack>()
+  private readonly recordCounts = new Map<number, () => number>()
+  /** When work a node commits now is done on its virtual CPU (sim/cpu.ts): what it commits is readable then. */
+  completion: (node: number) => number = () => this.now()
   private nodeCount = 0
   /** Nodes whose own verdicts are left out (bad peers validate too, but their view is not the mesh's). */
   readonly bad = new Set<number>()
@@ -83,7 +95,7 @@ export class Metrics implements NetStats, RouterStats {
   /** Grows the per-node arrays (nodes are numbered 0…n-1 in order of creation). */
   addNode (index: number): void {
     this.nodeCount = Math.max(this.nodeCount, index + 1)
-    for (const a of [this.sentBytes, this.recvBytes, this.sentMsgs]) while (a.length < this.nodeCount) a.push(0)
+    for (const a of [this.sentBytes, this.recvBytes, this.sentMsgs, this.windowSent, this.windowRecv]) while (a.length < this.nodeCount) a.push(0)
   }
 
   // -------------------------------------------------------------- network
@@ -94,6 +106,11 @@ export class Metrics implements NetStats, RouterStats {
     this.sentBytes[from] += bytes
     this.sentMsgs[from]++
     this.recvBytes[to] += bytes
+    const t = this.now()
+    if (t >= this.window[0] && t < this.window[1]) {
+      this.windowSent[from] += bytes
+      this.windowRecv[to] += bytes
+    }
     const c = this.catchUpOf.get(to)
     if (c !== undefined && c.doneAt === undefined) {
       c.bytesIn += bytes
@@ -152,7 +169,7 @@ export class Metrics implements NetStats, RouterStats {
     w.acked = true
     w.key = key
     this.byKey.set(key, w)
-    w.visibleAt[w.origin] = this.now()
+    w.visibleAt[w.origin] = this.completion(w.origin)
   }
 
   /** Keys committed on `node` (its change stream): marks tracked writes visible there. */
@@ -160,21 +177,35 @@ export class Metrics implements NetStats, RouterStats {
     for (const k of keys) {
       const w = this.byKey.get(k)
       if (w === undefined || node >= w.visibleAt.length || !Number.isNaN(w.visibleAt[node])) continue
-      w.visibleAt[node] = this.now()
+      w.visibleAt[node] = this.completion(node)
       const c = this.catchUpOf.get(node)
       if (c !== undefined && c.doneAt === undefined && w.acked && w.at < c.startAt) this.catchUpStep(c)
+    }
+    const c = this.catchUpOf.get(node)
+    const count = this.recordCounts.get(node)
+    if (c?.records !== undefined && c.doneAt === undefined && count !== undefined) {
+      c.records.got = Math.min(c.records.target, count())
+      this.catchUpStep(c, 0)
     }
   }
 
   // -------------------------------------------------------------- catch-up
 
-  /** A node (re)starts and must catch up on the acknowledged writes it lacks. */
-  catchUpStarted (node: number, kind: CatchUpTrack['kind']): void {
+  /**
+   * A node (re)starts and must catch up on the acknowledged writes it lacks,
+   * and, with `records`, on that many preloaded records (`count` tells how
+   * many records its store holds).
+   */
+  catchUpStarted (node: number, kind: CatchUpTrack['kind'], records?: { target: number, count: () => number }): void {
     const missing = this.writes.filter(w => w.acked && node < w.visibleAt.length && Number.isNaN(w.visibleAt[node]))
     const c: CatchUpTrack = {
       node, kind, startAt: this.now(), target: missing.length, got: 0, doneAt: undefined, bytesIn: 0, messagesIn: 0, progress: [[0, 0]]
     }
-    if (c.target === 0) c.doneAt = c.startAt
+    if (records !== undefined && records.target > 0) {
+      c.records = { target: records.target, got: Math.min(records.target, records.count()) }
+      this.recordCounts.set(node, records.count)
+    }
+    if (c.target === 0 && (c.records === undefined || c.records.got >= c.records.target)) c.doneAt = c.startAt
     this.catchUps.push(c)
     this.catchUpOf.set(node, c)
   }
@@ -189,13 +220,18 @@ export class Metrics implements NetStats, RouterStats {
     }
   }
 
-  private catchUpStep (c: CatchUpTrack): void {
-    c.got++
-    const t = this.now() - c.startAt
-    const f = c.got / c.target
+  /** One more write received (`by` 1), or the record count moved (`by` 0). */
+  private catchUpStep (c: CatchUpTrack, by = 1): void {
+    c.got += by
+    const at = this.completion(c.node)
+    const t = at - c.startAt
+    const rt = c.records?.target ?? 0
+    const rg = c.records?.got ?? 0
+    const f = (c.got + rg) / (c.target + rt)
     const last = c.progress[c.progress.length - 1]
-    if (f - last[1] >= 0.01 || c.got === c.target) c.progress.push([t, f])
-    if (c.got >= c.target) c.doneAt = this.now()
+    const done = c.got >= c.target && rg >= rt
+    if (f - last[1] >= 0.01 || (done && f > last[1])) c.progress.push([t, f])
+    if (done) c.doneAt = at
   }
 
   // -------------------------------------------------------------- timeline

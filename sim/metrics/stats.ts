@@ -37,11 +37,24 @@ export function round (x: number, digits = 2): number {
   return Object.is(r, -0) ? 0 : r
 }
 
-/** Counts of `values` in `bins` equal-width bins over [0, max]; returns bin upper edges and counts. */
-export function histogram (values: readonly number[], bins: number): { edges: number[], counts: number[] } {
-  const max = values.reduce((a, b) => Math.max(a, b), 0)
-  const width = max > 0 ? max / bins : 1
-  const counts = new Array<number>(bins).fill(0)
-  for (const v of values) counts[Math.min(bins - 1, Math.floor(v / width))]++
-  return { edges: counts.map((_, i) => round((i + 1) * width, 1)), counts }
+/**
+ * Counts of `values` in bins of equal width on a log scale: `perDecade`
+ * bins per factor of 10, from the bin holding the smallest value (at least
+ * 1) to the one holding the largest. Returns each bin's lower and upper
+ * edge and its count; values below 1 count in the first bin.
+ */
+export function logHistogram (values: readonly number[], perDecade = 10): { edges: number[], counts: number[], lower: number } {
+  if (values.length === 0) return { edges: [], counts: [], lower: 1 }
+  const bin = (v: number): number => Math.floor(Math.log10(Math.max(1, v)) * perDecade + 1e-9)
+  let lo = Infinity
+  let hi = -Infinity
+  for (const v of values) {
+    const b = bin(v)
+    if (b < lo) lo = b
+    if (b > hi) hi = b
+  }
+  const counts = new Array<number>(hi - lo + 1).fill(0)
+  for (const v of values) counts[bin(v) - lo]++
+  const edge = (b: number): number => round(10 ** (b / perDecade), 1)
+  return { edges: counts.map((_, i) => edge(lo + i + 1)), counts, lower: edge(lo) }
 }

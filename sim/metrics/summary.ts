@@ -19,7 +19,7 @@
  */
 import type { World } from '../world.js'
 import type { CheckValue } from '../scenario/scenario.js'
-import { histogram, round, summarise, type Summary } from './stats.js'
+import { logHistogram, round, summarise, type Summary } from './stats.js'
 import type { CatchUpTrack, TimelineEvent, WriteTrack } from './collector.js'
 
 export interface RunSummary {
@@ -44,7 +44,8 @@ export interface RunSummary {
    * latencyMs when the run has no partitions.
    */
   latencyMsUnpartitioned: Summary
-  latencyHistogram: { edges: number[], counts: number[] }
+  /** Stable latency in bins of equal width on a log scale (10 per decade): `lower` is the first bin's lower edge, `edges` each bin's upper one. */
+  latencyHistogram: { edges: number[], counts: number[], lower: number }
   messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
   lostMessages: Record<string, number>
   perNode: {
@@ -56,8 +57,19 @@ export interface RunSummary {
     messagesPerSecond: number
     /** Mean bytes each node sent and received per client write. */
     bytesPerWrite: number
+    /**
+     * Under load: bytes per second each node uploaded and downloaded while
+     * the load ran, its first 10 % (the mesh settling into it) and the warm-up
+     * and tail left out; the busiest node by upload plus download.
+     */
+    underLoad: { fromMs: number, toMs: number, uploadPerSecond: Summary, downloadPerSecond: Summary, busiest: { node: number, uploadPerSecond: number, downloadPerSecond: number } }
   }
   gossip: { received: number, duplicates: number, verdicts: Record<string, number> }
+  /**
+   * The nodes' virtual CPUs (sim/cpu.ts): the fraction of the run each was
+   * busy, the longest a task waited for one, and the busiest node.
+   */
+  cpu: { busyFraction: Summary, maxWaitMs: Summary, busiest: { node: number, busyFraction: number, maxWaitMs: number } }
   /** The gossipsub mesh and the connections at the end: degrees and connected components. */
   topology: { connections: Summary, meshDegree: Summary, meshComponents: number }
   rejected: {
@@ -68,7 +80,7 @@ export interface RunSummary {
     badPeerCounters: { framesIn: number, framesRejected: number, forged: number, replays: number, driftRefusals: number, framesDropped: number }
     honestDriftRefusals: number
   }
-  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
+  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, records?: { target: number, got: number }, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
   timeline: TimelineEvent[]
   /** Scenario-specific checks, by name. */
   checks: Record<string, CheckValue>
@@ -153,7 +165,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     duplicatesPerWrite: round(m.duplicates / Math.max(1, m.writes.length), 2),
     latencyMs: summarise(latencies, 1),
     latencyMsUnpartitioned: summarise(wholeLatencies, 1),
-    latencyHistogram: histogram(latencies, 30),
+    latencyHistogram: logHistogram(latencies, 10),
     messages: { total: m.totalMessages, bytes: m.totalBytes, byKind },
     lostMessages,
     perNode: {
@@ -162,9 +174,11 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
       messagesSent: summarise(all.map(i => m.sentMsgs[i]), 0),
       bytesPerSecond: round(meanTraffic / seconds, 0),
       messagesPerSecond: round(meanMsgs / seconds, 2),
-      bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1)
+      bytesPerWrite: round(meanTraffic / Math.max(1, m.writes.length), 1),
+      underLoad: underLoad(m, all)
     },
     gossip: { received: m.gossipReceived, duplicates: m.duplicates, verdicts: { ...m.verdicts } },
+    cpu: cpuSummary(world, inp.end),
     topology: topology(world),
     rejected: { fromBad, fromHonest, badPeerCounters: bad, honestDriftRefusals: honestDrift },
     catchUp: m.catchUps.map(catchUpRow),
@@ -176,6 +190,33 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
   }
 }
 
+function underLoad (m: World['metrics'], all: number[]): RunSummary['perNode']['underLoad'] {
+  const [from, to] = m.window
+  const secs = Math.max(0.001, (Math.min(to, 1e15) - from) / 1000)
+  const up = all.map(i => m.windowSent[i] / secs)
+  const down = all.map(i => m.windowRecv[i] / secs)
+  let top = 0
+  for (let i = 1; i < all.length; i++) if (up[i] + down[i] > up[top] + down[top]) top = i
+  return {
+    fromMs: round(from, 1),
+    toMs: round(to, 1),
+    uploadPerSecond: summarise(up, 0),
+    downloadPerSecond: summarise(down, 0),
+    busiest: { node: all[top] ?? 0, uploadPerSecond: round(up[top] ?? 0, 0), downloadPerSecond: round(down[top] ?? 0, 0) }
+  }
+}
+
+function cpuSummary (world: World, end: number): RunSummary['cpu'] {
+  const busy = world.nodes.map(n => n.cpu.busyMs / Math.max(1, end))
+  let top = 0
+  for (let i = 1; i < busy.length; i++) if (busy[i] > busy[top]) top = i
+  return {
+    busyFraction: summarise(busy, 4),
+    maxWaitMs: summarise(world.nodes.map(n => n.cpu.maxWaitMs), 1),
+    busiest: { node: top, busyFraction: round(busy[top] ?? 0, 4), maxWaitMs: round(world.nodes[top]?.cpu.maxWaitMs ?? 0, 1) }
+  }
+}
+
 function catchUpRow (c: CatchUpTrack): RunSummary['catchUp'][number] {
   return {
     node: c.node,
@@ -183,6 +224,7 @@ function catchUpRow (c: CatchUpTrack): RunSummary['catchUp'][number] {
     startAtMs: round(c.startAt, 1),
     target: c.target,
     got: c.got,
+    ...(c.records !== undefined ? { records: { ...c.records } } : {}),
     timeMs: c.doneAt === undefined ? null : round(c.doneAt - c.startAt, 1),
     bytes: c.bytesIn,
     messages: c.messagesIn,

@@ -10,6 +10,9 @@
  *   `regions:world3`          nodes spread round-robin over regions with a
  *                             matrix of one-way delays (presets below, or
  *                             `regions:<r1>,<r2>|<m11>,<m12>;<m21>,<m22>` in ms)
+ *   `regions:3:80` or `regions:3:80:1`
+ *                             3 regions (r1, r2, r3), 80 ms between them and
+ *                             1 ms (the default) inside each
  * Jitter (`--jitter J`) adds a uniform [0, J) ms to any of them.
  */
 import type { Prng } from '../engine/prng.js'
@@ -95,9 +98,17 @@ function regions (spec: string, body: string): LatencyModel {
   let names: string[]
   let matrix: number[][]
   const preset = PRESETS[body]
+  const even = /^(\d+):([0-9.]+)(?::([0-9.]+))?$/.exec(body)
   if (preset !== undefined) {
     names = preset.regions
     matrix = preset.matrix
+  } else if (even !== null) {
+    const k = Number(even[1])
+    if (k < 1 || k > 64) throw new InvalidLatencySpecError(spec, 'between 1 and 64 regions')
+    const apart = num(spec, even[2], 'delay between regions')
+    const inside = even[3] === undefined ? 1 : num(spec, even[3], 'delay inside a region')
+    names = Array.from({ length: k }, (_, i) => `r${i + 1}`)
+    matrix = names.map((_, i) => names.map((_, j) => i === j ? inside : apart))
   } else {
     const [head, rows] = body.split('|')
     if (rows === undefined) throw new InvalidLatencySpecError(spec, `unknown preset (known: ${Object.keys(PRESETS).join(', ')}) and no "|<matrix>"`)

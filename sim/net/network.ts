@@ -41,11 +41,15 @@ export interface NetConfig {
   link: LinkMode
   /** Probability that one transmission of a message is lost. */
   loss: number
+  /** Between regions (the latency model's), a further loss on top of `loss`: 1 − (1 − loss)(1 − this) in all. */
+  lossBetweenRegions: number
   lossMode: LossMode
   /** TCP retransmission timeout (Linux's minimum RTO is 200 ms). */
   rtoMs: number
   /** Upload bandwidth of every node in bits/s; 0 = unlimited. */
   uplinkBps: number
+  /** Download bandwidth of every node in bits/s (messages to a node queue on it); 0 = unlimited. */
+  downlinkBps: number
   /** Round trips from dial to a connection that carries protocol messages. */
   handshakeRtts: number
   /** A connection across a partition is closed after this long. */
@@ -58,9 +62,11 @@ export interface NetConfig {
 export const DEFAULT_NET: Omit<NetConfig, 'latency'> = {
   link: 'pipelined',
   loss: 0,
+  lossBetweenRegions: 0,
   lossMode: 'drop',
   rtoMs: 200,
   uplinkBps: 0,
+  downlinkBps: 0,
   handshakeRtts: 4,
   deadAfterMs: 15_000,
   redialMinMs: 1_000,
@@ -97,6 +103,7 @@ export class Network {
   private readonly adj = new Map<number, Set<number>>()
   private readonly up = new Set<number>()
   private readonly busyUntil = new Map<number, number>()
+  private readonly downBusyUntil = new Map<number, number>()
   private group = new Map<number, number>()
   private readonly wants = new Map<number, Set<number>>()
   private readonly redialWait = new Map<string, number>()
@@ -202,16 +209,19 @@ export class Network {
       this.busyUntil.set(from, depart)
     }
     let delay = this.cfg.latency.sample(from, to, this.rng)
-    if (this.cfg.loss > 0) {
+    const regionOf = this.cfg.latency.regionOf
+    const between = this.cfg.lossBetweenRegions > 0 && regionOf !== undefined && regionOf(from) !== regionOf(to)
+    const loss = between ? 1 - (1 - this.cfg.loss) * (1 - this.cfg.lossBetweenRegions) : this.cfg.loss
+    if (loss > 0) {
       if (this.cfg.lossMode === 'drop') {
-        if (this.rng.chance(this.cfg.loss)) {
+        if (this.rng.chance(loss)) {
           this.stats.lost(from, to, kind, bytes, 'loss')
           return true
         }
       } else {
         // Geometric number of lost tries, each costing one RTO before the resend.
         let tries = 0
-        while (tries < 20 && this.rng.chance(this.cfg.loss)) tries++
+        while (tries < 20 && this.rng.chance(loss)) tries++
         delay += tries * this.cfg.rtoMs
       }
     }
@@ -220,7 +230,12 @@ export class Network {
       return true
     }
     const dir = from < to ? 0 : 1
-    const arrive = this.cfg.link === 'serial' ? Math.max(depart, conn.lastArrival[dir]) + delay : Math.max(depart + delay, conn.lastArrival[dir])
+    let arrive = this.cfg.link === 'serial' ? Math.max(depart, conn.lastArrival[dir]) + delay : Math.max(depart + delay, conn.lastArrival[dir])
+    if (this.cfg.downlinkBps > 0) {
+      // The receiver's downlink is shared by its connections: a message is in once what arrived before it is.
+      arrive = Math.max(arrive, this.downBusyUntil.get(to) ?? 0) + (bytes * 8 * 1000) / this.cfg.downlinkBps
+      this.downBusyUntil.set(to, arrive)
+    }
     conn.lastArrival[dir] = arrive
     const gen = conn.gen
     this.sched.at(arrive, () => {

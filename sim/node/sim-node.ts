@@ -13,6 +13,7 @@
 import { KvStore } from '../../src/kv/index.js'
 import { RecordStore } from '../../src/records/index.js'
 import { RecordReplica } from '../../src/mesh/replica-store.js'
+import { decodeMessage, FRAME_LIMITS } from '../../src/mesh/messages.js'
 import { MeshCore, type MeshOptions, type MeshRuntime } from '../../src/mesh/protocol/index.js'
 import type { Prng } from '../engine/prng.js'
 import type { Cancel, Scheduler } from '../engine/scheduler.js'
@@ -21,6 +22,7 @@ import { GossipRouter, type GossipMessage, type Rpc, type RpcKind, type Verdict 
 import { streamMessageBytes } from '../gossip/wire-size.js'
 import type { Metrics } from '../metrics/collector.js'
 import type { Network } from '../net/network.js'
+import { VirtualCpu, type CpuCosts } from '../cpu.js'
 
 /** The pull protocol id the real node negotiates (its bytes count in multistream-select); the libp2p adapter's PULL_PROTOCOL. */
 export const SYNC_PROTOCOL = '/meta-core/pull/1.0.0'
@@ -41,6 +43,10 @@ export interface NodeWorld {
   touch: (index: number) => void
   /** An unexpected failure inside the node (a bug): the run reports it. */
   fail: (err: unknown, where: string) => void
+  /** The virtual CPU's cost model (sim/cpu.ts), already scaled by --cpu-factor. */
+  cpu: CpuCosts
+  /** The one CPU of every node, with --cpu-shared. */
+  sharedCpu: VirtualCpu | undefined
 }
 
 interface PendingRequest {
@@ -60,21 +66,30 @@ export class SimNode {
   /** Gossip messages this node received, kept for a replaying bad peer. */
   readonly captured: GossipMessage[] = []
   capture = false
+  /** This node's virtual CPU: work queues on it, and its effects land when it is done. */
+  readonly cpu: VirtualCpu
 
   constructor (
     readonly index: number,
     readonly peerId: string,
     readonly rng: Prng,
-    private readonly w: NodeWorld
+    private readonly w: NodeWorld,
+    /** A store image to start from (the preload, sim/preload.ts); none: an empty store. */
+    image?: Buffer
   ) {
     const now = (): number => this.now()
-    this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now })
+    this.cpu = w.sharedCpu ?? new VirtualCpu(() => w.sched.now)
+    this.kv = new KvStore({ path: ':memory:', cacheKiB: 256, backgroundCheckpoint: false, now, ...(image !== undefined ? { image } : {}) })
     const ids = rng.fork('root-ids')
     this.records = new RecordStore(this.kv, { nodeId: peerId, now, random: () => ids.next(), maxClockDriftMs: w.mesh.maxClockDriftMs })
     const logRng = rng.fork('log-id')
     this.replica = new RecordReplica(this.records, { newLogId: () => Buffer.from(logRng.bytes(8)).toString('hex') })
     // The record layer's change log tells which keys each commit changed: that is when a write becomes readable here.
-    this.records.onChanges((changes) => { w.metrics.committed(index, changes.map(c => c.key)) })
+    // Each committed key costs CPU time, and is readable once that work is done.
+    this.records.onChanges((changes) => {
+      this.cpu.charge(changes.length * w.cpu.entryMs)
+      w.metrics.committed(index, changes.map(c => c.key))
+    })
   }
 
   get up (): boolean {
@@ -127,6 +142,23 @@ export class SimNode {
     this.pending.clear()
   }
 
+  /**
+   * Runs `fn` once this node's CPU has done the work of handling a message
+   * of `bytes` (`messages` of them: 0 for the sending side of a reply),
+   * queued behind the work already on it. With no cost it runs at once. A
+   * task of an earlier life is dropped.
+   */
+  task (bytes: number, fn: () => void, messages = 1): void {
+    const cost = messages * this.w.cpu.messageMs + (bytes / 1024) * this.w.cpu.kibMs
+    if (cost <= 0 && this.cpu.freeAt <= this.w.sched.now) {
+      fn()
+      return
+    }
+    const at = this.cpu.charge(cost)
+    const life = this.life
+    this.w.sched.at(at, () => { if (this.life === life) fn() })
+  }
+
   /** True while store work the core started has not finished. */
   get busy (): boolean {
     return this.core?.busy === true
@@ -154,7 +186,10 @@ export class SimNode {
 
   private transmit (to: number, rpc: Rpc, kind: RpcKind, bytes: number): boolean {
     const from = this.index
-    return this.w.net.send(from, to, kind, bytes, () => { this.w.node(to).router?.handleRpc(from, rpc) })
+    return this.w.net.send(from, to, kind, bytes, () => {
+      const peer = this.w.node(to)
+      peer.task(bytes, () => { peer.router?.handleRpc(from, rpc) })
+    })
   }
 
   private validate (msg: GossipMessage, source: number): Verdict {
@@ -173,6 +208,8 @@ export class SimNode {
   private runtime (rng: Prng, alive: () => boolean): MeshRuntime {
     return {
       now: () => this.now(),
+      // Virtual time never steps: the clock guard sees a step of the wall clock (skew) at once, as a node does with performance.now().
+      monotonic: () => this.w.sched.now,
       random: () => rng.next(),
       schedule: (delayMs, fn) => this.w.sched.after(delayMs, () => {
         if (!alive()) return
@@ -213,29 +250,41 @@ export class SimNode {
       }
       set.add(entry)
       cancelTimeout = this.w.sched.after(timeoutMs, () => { entry.reject(new Error(`request to ${peerId} timed out`)) })
-      const sent = this.w.net.send(from, to, `${kind}-request`, streamMessageBytes(body.length, SYNC_PROTOCOL), () => {
+      const requestBytes = streamMessageBytes(body.length, SYNC_PROTOCOL)
+      const sent = this.w.net.send(from, to, `${kind}-request`, requestBytes, () => {
         const server = this.w.node(to)
-        if (server.core === undefined) return
-        this.w.touch(to)
-        server.core.handleRequest(this.peerId, body).then((reply) => {
-          if (!server.up) return
-          server.w.net.send(to, from, `${kind}-reply`, streamMessageBytes(reply.length, SYNC_PROTOCOL), () => {
-            if (done || !alive()) return
-            done = true
-            cancelTimeout()
-            set.delete(entry)
-            this.w.touch(this.index)
-            resolve(reply)
-          })
-        }, (err: unknown) => { this.w.fail(err, `node ${to} handleRequest`) })
+        server.task(requestBytes, () => {
+          if (server.core === undefined) return
+          this.w.touch(to)
+          server.core.handleRequest(this.peerId, body).then((reply) => {
+            if (!server.up) return
+            const replyBytes = streamMessageBytes(reply.length, SYNC_PROTOCOL)
+            // Reading and encrypting the page is the server's work: the reply leaves when it is done.
+            server.task(replyBytes, () => {
+              server.w.net.send(to, from, `${kind}-reply`, replyBytes, () => {
+                this.task(replyBytes, () => {
+                  if (done || !alive()) return
+                  done = true
+                  cancelTimeout()
+                  set.delete(entry)
+                  this.w.touch(this.index)
+                  resolve(reply)
+                })
+              })
+            }, 0)
+          }, (err: unknown) => { this.w.fail(err, `node ${to} handleRequest`) })
+        })
       })
       if (!sent) entry.reject(new Error(`not connected to ${peerId}`))
     })
   }
 }
 
-/** `pull` or `snap`, read from the request's JSON without decoding it (uncompressed: requests are tiny). */
+/** `pull` or `snap`: the request's type, decoded by the wire module (requests are tiny). */
 function requestKind (body: Uint8Array): 'pull' | 'snap' {
-  // Envelope: version byte, flags byte, then `{"t":"…"`.
-  return body[1] === 0 && body[8] === 0x73 /* s */ ? 'snap' : 'pull'
+  try {
+    return decodeMessage(body, FRAME_LIMITS).t === 'snap' ? 'snap' : 'pull'
+  } catch {
+    return 'pull' // the serving core answers a malformed request with an error; counted as a pull
+  }
 }

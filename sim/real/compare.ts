@@ -19,11 +19,16 @@ export const AGREEMENT_FACTOR = 1.5
 
 export async function compareWithRealStack (o: SimOptions, progress?: Progress): Promise<RealStackComparison> {
   const opts: SimOptions = { ...o, nodes: [o.realNodes], rate: o.realRate }
-  const model = (await runOnce(findScenario(o.scenario), opts, o.realNodes, progress)).summary
+  // The real nodes share one thread: the model they are compared with puts its nodes on one CPU too.
+  const model = (await runOnce(findScenario(o.scenario), { ...opts, cpuShared: true }, o.realNodes, progress)).summary
   const real = await runRealStack(opts, o.realNodes, progress)
   const ratio = (a: number, b: number): number => round(b === 0 ? (a === 0 ? 1 : Infinity) : a / b, 2)
   const r = { messagesPerOp: ratio(real.messagesPerOp, model.messagesPerOp), latencyP50: ratio(real.latency.p50, model.latencyMs.p50) }
   const within = (x: number): boolean => x <= AGREEMENT_FACTOR && x >= 1 / AGREEMENT_FACTOR
+  const modelCatchUp = model.catchUp[0]?.timeMs
+  const catchUp = real.catchUpMs !== undefined && modelCatchUp !== undefined
+    ? { model: modelCatchUp, real: real.catchUpMs, ratio: modelCatchUp === null || real.catchUpMs === null ? null : ratio(real.catchUpMs, modelCatchUp) }
+    : undefined
   return {
     nodes: o.realNodes,
     rate: o.realRate,
@@ -38,13 +43,15 @@ export async function compareWithRealStack (o: SimOptions, progress?: Progress):
       operations: real.operations.total
     },
     ratio: r,
+    ...(catchUp !== undefined ? { catchUp } : {}),
     withinFactor: AGREEMENT_FACTOR,
-    agrees: within(r.messagesPerOp) && within(r.latencyP50),
+    agrees: within(r.messagesPerOp) && within(r.latencyP50) && (catchUp === undefined || (catchUp.ratio !== null && within(catchUp.ratio))),
     notes: [
       `Both runs: ${o.realNodes} nodes, ${o.realRate} operations/s, every other option as given. The real nodes are the node's own libp2p stack ` +
       `(TCP replaced by the in-memory transport with ${real.latencyMs} ms ${o.link} links) in one Node.js process, in real time.`,
       `Why not the full rate: ${o.realNodes} real nodes share one JavaScript thread, and at 100 operations/s their work (noise, pnet, ` +
-      'signatures, SQLite) takes more than that thread has: the run falls behind real time and its latency measures the queue, not the mesh.'
+      'signatures, SQLite) takes more than that thread has: the run falls behind real time and its latency measures the queue, not the mesh.',
+      'The model run compared puts its nodes on one virtual CPU (--cpu-shared), as the real nodes share one thread.'
     ]
   }
 }

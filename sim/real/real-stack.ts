@@ -22,12 +22,15 @@ import { performance } from 'node:perf_hooks'
 import { sleep, waitFor } from '../../src/common/index.js'
 import { KvStore } from '../../src/kv/index.js'
 import { Libp2pMesh, parseSwarmKey, prepareIdentity } from '../../src/mesh/libp2p/index.js'
+import { RecordReplica } from '../../src/mesh/replica-store.js'
 import { RecordStore } from '../../src/records/index.js'
 import { Prng } from '../engine/prng.js'
 import { Metrics } from '../metrics/collector.js'
 import { round, summarise, type Summary } from '../metrics/stats.js'
 import { writeOutcomes } from '../metrics/summary.js'
 import { parseLatency } from '../net/latency.js'
+import { planConnections } from '../net/topology.js'
+import { preloadImage, syncedCursor } from '../preload.js'
 import type { SimOptions } from '../scenario/options.js'
 import { arrivals, makeOp } from '../workload.js'
 
@@ -41,6 +44,8 @@ export interface RealStackResult {
   messagesPerOp: number
   messages: { gossipRpcs: number, pullMessages: number }
   latency: Summary
+  /** fresh-join: from the joiner's start until it held every record and write (null: not within the run). */
+  catchUpMs?: number | null
   wallMs: number
 }
 
@@ -61,28 +66,30 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
   const t0 = performance.now()
   const metrics = new Metrics(() => performance.now() - t0)
 
+  // A fresh-join scenario has one more node, started with an empty store `joinAt` seconds into the load.
+  const joining = o.scenario === 'fresh-join'
   // Identities first: every node's bootstrap list names its peers' ids.
-  const identities = await Promise.all(Array.from({ length: nodeCount }, async (_, i) =>
+  const identities = await Promise.all(Array.from({ length: nodeCount + (joining ? 1 : 0) }, async (_, i) =>
     (await prepareIdentity(path.join(os.tmpdir(), `${tag}-never-written-${i}.key`))).identity))
   const addr = (i: number): string => `/memory/${tag}-${i}`
-  // The model's topology rule: each node names `degree` random others; each pair is dialled once, by its lower index.
-  const topo = rng.fork('topology')
+  // The model's topology: the membership rule's plan (sim/net/topology.ts); each pair is dialled once, by its lower index.
   const pairs = new Set<string>()
-  for (let i = 0; i < nodeCount; i++) {
-    for (const j of topo.sample([...Array(nodeCount).keys()].filter(x => x !== i), o.degree)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
-  }
+  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
   const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) => `${addr(b)}/p2p/${identities[b].peerId}`)
 
+  // The preload as in the model (sim/preload.ts): the same records, an hour old on this process's clock, in sync.
+  const preload = o.preload > 0 ? await preloadImage(o.preload, o.recordShape, Math.floor(Date.now() / 1000) * 1000, o.valueBytes) : undefined
+  const preloaded = preload === undefined ? 0 : o.preloadNodes === 0 ? nodeCount : Math.min(o.preloadNodes, nodeCount)
+
   const nodes: RealNode[] = []
-  try {
-    for (let i = 0; i < nodeCount; i++) {
-      const kv = new KvStore({ path: ':memory:', cacheKiB: 1024, backgroundCheckpoint: false })
-      const records = new RecordStore(kv, { nodeId: identities[i].peerId })
-      const mesh = new Libp2pMesh({ records }, {
+  const makeNode = (i: number, peers: string[], image: Buffer | undefined): RealNode => {
+    const kv = new KvStore({ path: ':memory:', cacheKiB: 1024, backgroundCheckpoint: false, ...(image !== undefined ? { image } : {}) })
+    const records = new RecordStore(kv, { nodeId: identities[i].peerId })
+    const mesh = new Libp2pMesh({ records }, {
         identity: identities[i],
         swarmKey,
         listen: [addr(i)],
-        bootstrap: bootstrap(i),
+        bootstrap: peers,
         transport: { kind: 'memory', latencyMs, link: o.link },
         countRpcs: true,
         // The scenario's topology is the one under test: no connections beyond it.
@@ -91,10 +98,21 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
           D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatInterval: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
         },
         options: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
-      })
-      metrics.addNode(i)
-      records.onChanges((changes) => { metrics.committed(i, changes.map(c => c.key)) })
-      nodes.push({ index: i, records, kv, mesh })
+    })
+    metrics.addNode(i)
+    records.onChanges((changes) => { metrics.committed(i, changes.map(c => c.key)) })
+    return { index: i, records, kv, mesh }
+  }
+  try {
+    for (let i = 0; i < nodeCount; i++) nodes.push(makeNode(i, bootstrap(i), i < preloaded ? preload?.image : undefined))
+    // Preloaded peers have synced before: the cursor a finished sync leaves, each for the other (log ids as the mesh reads them).
+    for (const p of pairs) {
+      const [a, b] = p.split('-').map(Number)
+      if (a >= preloaded || b >= preloaded) continue
+      for (const [n, q] of [[a, b], [b, a]]) {
+        const [key, value] = syncedCursor({ peerId: identities[q].peerId, replica: new RecordReplica(nodes[q].records) })
+        nodes[n].records.local.writeSync(tx => { tx.put(key, value) })
+      }
     }
     await Promise.all(nodes.map(async n => { await n.mesh.start() }))
     // The model's nodes have their connections after a few round trips; real ones may need retries (libp2p
@@ -108,9 +126,25 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
 
     // The load, on the process clock: the model's Poisson arrivals and operation mix.
     const wl = rng.fork('workload')
-    const spec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes }
+    const spec = { opsPerSec: o.rate, writeFraction: o.writes, newRecordFraction: o.newRecords, valueBytes: o.valueBytes, shape: o.recordShape }
     const loadStart = performance.now() - t0
-    const known: string[] = []
+    const known: string[] = o.preloadNodes === 0 && preload !== undefined ? [...preload.cids] : []
+    let joiner: RealNode | undefined
+    if (joining) {
+      const j = nodeCount
+      const peers = rng.fork('join').sample([...Array(nodeCount).keys()], o.targetPeers).map(b => `${addr(b)}/p2p/${identities[b].peerId}`)
+      const at = loadStart + o.joinAt * 1000
+      void sleep(at - (performance.now() - t0)).then(async () => {
+        joiner = makeNode(j, peers, undefined)
+        nodes.push(joiner) // the load picks it too, as the model's does, and it is stopped with the others
+        metrics.widenTracksTo(j)
+        const held = preload !== undefined ? nodes[0].records.countRecords() : 0
+        const records = joiner.records
+        metrics.catchUpStarted(j, 'fresh-join', held > 0 ? { target: held, count: () => records.countRecords() } : undefined)
+        await joiner.mesh.start()
+        progress?.(`real stack: node ${j} joined (${held} records to catch up on)`)
+      })
+    }
     const pending = new Set<Promise<unknown>>()
     let writeIds = 0
     for (const at of arrivals(wl.fork('arrivals'), o.rate, o.duration * 1000)) {
@@ -136,6 +170,7 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
 
     const digests = new Set(nodes.map(n => n.mesh.digest().digest))
     const out = writeOutcomes(metrics.writes, nodes.map(n => n.index))
+    const c = metrics.catchUps[0]
     let rpcs = 0
     let pulls = 0
     for (const n of nodes) {
@@ -152,6 +187,7 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
       messagesPerOp: round((rpcs + 2 * pulls) / Math.max(1, ops), 2),
       messages: { gossipRpcs: rpcs, pullMessages: 2 * pulls },
       latency: summarise(out.latencies, 1),
+      ...(c !== undefined ? { catchUpMs: c.doneAt === undefined ? null : round(c.doneAt - c.startAt, 1) } : {}),
       wallMs: performance.now() - wall0
     }
   } finally {

@@ -6,7 +6,7 @@
  */
 import type { RunSummary } from '../metrics/summary.js'
 import type { Report } from './report.js'
-import { esc, histogramSvg, lineSvg, timelineSvg, type Interval, type Marker } from './svg.js'
+import { esc, lineSvg, logHistogramSvg, timelineSvg, type Interval, type Marker } from './svg.js'
 
 const CSS = `body{font-family:system-ui,sans-serif;margin:24px auto;max-width:980px;color:#111;line-height:1.4}
 h1{font-size:22px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd;padding-bottom:4px}
@@ -40,6 +40,9 @@ export function reportHtml (rep: Report, command: string): string {
   const parts: string[] = []
   parts.push(`<h1>Simulation: ${esc(rep.scenario)} (${rep.nodes} nodes, seed ${esc(rep.seed)}, profile ${esc(rep.profile)})</h1>`)
   parts.push(`<p class="note">Reproduce: <code>${esc(command)}</code>. The same seed and options give the same report.json, byte for byte.</p>`)
+  parts.push(rep.node.runnable
+    ? `<p class="note">A node runs this configuration with ${Object.keys(rep.node.env).length === 0 ? 'its default options' : 'these options'}: <code>${esc(rep.node.command)}</code></p>`
+    : `<p class="bad">Model only: no node can be set to run this configuration (${esc(rep.node.modelOnly.join('; '))}).</p>`)
   parts.push('<h2>Headline</h2>')
   parts.push(table(['figure', 'value'], [
     ['converged (equal replica digests on every honest node)', yes(rep.converged)],
@@ -52,6 +55,16 @@ export function reportHtml (rep: Report, command: string): string {
     ['… of writes made while the network was whole', `${rep.latencyMsUnpartitioned.p50} / ${rep.latencyMsUnpartitioned.p99} / ${rep.latencyMsUnpartitioned.max} (${rep.latencyMsUnpartitioned.count} writes)`],
     ['operations (writes + reads)', `${head.operations.total} (${head.operations.writes} + ${head.operations.reads})`]
   ]))
+  const ul = head.perNode.underLoad
+  const kb = (x: number): string => `${(x / 1000).toFixed(1)} kB/s`
+  parts.push(`<h2>Per node under load</h2><p class="note">From ${(ul.fromMs / 1000).toFixed(1)} s to ${(ul.toMs / 1000).toFixed(1)} s of virtual time: the load, its first 10 %, the warm-up and the tail left out.</p>`)
+  parts.push(table(['per node', 'p50', 'p90', 'max', 'mean'], [
+    ['upload (bytes sent per second)', kb(ul.uploadPerSecond.p50), kb(ul.uploadPerSecond.p90), kb(ul.uploadPerSecond.max), kb(ul.uploadPerSecond.mean)],
+    ['download (bytes received per second)', kb(ul.downloadPerSecond.p50), kb(ul.downloadPerSecond.p90), kb(ul.downloadPerSecond.max), kb(ul.downloadPerSecond.mean)],
+    ['virtual CPU busy (fraction of the run)', head.cpu.busyFraction.p50, head.cpu.busyFraction.p90, head.cpu.busyFraction.max, head.cpu.busyFraction.mean],
+    ['longest wait for the CPU (ms)', head.cpu.maxWaitMs.p50, head.cpu.maxWaitMs.p90, head.cpu.maxWaitMs.max, head.cpu.maxWaitMs.mean]
+  ]))
+  parts.push(`<p class="note">Busiest node: ${ul.busiest.node}, uploading ${kb(ul.busiest.uploadPerSecond)} and downloading ${kb(ul.busiest.downloadPerSecond)}. Busiest CPU: node ${head.cpu.busiest.node}, ${(head.cpu.busiest.busyFraction * 100).toFixed(1)} % busy, longest wait ${head.cpu.busiest.maxWaitMs} ms.</p>`)
   if (rep.bars.length > 0) {
     parts.push('<h2>Bars</h2>')
     for (const b of rep.bars) {
@@ -65,7 +78,8 @@ export function reportHtml (rep: Report, command: string): string {
     parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes at ${rs.rate} operations/s (in-memory transport with link latency, real time), against the model at the same options. Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
     parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
       ['messages per operation', rs.model.messagesPerOp, rs.real.messagesPerOp, rs.ratio.messagesPerOp],
-      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50]
+      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50],
+      ...(rs.catchUp !== undefined ? [['fresh node caught up (ms)', rs.catchUp.model ?? 'not done', rs.catchUp.real ?? 'not done', rs.catchUp.ratio ?? '']] : [])
     ]))
     parts.push(table(['real stack', 'value'], [
       ['converged', yes(rs.real.converged)], ['lost writes', rs.real.lostWrites], ['operations', rs.real.operations],
@@ -74,26 +88,33 @@ export function reportHtml (rep: Report, command: string): string {
     for (const n of rs.notes) parts.push(`<p class="note">${esc(n)}</p>`)
   }
   parts.push('<h2>Stable latency distribution</h2>')
-  parts.push(histogramSvg(head.latencyHistogram.edges, head.latencyHistogram.counts,
+  parts.push(logHistogramSvg(head.latencyHistogram.lower, head.latencyHistogram.edges, head.latencyHistogram.counts,
     [{ label: `p50 ${head.latencyMs.p50}`, x: head.latencyMs.p50 }, { label: `p99 ${head.latencyMs.p99}`, x: head.latencyMs.p99 }],
     'ms from the write until readable on every node'))
-  parts.push('<h2>Cost against node count</h2>')
-  const pts = (f: (r: RunSummary) => number): Array<[number, number]> => rep.runs.map(r => [r.nodes, f(r)])
-  parts.push(lineSvg([{ label: 'messages per operation', points: pts(r => r.messagesPerOp) }], { xLabel: 'nodes', yLabel: 'messages / op', logX: rep.runs.length > 1 }))
-  parts.push(lineSvg([
-    { label: 'bytes per node per write', points: pts(r => r.perNode.bytesPerWrite) }
-  ], { xLabel: 'nodes', yLabel: 'bytes sent + received per node per write', logX: rep.runs.length > 1 }))
   if (rep.runs.length > 1) {
-    parts.push(table(['nodes', 'msgs/op', 'bytes/write', 'bytes/node/write', 'bytes/node/s', 'p50 ms', 'p99 ms', 'max ms', 'converged', 'lost'],
-      rep.runs.map(r => [r.nodes, r.messagesPerOp, r.bytesPerWrite, r.perNode.bytesPerWrite, r.perNode.bytesPerSecond, r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max, yes(r.converged), r.lostWrites])))
+    // A single run is one point: no plot against node count.
+    parts.push('<h2>Cost and latency against node count</h2>')
+    const pts = (f: (r: RunSummary) => number): Array<[number, number]> => rep.runs.map(r => [r.nodes, f(r)])
+    parts.push(lineSvg([{ label: 'messages per operation', points: pts(r => r.messagesPerOp) }], { xLabel: 'nodes', yLabel: 'messages / op', logX: true }))
+    parts.push(lineSvg([
+      { label: 'upload per node (p50)', points: pts(r => r.perNode.underLoad.uploadPerSecond.p50) },
+      { label: 'download per node (p50)', points: pts(r => r.perNode.underLoad.downloadPerSecond.p50) }
+    ], { xLabel: 'nodes', yLabel: 'bytes per second under load', logX: true }))
+    parts.push(lineSvg([
+      { label: 'p50', points: pts(r => r.latencyMs.p50) }, { label: 'p99', points: pts(r => r.latencyMs.p99) }, { label: 'max', points: pts(r => r.latencyMs.max) }
+    ], { xLabel: 'nodes', yLabel: 'stable latency (ms)', logX: true }))
+    parts.push(table(['nodes', 'msgs/op', 'bytes/write', 'bytes/node/write', 'upload/node/s under load (p50 / max)', 'download/node/s (p50 / max)', 'CPU busy max', 'p50 ms', 'p99 ms', 'max ms', 'converged', 'lost'],
+      rep.runs.map(r => [r.nodes, r.messagesPerOp, r.bytesPerWrite, r.perNode.bytesPerWrite,
+        `${r.perNode.underLoad.uploadPerSecond.p50} / ${r.perNode.underLoad.uploadPerSecond.max}`, `${r.perNode.underLoad.downloadPerSecond.p50} / ${r.perNode.underLoad.downloadPerSecond.max}`,
+        r.cpu.busyFraction.max, r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max, yes(r.converged), r.lostWrites])))
   }
   parts.push('<h2>Catch-up progress</h2>')
   const cu = rep.runs.flatMap(r => r.catchUp.map(c => ({ ...c, nodes: r.nodes })))
   parts.push(lineSvg(cu.map(c => ({ label: `${c.kind} node ${c.node}${rep.runs.length > 1 ? ` (n=${c.nodes})` : ''}`, points: c.progress })),
     { xLabel: 'ms since the node started', yLabel: 'fraction of missing writes received', yMax: 1 }))
   if (cu.length > 0) {
-    parts.push(table(['node', 'kind', 'writes missing', 'received', 'time (ms)', 'bytes in', 'messages in'],
-      cu.map(c => [c.node, c.kind, c.target, c.got, c.timeMs ?? 'not done', c.bytes, c.messages])))
+    parts.push(table(['node', 'kind', 'writes missing', 'received', 'records to hold', 'held', 'time (ms)', 'bytes in', 'messages in'],
+      cu.map(c => [c.node, c.kind, c.target, c.got, c.records?.target ?? '', c.records?.got ?? '', c.timeMs ?? 'not done', c.bytes, c.messages])))
   }
   parts.push('<h2>Timeline of partitions and churn</h2>')
   parts.push(timeline(head))
@@ -111,7 +132,7 @@ export function reportHtml (rep: Report, command: string): string {
   if (Object.keys(head.checks).length > 0) parts.push(`<h2>Scenario checks</h2><pre>${esc(JSON.stringify(head.checks, null, 2))}</pre>`)
   if (head.failures.length > 0) parts.push(`<h2 class="bad">Failures inside the run</h2><pre>${esc(head.failures.join('\n\n'))}</pre>`)
   parts.push('<h2>Options and configuration</h2>')
-  parts.push(`<pre>${esc(JSON.stringify({ options: rep.options, config: rep.config }, null, 2))}</pre>`)
+  parts.push(`<details><summary>every option of the run, and the gossipsub, core and network configuration it resolved to</summary><pre>${esc(JSON.stringify({ options: rep.options, node: rep.node, config: rep.config }, null, 2))}</pre></details>`)
   parts.push('<p class="note">How to read this page: docs/simulator.md in the repository.</p>')
   return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>sim: ${esc(rep.scenario)}</title><style>${CSS}</style></head><body>${parts.join('\n')}</body></html>\n`
 }

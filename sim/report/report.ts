@@ -11,6 +11,7 @@ import type { RunSummary } from '../metrics/summary.js'
 import { DEFAULT_NET } from '../net/network.js'
 import { worldOptions } from '../run.js'
 import type { SimOptions } from '../scenario/options.js'
+import { nodeCommand, nodeSettings, type NodeSettings } from '../scenario/node-config.js'
 import type { Scenario } from '../scenario/scenario.js'
 
 export interface BarResult { name: string, limit: number, value: number, ok: boolean }
@@ -23,6 +24,8 @@ export interface RealStackComparison {
   model: { messagesPerOp: number, latencyP50: number }
   real: { messagesPerOp: number, latencyP50: number, latencyP99: number, latencyMax: number, converged: boolean, lostWrites: number, operations: number }
   ratio: { messagesPerOp: number, latencyP50: number }
+  /** fresh-join: the joiner's catch-up time (ms) in each, and real over model (null: one did not finish). */
+  catchUp?: { model: number | null, real: number | null, ratio: number | null }
   withinFactor: number
   agrees: boolean
   notes: string[]
@@ -45,6 +48,8 @@ export interface Report {
   /** Latency of writes issued outside partitions (see RunSummary); the bars are checked on it. */
   latencyMsUnpartitioned: Summary
   bars: Array<{ label: string, ok: boolean, results: BarResult[] }>
+  /** The node options that run this configuration, or why no node can (model only). */
+  node: NodeSettings & { command: string }
   options: SimOptions
   config: { gossip: object, mesh: object, network: object }
   runs: RunSummary[]
@@ -63,6 +68,7 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     const results = set.bars.map(b => ({ name: b.name, limit: b.limit, value: value(b.field), ok: value(b.field) < b.limit }))
     return { label: set.label, ok: results.every(r => r.ok) && head.lostWrites === 0 && head.converged, results }
   })
+  const settings = nodeSettings(o)
   const report: Report = {
     scenario: scenario.name,
     seed: o.seed,
@@ -79,11 +85,12 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     latencyMs: head.latencyMs,
     latencyMsUnpartitioned: head.latencyMsUnpartitioned,
     bars,
+    node: { ...settings, command: nodeCommand(settings) },
     options: o,
     config: {
       gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),
       mesh: meshOptions(w.mesh),
-      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossMode: w.lossMode, uplinkBps: w.uplinkBps }
+      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossBetweenRegions: w.lossBetweenRegions, lossMode: w.lossMode, uplinkBps: w.uplinkBps, downlinkBps: w.downlinkBps }
     },
     runs
   }

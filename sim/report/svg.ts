@@ -45,26 +45,38 @@ function yAxis (max: number, y: (v: number) => number): string {
   return s
 }
 
-/** Bars of a histogram (`edges` are bin upper bounds) with vertical markers (e.g. p50, p99). */
-export function histogramSvg (edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string): string {
+/**
+ * A histogram over a logarithmic x axis: bins from `lower` to `edges[i]`
+ * (upper edges, equal width on the log scale), ticks at 1, 2 and 5 times
+ * each power of ten, vertical markers (p50, p99).
+ */
+export function logHistogramSvg (lower: number, edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string): string {
   if (counts.length === 0 || counts.every(c => c === 0)) return '<p class="empty">no data</p>'
-  const xmax = niceMax(edges[edges.length - 1])
+  const lo = Math.log10(Math.max(1e-3, lower))
+  const hi = Math.log10(edges[edges.length - 1])
+  const span = Math.max(1e-9, hi - lo)
   const ymax = niceMax(Math.max(...counts))
-  const x = (v: number): number => M.l + (v / xmax) * (W - M.l - M.r)
+  const x = (v: number): number => M.l + ((Math.log10(Math.max(1e-3, v)) - lo) / span) * (W - M.l - M.r)
   const y = (v: number): number => H - M.b - (v / ymax) * (H - M.t - M.b)
   let body = yAxis(ymax, y)
-  let lo = 0
+  let from = lower
   counts.forEach((c, i) => {
-    const hi = edges[i]
-    body += `<rect x="${x(lo).toFixed(1)}" y="${y(c).toFixed(1)}" width="${Math.max(1, x(hi) - x(lo) - 1).toFixed(1)}" height="${(H - M.b - y(c)).toFixed(1)}" fill="${COLORS[0]}"><title>${fmt(lo)}–${fmt(hi)}: ${c}</title></rect>`
-    lo = hi
+    const to = edges[i]
+    body += `<rect x="${x(from).toFixed(1)}" y="${y(c).toFixed(1)}" width="${Math.max(1, x(to) - x(from) - 1).toFixed(1)}" height="${(H - M.b - y(c)).toFixed(1)}" fill="${COLORS[0]}"><title>${fmt(from)}–${fmt(to)}: ${c}</title></rect>`
+    from = to
   })
-  for (let i = 0; i <= 4; i++) body += `<text x="${x((xmax * i) / 4)}" y="${H - M.b + 14}" text-anchor="middle" fill="#555">${fmt((xmax * i) / 4)}</text>`
+  for (let d = Math.floor(lo); d <= Math.ceil(hi); d++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** d
+      if (Math.log10(v) < lo - 1e-9 || Math.log10(v) > hi + 1e-9) continue
+      body += `<line x1="${x(v)}" x2="${x(v)}" y1="${H - M.b}" y2="${H - M.b + 4}" stroke="#888"/><text x="${x(v)}" y="${H - M.b + 14}" text-anchor="middle" fill="#555">${fmt(v)}</text>`
+    }
+  }
   markers.forEach((m, i) => {
     body += `<line x1="${x(m.x)}" x2="${x(m.x)}" y1="${M.t}" y2="${H - M.b}" stroke="${COLORS[1 + i]}" stroke-dasharray="4 3"/>` +
       `<text x="${x(m.x) + 3}" y="${M.t + 12 + 12 * i}" fill="${COLORS[1 + i]}">${esc(m.label)}</text>`
   })
-  return frame(body, xLabel, 'writes')
+  return frame(body, xLabel + ' (log scale)', 'writes')
 }
 
 export interface Series {

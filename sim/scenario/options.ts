@@ -4,7 +4,10 @@
  * report. A scenario sets its own defaults (scenarios.ts); a flag on the
  * command line wins over them.
  */
+import { DEFAULT_GOSSIP_DEGREE, gossipDout } from '../../src/mesh/gossip-degree.js'
+import { DEFAULT_CPU_COSTS } from '../cpu.js'
 import { parseLatency } from '../net/latency.js'
+import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
 export type OptionValue = string | number | boolean | number[]
 
@@ -20,13 +23,19 @@ export interface SimOptions {
   writes: number
   newRecords: number
   valueBytes: number
+  recordShape: 'small' | 'library'
+  preload: number
+  preloadNodes: number
+  scan: number
   latency: string
   link: 'pipelined' | 'serial'
   jitter: number
   loss: number
+  lossBetweenRegions: number
   lossMode: 'drop' | 'retransmit'
   bandwidth: number
-  degree: number
+  downlink: number
+  targetPeers: number
   D: number
   Dlo: number
   Dhi: number
@@ -39,11 +48,18 @@ export interface SimOptions {
   flushBytes: number
   antiEntropy: number
   requestTimeout: number
+  cpuFactor: number
+  cpuShared: boolean
+  cpuMessageMs: number
+  cpuKibMs: number
+  cpuEntryMs: number
   partitionEvery: number
   partitionKind: 'halves' | 'isolate'
   absent: number
   joinAt: number
   skew: number
+  clockStep: number
+  clockStepFor: number
   badPeers: number
   badRate: number
   real: boolean
@@ -62,7 +78,7 @@ interface OptionSpec {
 
 export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'scenario', flag: 'scenario', kind: 'string', help: 'which scenario to run (see above)' },
-  { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named configuration of gossip and push batching (see docs/simulator.md); flags override it' },
+  { key: 'profile', flag: 'profile', kind: 'string', choices: ['library', 'low-latency', 'batched'], help: 'a named node configuration: connections, gossipsub degree, push window (see docs/simulator.md); flags override it' },
   { key: 'nodes', flag: 'nodes', kind: 'list', help: 'node count, or a comma-separated list for a sweep (e.g. 5,25,100)' },
   { key: 'seed', flag: 'seed', kind: 'string', help: 'seed of every random choice: the same seed and options give the same report.json' },
   { key: 'warmup', flag: 'warmup', kind: 'number', unit: 's', help: 'virtual time for the nodes to connect and form the mesh before the load starts' },
@@ -72,30 +88,43 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'writes', flag: 'writes', kind: 'number', help: 'fraction of operations that are writes (the rest are local reads)' },
   { key: 'newRecords', flag: 'new-records', kind: 'number', help: 'fraction of writes that create a record (the rest update one)' },
   { key: 'valueBytes', flag: 'value-bytes', kind: 'number', unit: 'B', help: 'length of the title each write sets' },
-  { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3' },
+  { key: 'recordShape', flag: 'record-shape', kind: 'string', choices: ['small', 'library'], help: 'what a record holds: small (a title and a size) or library (the benches\' synthetic library records, about 40 fields); for the preload and the load\'s new records' },
+  { key: 'preload', flag: 'preload', kind: 'number', help: 'records every store holds before the clock starts (the mesh in sync; a joining node has none)' },
+  { key: 'preloadNodes', flag: 'preload-nodes', kind: 'number', help: 'with --preload: only the first this many nodes hold them (0: every node)' },
+  { key: 'scan', flag: 'scan', kind: 'number', help: 'node 0 ingests this many new library records from the load\'s start, each as soon as the previous is acknowledged and its CPU is free (a library scan beside the load)' },
+  { key: 'latency', flag: 'latency', kind: 'string', unit: 'ms', help: 'one-way link delay: 100, uniform:50:150, exp:100, regions:world3, regions:3:80 (3 regions 80 ms apart)' },
   { key: 'link', flag: 'link', kind: 'string', choices: ['pipelined', 'serial'], help: 'pipelined: delays overlap as on a real link; serial: one message per delay per direction, as libp2p\'s in-memory transport' },
   { key: 'jitter', flag: 'jitter', kind: 'number', unit: 'ms', help: 'uniform extra delay in [0, jitter) per message' },
   { key: 'loss', flag: 'loss', kind: 'number', help: 'probability that one transmission is lost' },
+  { key: 'lossBetweenRegions', flag: 'loss-between-regions', kind: 'number', help: 'with regions:… latency: a further loss probability on links between regions (on top of --loss)' },
   { key: 'lossMode', flag: 'loss-mode', kind: 'string', choices: ['drop', 'retransmit'], help: 'drop: the message is gone; retransmit: it arrives one 200 ms RTO later per loss (TCP)' },
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
-  { key: 'degree', flag: 'degree', kind: 'number', help: 'peers each node dials at start (its bootstrap list); connections are two-way, so nodes average about twice this' },
-  { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (library default 6)' },
-  { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (default 4)' },
-  { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (default 12)' },
-  { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default 2; must be < Dlo and <= D/2)' },
+  { key: 'downlink', flag: 'downlink', kind: 'number', unit: 'Mbit/s', help: 'download bandwidth of each node, shared by its connections (0: unlimited)' },
+  { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
+  { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (the node\'s META_CORE_GOSSIP_D, default 6)' },
+  { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (the node\'s META_CORE_GOSSIP_DLO, default 4)' },
+  { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (the node\'s META_CORE_GOSSIP_DHI, default 12)' },
+  { key: 'Dout', flag: 'gossip-dout', kind: 'number', help: 'gossipsub Dout: outbound peers kept in the mesh (default: what the node derives from D and Dlo, 2 or less; any other value is model only)' },
   { key: 'Dlazy', flag: 'gossip-dlazy', kind: 'number', help: 'gossipsub Dlazy: peers sent IHAVE per heartbeat (default 6)' },
   { key: 'heartbeat', flag: 'heartbeat', kind: 'number', unit: 'ms', help: 'gossipsub heartbeat interval (default 1000)' },
   { key: 'floodPublish', flag: 'flood-publish', kind: 'boolean', help: 'publish to every subscribed peer, not only the mesh (library default true)' },
   { key: 'idontwantMin', flag: 'idontwant-min', kind: 'number', unit: 'B', help: 'messages at least this large trigger IDONTWANT (library default 512)' },
-  { key: 'flushMs', flag: 'flush-ms', kind: 'number', unit: 'ms', help: 'push batching: a frame leaves this long after its first change' },
+  { key: 'flushMs', flag: 'flush-ms', kind: 'number', unit: 'ms', help: 'push window: a frame leaves this long after its first change (the node\'s META_CORE_PUSH_WINDOW_MS)' },
   { key: 'flushBytes', flag: 'flush-bytes', kind: 'number', unit: 'B', help: 'push batching: or as soon as this many bytes wait' },
-  { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often (jittered ±25 %)' },
+  { key: 'antiEntropy', flag: 'anti-entropy', kind: 'number', unit: 'ms', help: 'pull from each connected peer about this often, jittered ±25 % (the node\'s META_CORE_ANTI_ENTROPY_MS)' },
   { key: 'requestTimeout', flag: 'request-timeout', kind: 'number', unit: 'ms', help: 'deadline of one pull request' },
+  { key: 'cpuFactor', flag: 'cpu-factor', kind: 'number', help: 'scales every CPU cost of the virtual CPU (0: processing takes no virtual time; 2: a machine half as fast as the calibration\'s)' },
+  { key: 'cpuShared', flag: 'cpu-shared', kind: 'boolean', help: 'every node on one virtual CPU, as the real-stack mode\'s nodes share one thread (its comparison run sets it)' },
+  { key: 'cpuMessageMs', flag: 'cpu-message-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost of handling one message (libp2p decryption, muxing, protobuf, signature)' },
+  { key: 'cpuKibMs', flag: 'cpu-kib-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per KiB of a message, on the receiving side and on the side serving a page' },
+  { key: 'cpuEntryMs', flag: 'cpu-entry-ms', kind: 'number', unit: 'ms', help: 'virtual CPU: cost per key committed to a store (a local write or an applied entry)' },
   { key: 'partitionEvery', flag: 'partition-every', kind: 'number', unit: 's', help: 'toggle a network partition on and off this often (0: never)' },
   { key: 'partitionKind', flag: 'partition-kind', kind: 'string', choices: ['halves', 'isolate'], help: 'halves: two random halves; isolate: one random node alone' },
   { key: 'absent', flag: 'absent', kind: 'number', unit: 's', help: 'return-after-absence: how long the node is down' },
   { key: 'joinAt', flag: 'join-at', kind: 'number', unit: 's', help: 'fresh-join: when (into the load) the new node starts' },
   { key: 'skew', flag: 'skew', kind: 'number', unit: 'ms', help: 'clock-skew: the largest clock offset; nodes get offsets spread over ±skew, node 0 gets +skew' },
+  { key: 'clockStep', flag: 'clock-step', kind: 'number', unit: 'ms', help: 'clock-step: how far node 0\'s wall clock jumps ahead, 5 s into the load' },
+  { key: 'clockStepFor', flag: 'clock-step-for', kind: 'number', unit: 's', help: 'clock-step: how long until it jumps back' },
   { key: 'badPeers', flag: 'bad-peers', kind: 'number', help: 'bad-peer: misbehaving nodes' },
   { key: 'badRate', flag: 'bad-rate', kind: 'number', unit: 'frames/s', help: 'bad-peer: bad frames each bad node publishes per second' },
   { key: 'real', flag: 'real', kind: 'boolean', help: 'also run the scenario on real libp2p nodes (in-memory transport, real time) and compare' },
@@ -115,17 +144,23 @@ export const BASE_DEFAULTS: SimOptions = {
   writes: 0.5,
   newRecords: 0.5,
   valueBytes: 24,
+  recordShape: 'small',
+  preload: 0,
+  preloadNodes: 0,
+  scan: 0,
   latency: '100',
   link: 'pipelined',
   jitter: 0,
   loss: 0,
+  lossBetweenRegions: 0,
   lossMode: 'drop',
   bandwidth: 0,
-  degree: 4,
-  D: 6,
-  Dlo: 4,
-  Dhi: 12,
-  Dout: 2,
+  downlink: 0,
+  targetPeers: DEFAULT_TARGET_PEERS,
+  D: DEFAULT_GOSSIP_DEGREE.D,
+  Dlo: DEFAULT_GOSSIP_DEGREE.Dlo,
+  Dhi: DEFAULT_GOSSIP_DEGREE.Dhi,
+  Dout: gossipDout(DEFAULT_GOSSIP_DEGREE),
   Dlazy: 6,
   heartbeat: 1000,
   floodPublish: true,
@@ -134,11 +169,18 @@ export const BASE_DEFAULTS: SimOptions = {
   flushBytes: 65_536,
   antiEntropy: 15_000,
   requestTimeout: 15_000,
+  cpuFactor: 1,
+  cpuShared: false,
+  cpuMessageMs: DEFAULT_CPU_COSTS.messageMs,
+  cpuKibMs: DEFAULT_CPU_COSTS.kibMs,
+  cpuEntryMs: DEFAULT_CPU_COSTS.entryMs,
   partitionEvery: 0,
   partitionKind: 'halves',
   absent: 0,
   joinAt: 0,
   skew: 0,
+  clockStep: 0,
+  clockStepFor: 10,
   badPeers: 0,
   badRate: 0,
   real: false,
@@ -214,11 +256,15 @@ export function checkOptions (o: SimOptions): SimOptions {
   if (o.writes > 1) fail('--writes is a fraction between 0 and 1')
   if (o.newRecords > 1) fail('--new-records is a fraction between 0 and 1')
   if (o.loss >= 1) fail('--loss must be below 1')
+  if (o.lossBetweenRegions >= 1) fail('--loss-between-regions must be below 1')
   if (o.duration <= 0) fail('--duration must be > 0')
   if (o.heartbeat <= 0) fail('--heartbeat must be > 0')
   if (o.flushMs < 1) fail('--flush-ms must be >= 1')
   if (o.antiEntropy < 100) fail('--anti-entropy must be >= 100 ms')
   if (o.valueBytes < 1 || o.valueBytes > 200_000) fail('--value-bytes must be between 1 and 200000')
+  if (!Number.isInteger(o.preload) || o.preload > 2_000_000) fail('--preload must be a whole number of records up to 2000000')
+  if (!Number.isInteger(o.preloadNodes)) fail('--preload-nodes must be a whole number')
+  if (!Number.isInteger(o.scan) || o.scan > 1_000_000) fail('--scan must be a whole number of records up to 1000000')
   if (o.realNodes < 2 || o.realNodes > 60) fail('--real-nodes must be between 2 and 60')
   if (!(o.Dlo <= o.D && o.D <= o.Dhi)) fail(`gossipsub needs Dlo <= D <= Dhi, got ${o.Dlo}, ${o.D}, ${o.Dhi}`)
   try {
@@ -245,7 +291,7 @@ export function helpText (scenarios: ReadonlyArray<{ name: string, summary: stri
     lines.push('', 'Profiles (--profile; each sets these options):')
     for (const [name, p] of Object.entries(profiles)) {
       const set = Object.entries(p).map(([k, v]) => `${OPTION_SPECS.find(o => o.key === k)?.flag ?? k}=${String(v)}`).join(' ')
-      lines.push(`  ${name.padEnd(22)} ${set === '' ? 'nothing: every library and core default' : set}`)
+      lines.push(`  ${name.padEnd(22)} ${set === '' ? 'nothing: a node with default options' : set}`)
     }
   }
   lines.push('', 'Options, with their base defaults (a scenario and its profile change some; the command line wins):')

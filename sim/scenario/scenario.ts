@@ -22,7 +22,7 @@ export interface ScenarioContext {
   forbid: (key: string) => void
   /** Adds a named check computed after the clock stops; its value goes into the report's `checks`. */
   check: (name: string, fn: () => CheckValue) => void
-  /** Creates and starts a fresh node with an empty store that dials `degree` random up nodes; returns its index. */
+  /** Creates and starts a fresh node with an empty store that dials `targetPeers` random up nodes; returns its index. */
   join: () => number
 }
 

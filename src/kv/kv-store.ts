@@ -54,7 +54,8 @@ export class KvStore {
       this.lock = StoreLock.acquire(path.resolve(opts.path))
     }
     try {
-      this.db = new Database(opts.path)
+      if (opts.image !== undefined && opts.path !== ':memory:') throw new Error('an image opens only as an in-memory store')
+      this.db = opts.image !== undefined ? new Database(opts.image) : new Database(opts.path)
     } catch (err) {
       this.lock?.release()
       throw new StorageError(`cannot open store file ${opts.path}: ${(err as Error).message}`, { cause: err })
@@ -292,6 +293,12 @@ export class KvStore {
 
   get isClosed (): boolean {
     return this.closed
+  }
+
+  /** The whole database as one image (SQLite's serialization), after committing what is queued: `image` opens a copy. */
+  serialize (): Buffer {
+    this.writer.drain()
+    return this.db.serialize()
   }
 
   /** Commits what is queued, then closes the file. Idempotent. */

@@ -8,6 +8,8 @@ export type SqlStatement = Database.Statement
 export interface KvOptions {
   /** Path of the SQLite file; parent folders are created. */
   path: string
+  /** With path ':memory:': start from this database image (`KvStore.serialize()` of another store), copied. */
+  image?: Buffer
   /** Entries kept per event stream (default 100 000, as the original's MAXLEN ~ 100000). */
   streamRetention?: number
   /** Trim a stream after this many appends (default 10 000). */

@@ -8,6 +8,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
+import { gossipDegreeProblem } from '../mesh/gossip-degree.js'
 import { isLoopback, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
 
 export { isLoopback } from './options.js'
@@ -34,6 +35,12 @@ export interface NodeConfig {
   /** Connections the mesh keeps, dialing the members it learned (0: only the bootstrap list). */
   targetPeers: number
   antiEntropyMs: number
+  /** Gossipsub mesh degree D, Dlo, Dhi (gossip-degree.ts; Dout follows). */
+  gossipD: number
+  gossipDlo: number
+  gossipDhi: number
+  /** A push frame leaves this long after the first change it carries (the core's flushMs). */
+  pushWindowMs: number
   maxClockDriftMs: number
   /** The tombstone horizon: tombstones older than this are compacted (docs/mesh.md). */
   tombstoneRetentionMs: number
@@ -83,6 +90,10 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'blockedPeers', env: 'META_CORE_BLOCKED_PEERS', flag: 'blocked-peers', kind: { type: 'peerids' }, def: '', help: 'comma-separated peer ids whose connections, frames and pulls are refused' },
   { key: 'targetPeers', env: 'META_CORE_TARGET_PEERS', flag: 'target-peers', kind: { type: 'int', min: 0, max: 100 }, def: '8', help: 'connections the mesh keeps, dialing members it learned from its peers (kept across restarts) at random; 0 dials only META_CORE_BOOTSTRAP' },
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
+  { key: 'gossipD', env: 'META_CORE_GOSSIP_D', flag: 'gossip-d', kind: { type: 'int', min: 0, max: 100 }, def: '6', help: 'gossipsub mesh degree: peers each frame is relayed to; 0: no relaying mesh, a frame reaches only the publisher\'s connections and pulls do the rest' },
+  { key: 'gossipDlo', env: 'META_CORE_GOSSIP_DLO', flag: 'gossip-dlo', kind: { type: 'int', min: 0, max: 100 }, def: '4', help: 'gossipsub grafts mesh peers below this many (at most META_CORE_GOSSIP_D)' },
+  { key: 'gossipDhi', env: 'META_CORE_GOSSIP_DHI', flag: 'gossip-dhi', kind: { type: 'int', min: 0, max: 100 }, def: '12', help: 'gossipsub prunes mesh peers above this many (at least META_CORE_GOSSIP_D)' },
+  { key: 'pushWindowMs', env: 'META_CORE_PUSH_WINDOW_MS', flag: 'push-window-ms', kind: { type: 'int', min: 1, max: 60_000 }, def: '50', help: 'local changes are pushed in one frame this long after the first of them, in ms (longer: fewer, larger frames)' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
   { key: 'tombstoneRetentionMs', env: 'META_CORE_TOMBSTONE_RETENTION_MS', flag: 'tombstone-retention-ms', kind: { type: 'int', min: 60_000, max: 2 ** 42 }, def: '2592000000', help: 'tombstones older than this are compacted; a node out of contact with its peers for longer drops, rather than brings back, values they no longer hold, in ms (default 30 days)' },
   { key: 'peerBytesPerSecond', env: 'META_CORE_PEER_BYTES_PER_SECOND', flag: 'peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '536870912', help: 'file bytes sent to one peer per second at most (peers playing this node\'s files)' },
@@ -130,6 +141,11 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
       const o = OPTIONS.find(x => x.key === k)!
       if (explicit.has(k) && (out[k] as string[] | undefined)?.length !== 0) problems.push(`${optionName(o)} needs META_CORE_SWARM_KEY (--swarm-key): without a swarm key the node runs standalone`)
     }
+  }
+  const degree = { D: out.gossipD as number, Dlo: out.gossipDlo as number, Dhi: out.gossipDhi as number }
+  if ([degree.D, degree.Dlo, degree.Dhi].every(x => typeof x === 'number')) {
+    const why = gossipDegreeProblem(degree)
+    if (why !== undefined) problems.push(`META_CORE_GOSSIP_DLO (--gossip-dlo), META_CORE_GOSSIP_D (--gossip-d), META_CORE_GOSSIP_DHI (--gossip-dhi): ${why}`)
   }
   // The host name tells a household's machines apart; cut to the option's own limit.
   if (out.nodeName === undefined) out.nodeName = os.hostname().slice(0, 64) || 'meta-core'

@@ -114,7 +114,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
-        options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs }
+        degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
+        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs }
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })
     await mesh.start()

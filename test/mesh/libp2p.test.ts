@@ -60,7 +60,13 @@ describe('Libp2pMesh lifecycle', () => {
       const mesh = new Libp2pMesh({ records: store.records, logger: silentLogger }, init)
       await Promise.all([mesh.start(), mesh.start()])
       expect(mesh.status().self.addrs).toHaveLength(1)
+      expect(mesh.gossipDegree()).toEqual({ D: 6, Dlo: 4, Dhi: 12, Dout: 2 }) // gossipsub's own defaults
       await Promise.all([mesh.stop(), mesh.stop()])
+      // The node's degree options reach gossipsub, Dout lowered to what its rules allow.
+      const sparse = new Libp2pMesh({ records: store.records, logger: silentLogger }, { ...init, degree: { D: 2, Dlo: 2, Dhi: 3 } })
+      await sparse.start()
+      expect(sparse.gossipDegree()).toEqual({ D: 2, Dlo: 2, Dhi: 3, Dout: 1 })
+      await sparse.stop()
       await mesh.stop()
       const other = openNodeStore({ path: path.join(t.dir, 'other.db'), nodeId: 'node-abc', backgroundCheckpoint: false })
       expect(() => new Libp2pMesh({ records: other.records }, init)).toThrow(/mesh identity/)

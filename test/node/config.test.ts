@@ -50,6 +50,10 @@ describe('parseConfig', () => {
       blockedPeers: [],
       targetPeers: 8,
       antiEntropyMs: 15_000,
+      gossipD: 6,
+      gossipDlo: 4,
+      gossipDhi: 12,
+      pushWindowMs: 50,
       maxClockDriftMs: 10_000,
       tombstoneRetentionMs: 2_592_000_000,
       peerBytesPerSecond: 536_870_912,
@@ -82,6 +86,10 @@ describe('parseConfig', () => {
       META_CORE_BLOCKED_PEERS: PEER,
       META_CORE_TARGET_PEERS: '3',
       META_CORE_ANTI_ENTROPY_MS: '2000',
+      META_CORE_GOSSIP_D: '3',
+      META_CORE_GOSSIP_DLO: '2',
+      META_CORE_GOSSIP_DHI: '4',
+      META_CORE_PUSH_WINDOW_MS: '500',
       META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
       META_CORE_TOMBSTONE_RETENTION_MS: '86400000',
       META_CORE_PEER_BYTES_PER_SECOND: '1048576',
@@ -111,6 +119,10 @@ describe('parseConfig', () => {
       blockedPeers: [PEER],
       targetPeers: 3,
       antiEntropyMs: 2000,
+      gossipD: 3,
+      gossipDlo: 2,
+      gossipDhi: 4,
+      pushWindowMs: 500,
       maxClockDriftMs: 5000,
       tombstoneRetentionMs: 86_400_000,
       peerBytesPerSecond: 1_048_576,
@@ -125,6 +137,7 @@ describe('parseConfig', () => {
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
       '--bootstrap=', '--blocked-peers', '', '--target-peers', '0', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0', '--tombstone-retention-ms', '60000',
+      '--gossip-d', '0', '--gossip-dlo=0', '--gossip-dhi', '0', '--push-window-ms', '5',
       '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic',
       '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576']
     expect(await cfg(flags, env)).toEqual({
@@ -146,6 +159,10 @@ describe('parseConfig', () => {
       blockedPeers: [],
       targetPeers: 0,
       antiEntropyMs: 60_000,
+      gossipD: 0,
+      gossipDlo: 0,
+      gossipDhi: 0,
+      pushWindowMs: 5,
       maxClockDriftMs: 0,
       tombstoneRetentionMs: 60_000,
       peerBytesPerSecond: 65_536,
@@ -189,6 +206,13 @@ describe('parseConfig', () => {
     expect(msg).toContain('META_CORE_HTTP_HOST (--http-host) "bad host!"')
     expect(msg.split('\n')).toHaveLength(8)
     expect(await problems(['--port'])).toContain('--port needs a value')
+  })
+
+  it('refuses a gossipsub degree gossipsub would refuse (Dlo <= D <= Dhi), naming the three options', async () => {
+    const msg = await problems(['--gossip-d', '3'], { META_CORE_GOSSIP_DLO: '4' })
+    expect(msg).toMatch(/META_CORE_GOSSIP_DLO.*META_CORE_GOSSIP_D .*META_CORE_GOSSIP_DHI.*Dlo=4, D=3, Dhi=12/)
+    expect(await problems(['--gossip-d', '20'])).toMatch(/Dlo <= D <= Dhi/)
+    expect((await cfg(['--gossip-d', '2', '--gossip-dlo', '2', '--gossip-dhi', '3'])).gossipD).toBe(2)
   })
 
   it('refuses a non-loopback address without a token, and never echoes a token', async () => {

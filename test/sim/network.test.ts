@@ -47,7 +47,12 @@ describe('latency specs', () => {
     const x = custom.sample(0, 1, r)
     expect(x).toBeGreaterThanOrEqual(20)
     expect(x).toBeLessThan(25)
-    for (const bad of ['', 'fast', 'uniform:9:1', 'exp:-1', 'regions:nowhere', 'regions:a,b|1,2']) {
+    const even = parseLatency('regions:3:80')
+    expect(even.sample(0, 1, r)).toBe(80)
+    expect(even.sample(0, 3, r)).toBe(1) // both in r1
+    expect(even.regionOf?.(5)).toBe('r3')
+    expect(parseLatency('regions:2:50:3').sample(1, 3, r)).toBe(3)
+    for (const bad of ['', 'fast', 'uniform:9:1', 'exp:-1', 'regions:nowhere', 'regions:a,b|1,2', 'regions:0:80']) {
       expect(() => parseLatency(bad), bad).toThrow(InvalidLatencySpecError)
     }
   })
@@ -70,6 +75,34 @@ describe('Network', () => {
     await h.s.run({ until: 1000 })
     expect(at).toEqual([500])
     expect(h.sent).toEqual([{ kind: 'm', bytes: 10 }])
+  })
+
+  it('loses messages between regions only, with --loss-between-regions; queues messages on the receiver\'s downlink', async () => {
+    const h = harness({ latency: 'regions:2:50', lossBetweenRegions: 0.5, handshakeRtts: 0 })
+    for (const n of [0, 1, 2]) h.net.start(n)
+    h.net.dial(0, 1) // r1 → r2
+    h.net.dial(0, 2) // both in r1
+    await h.s.run({ until: 1 })
+    for (let i = 0; i < 200; i++) {
+      h.net.send(0, 1, 'between', 10, () => {})
+      h.net.send(0, 2, 'inside', 10, () => {})
+    }
+    await h.s.run({ until: 1000 })
+    const lostBetween = h.lost.filter(l => l === 'between:loss').length
+    expect(lostBetween).toBeGreaterThan(60)
+    expect(lostBetween).toBeLessThan(140)
+    expect(h.lost.filter(l => l.startsWith('inside'))).toEqual([])
+
+    const d = harness({ latency: '10', downlinkBps: 8_000, handshakeRtts: 0 }) // 1 byte per ms
+    for (const n of [0, 1, 2]) d.net.start(n)
+    d.net.dial(0, 2)
+    d.net.dial(1, 2)
+    await d.s.run({ until: 1 })
+    const at: number[] = []
+    d.net.send(0, 2, 'm', 100, () => at.push(d.s.now))
+    d.net.send(1, 2, 'm', 100, () => at.push(d.s.now))
+    await d.s.run({ until: 1000 })
+    expect(at.map(Math.round)).toEqual([111, 211]) // the second waits for the first on node 2's downlink
   })
 
   it('keeps each direction first-in first-out even when later messages draw shorter delays', async () => {

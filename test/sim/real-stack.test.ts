@@ -22,6 +22,17 @@ describe('real-stack mode', () => {
     expect(r.latency.p50).toBeGreaterThanOrEqual(100) // one 100 ms hop at least
     expect(r.latency.p50).toBeLessThan(3_000)
   }, 120_000)
+
+  it('fresh-join with a preload: the real joiner catches up on the library, timed as in the model', async () => {
+    const { opts } = resolveOptions({
+      scenario: 'fresh-join', profile: 'library', seed: 'real-join', warmup: 1, duration: 4, joinAt: 1, tail: 8, rate: 5, preload: 300, recordShape: 'library', targetPeers: 2
+    })
+    const r = await runRealStack(opts, 3)
+    expect(r.converged).toBe(true)
+    expect(r.lostWrites).toBe(0)
+    expect(r.catchUpMs).not.toBeNull()
+    expect(r.catchUpMs).toBeGreaterThan(0)
+  }, 120_000)
 })
 
 describe('import rule', () => {

@@ -29,7 +29,19 @@ describe('scenarios (short)', () => {
     const counted = Object.values(head.messages.byKind).reduce((a, k) => a + k.count, 0)
     expect(counted).toBe(head.messages.total)
     expect(report.messagesPerOp).toBeCloseTo(head.messages.total / head.operations.total, 1)
-    expect(report.bars[0].label).toMatch(/3d/)
+    expect(report.bars.map(b => b.label)).toEqual([expect.stringMatching(/3d/), expect.stringMatching(/3e/)])
+    expect(report.node.runnable).toBe(true)
+    expect(report.node.command).toMatch(/^META_CORE_TARGET_PEERS=100 META_CORE_GOSSIP_D=0 .* meta-core start$/)
+  })
+
+  it('baseline library: a node with default options, checked against both bars', async () => {
+    const { report, head } = await run({ scenario: 'baseline', profile: 'library', nodes: [16] })
+    expect(report.bars).toHaveLength(2)
+    expect(report.node).toMatchObject({ runnable: true, env: {}, command: 'meta-core start' })
+    // Every node dialled until it held its target of 8 connections, inbound ones counting.
+    expect(head.topology.connections.p50).toBeGreaterThanOrEqual(8)
+    expect(head.topology.connections.max).toBeLessThan(15)
+    expect(head.topology.connections.mean).toBeGreaterThanOrEqual(8)
   })
 
   it('baseline batched with partitions: converges after the heal, msgs/op under the 3e bar', async () => {
@@ -79,6 +91,38 @@ describe('scenarios (short)', () => {
     expect(head.operations.writeErrors).toBeGreaterThan(0)
     expect(head.rejected.honestDriftRefusals).toBe(0)
     expect(report.latencyMs.max).toBeLessThan(1_000)
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+  })
+
+  it('clock-step: the stepped node refuses its writes while its clock is off, nobody else does, and it writes again once back', async () => {
+    const { report, head } = await run({ scenario: 'clock-step', duration: 12, clockStepFor: 4 })
+    const c = head.checks['clock-step'] as Record<string, number | string>
+    expect(c.detectedAfterMs).toBeGreaterThanOrEqual(0)
+    expect(c.detectedAfterMs).toBeLessThan(1000) // the monotonic clock shows the step at once
+    expect(c.node0RefusedMs).toBeGreaterThanOrEqual(3000)
+    expect(c.node0RefusedMs).toBeLessThanOrEqual(6000)
+    expect(c.resumedAfterBackMs).toBeGreaterThanOrEqual(0)
+    expect(c.othersRefusedMs).toBe(0)
+    expect(JSON.parse(c.refusedWritesByNode as string)).toEqual({ 'node 0': head.operations.writeErrors })
+    expect(head.operations.writeErrors).toBeGreaterThan(0)
+    expect(head.timeline.map(e => e.kind)).toEqual(['clock-step', 'clock-back'])
+    expect(report.converged).toBe(true)
+    expect(report.lostWrites).toBe(0)
+    // A step within the offset bound (5 s) refuses nothing.
+    const small = await run({ scenario: 'clock-step', duration: 10, clockStepFor: 3, clockStep: 3000 })
+    expect((small.head.checks['clock-step'] as Record<string, number>).node0RefusedMs).toBe(0)
+    expect(small.head.operations.writeErrors).toBe(0)
+  })
+
+  it('a library scan on node 0 beside the load: written at the rate its CPU allows, and everywhere in the end', async () => {
+    const { report, head } = await run({ scenario: 'baseline', profile: 'library', nodes: [5], duration: 4, rate: 10, scan: 150 })
+    const scan = head.checks.scan as Record<string, number>
+    expect(scan.acknowledged).toBe(150)
+    expect(scan.durationMs).toBeGreaterThan(0)
+    // Each record's keys cost CPU time on node 0 (--cpu-entry-ms): no faster than that allows.
+    expect(scan.recordsPerSecond).toBeLessThan(1000 / (35 * report.options.cpuEntryMs))
+    expect(head.operations.writes).toBeGreaterThan(150)
     expect(report.converged).toBe(true)
     expect(report.lostWrites).toBe(0)
   })

@@ -37,6 +37,7 @@ import type { NodeIdentity } from './identity.js'
 import { multiaddrProblem } from './addresses.js'
 import { delayedLink } from './delayed-link.js'
 import { meshScoring } from './gossip-scoring.js'
+import { gossipDout, type GossipDegree } from '../gossip-degree.js'
 import { Membership } from './membership.js'
 import { PeerLog } from './peer-log.js'
 import { PeerDialer } from './peer-dialer.js'
@@ -64,7 +65,9 @@ export interface Libp2pMeshInit {
    * per delay per direction). For tests and the simulator's real-stack mode.
    */
   transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial' }
-  /** Gossipsub parameters over the library's defaults (the simulator's profiles; a node sets none). */
+  /** The gossipsub mesh degree (node options META_CORE_GOSSIP_D/_DLO/_DHI); Dout follows it (gossip-degree.ts). Default: gossipsub's. */
+  degree?: GossipDegree
+  /** Raw gossipsub parameters over the degree (the simulator's model-only profiles; a node sets none). */
   gossip?: GossipParams
   /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
   countRpcs?: boolean
@@ -166,6 +169,7 @@ export class Libp2pMesh implements MeshService {
           fallbackToFloodsub: false,
           emitSelf: false,
           ...meshScoring(this.topic),
+          ...(this.init.degree !== undefined ? { ...this.init.degree, Dout: gossipDout(this.init.degree) } : {}),
           ...this.init.gossip,
           ...(this.counter !== undefined ? { metricsRegister: this.counter.register, metricsTopicStrToLabel: new Map([[this.topic, 'mesh']]) } : {})
         })
@@ -315,6 +319,12 @@ export class Libp2pMesh implements MeshService {
     if (node === undefined) return out
     await Promise.all(node.getPeers().map(async (p) => { out.set(p.toString(), await requestDigest(node, p, Math.min(PEER_DIGEST_TIMEOUT_MS, this.opts.requestTimeoutMs))) }))
     return out
+  }
+
+  /** The mesh degree gossipsub runs with (its own options, as it resolved them); undefined before start. */
+  gossipDegree (): { D: number, Dlo: number, Dhi: number, Dout: number } | undefined {
+    const opts = (this.node?.services.pubsub as unknown as { opts?: { D: number, Dlo: number, Dhi: number, Dout: number } } | undefined)?.opts
+    return opts === undefined ? undefined : { D: opts.D, Dlo: opts.Dlo, Dhi: opts.Dhi, Dout: opts.Dout }
   }
 
   /** Gossipsub's score of a peer on the mesh topic, and whether it is in our mesh for it (gossip-scoring.ts). */

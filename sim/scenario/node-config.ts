@@ -1,0 +1,80 @@
+/**
+ * The node's configuration is the simulator's: which node options set a
+ * simulation's configuration (`env`), or why no node can be set to run it
+ * (`modelOnly`). The options a node has are its own table (src/node/config.ts),
+ * read here, with their ranges; the rest of the node's behaviour is fixed
+ * (gossipsub's defaults, the core's), and a simulation that changes it
+ * models a node that does not exist.
+ */
+import { gossipDegreeProblem, gossipDout } from '../../src/mesh/gossip-degree.js'
+import { DEFAULT_MESH_OPTIONS } from '../../src/mesh/protocol/options.js'
+import { OPTIONS, type NodeConfig } from '../../src/node/config.js'
+import { GOSSIPSUB_DEFAULTS } from '../gossip/config.js'
+import type { SimOptions } from './options.js'
+
+function nodeOption (key: keyof NodeConfig): (typeof OPTIONS)[number] {
+  const o = OPTIONS.find(x => x.key === key)
+  if (o === undefined) throw new Error(`the node has no option ${key}`)
+  return o
+}
+
+/** The node's META_CORE_TARGET_PEERS default. */
+export const DEFAULT_TARGET_PEERS = Number(nodeOption('targetPeers').def)
+
+/** Simulation options a node sets with an option of its own. */
+const SET_BY_NODE: ReadonlyArray<{ sim: keyof SimOptions, node: keyof NodeConfig }> = [
+  { sim: 'targetPeers', node: 'targetPeers' },
+  { sim: 'D', node: 'gossipD' },
+  { sim: 'Dlo', node: 'gossipDlo' },
+  { sim: 'Dhi', node: 'gossipDhi' },
+  { sim: 'flushMs', node: 'pushWindowMs' },
+  { sim: 'antiEntropy', node: 'antiEntropyMs' }
+]
+
+/** Simulation options of the node's fixed behaviour, with the value a node has. */
+function fixedByNode (o: SimOptions): Array<{ sim: keyof SimOptions, flag: string, value: number | boolean, why: string }> {
+  return [
+    { sim: 'Dout', flag: 'gossip-dout', value: gossipDout(o), why: 'the node derives Dout from D and Dlo' },
+    { sim: 'Dlazy', flag: 'gossip-dlazy', value: GOSSIPSUB_DEFAULTS.Dlazy, why: 'gossipsub\'s default' },
+    { sim: 'heartbeat', flag: 'heartbeat', value: GOSSIPSUB_DEFAULTS.heartbeatMs, why: 'gossipsub\'s default' },
+    { sim: 'floodPublish', flag: 'flood-publish', value: GOSSIPSUB_DEFAULTS.floodPublish, why: 'gossipsub\'s default' },
+    { sim: 'idontwantMin', flag: 'idontwant-min', value: GOSSIPSUB_DEFAULTS.idontwantMinDataSize, why: 'gossipsub\'s default' },
+    { sim: 'flushBytes', flag: 'flush-bytes', value: DEFAULT_MESH_OPTIONS.flushBytes, why: 'the core\'s default' },
+    { sim: 'requestTimeout', flag: 'request-timeout', value: DEFAULT_MESH_OPTIONS.requestTimeoutMs, why: 'the core\'s default' }
+  ]
+}
+
+export interface NodeSettings {
+  /** A node can be set to run this configuration. */
+  runnable: boolean
+  /** The node options that set it: those that differ from the node's defaults (empty: a node with default options). */
+  env: Record<string, string>
+  /** When it cannot: each setting no node option gives. */
+  modelOnly: string[]
+}
+
+export function nodeSettings (o: SimOptions): NodeSettings {
+  const env: Record<string, string> = {}
+  const modelOnly: string[] = []
+  for (const m of SET_BY_NODE) {
+    const spec = nodeOption(m.node)
+    const v = o[m.sim] as number
+    if (spec.kind.type === 'int' && (!Number.isInteger(v) || v < spec.kind.min || v > spec.kind.max)) {
+      modelOnly.push(`${spec.env ?? spec.flag}=${v}: the node takes whole numbers from ${spec.kind.min} to ${spec.kind.max}`)
+      continue
+    }
+    if (String(v) !== spec.def) env[spec.env ?? spec.flag] = String(v)
+  }
+  const degree = gossipDegreeProblem(o)
+  if (degree !== undefined) modelOnly.push(degree)
+  for (const f of fixedByNode(o)) {
+    if (o[f.sim] !== f.value) modelOnly.push(`--${f.flag} ${String(o[f.sim])}: a node runs ${String(f.value)} (${f.why})`)
+  }
+  return { runnable: modelOnly.length === 0, env, modelOnly }
+}
+
+/** `META_CORE_X=1 META_CORE_Y=2 meta-core`, or why no node runs it. */
+export function nodeCommand (s: NodeSettings): string {
+  if (!s.runnable) return `model only: ${s.modelOnly.join('; ')}`
+  return [...Object.entries(s.env).map(([k, v]) => `${k}=${v}`), 'meta-core start'].join(' ')
+}
