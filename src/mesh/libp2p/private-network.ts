@@ -60,9 +60,14 @@ class PrivateConnection extends AbstractMultiaddrConnection {
       // Deciphering cannot fail on bytes, but a throw here would escape to the process (an event
       // listener): whatever goes wrong ends this connection, never the node.
       try {
+        // In place: the transport's buffers are handed to this listener alone, and read only through it.
         const data = evt.data
-        if (data instanceof Uint8Array) this.onData(inbound.update(data))
-        else for (const buf of data) this.onData(inbound.update(buf))
+        if (data instanceof Uint8Array) {
+          inbound.xorInto(data, data, 0)
+        } else {
+          for (const buf of data) inbound.xorInto(buf, buf, 0)
+        }
+        this.onData(data)
       } catch (err) {
         this.abort(err as Error)
       }
@@ -76,8 +81,15 @@ class PrivateConnection extends AbstractMultiaddrConnection {
   }
 
   sendData (data: Uint8ArrayList): SendResult {
-    // One write of the joined buffers (a header and its payload go out together, as with @libp2p/pnet).
-    return { sentBytes: data.byteLength, canSendMore: this.raw.send(this.outbound.update(data.subarray())) }
+    // One write of the joined buffers (a header and its payload go out together, as with @libp2p/pnet),
+    // ciphered straight into the buffer written: the parts are the layer above's, left as they are.
+    const out = Buffer.allocUnsafe(data.byteLength)
+    let at = 0
+    for (const part of data) {
+      this.outbound.xorInto(part, out, at)
+      at += part.byteLength
+    }
+    return { sentBytes: data.byteLength, canSendMore: this.raw.send(out) }
   }
 
   sendReset (err: Error): void {

@@ -65,15 +65,26 @@ export class XSalsa20 {
 
   /** `input` XORed with the next `input.length` bytes of the keystream, in a new array (`input` is left alone). */
   update (input: Uint8Array): Uint8Array {
+    const out = new Uint8Array(input.length)
+    this.xorInto(input, out, 0)
+    return out
+  }
+
+  /**
+   * Writes `input` XORed with the next `input.length` bytes of the keystream
+   * to `out` from offset `at`. `out` may be `input` itself (at its offset):
+   * each word is read before it is written, so ciphering in place is exact.
+   */
+  xorInto (input: Uint8Array, out: Uint8Array, at: number): void {
     const len = input.length
-    const out = new Uint8Array(len)
+    if (at < 0 || at + len > out.length) throw new RangeError('XSalsa20 output too short')
     let i = 0
     // The rest of a block a previous chunk began.
-    for (; this.padUsed < BLOCK && i < len; i++) out[i] = input[i] ^ this.pad[this.padUsed++]
+    for (; this.padUsed < BLOCK && i < len; i++) out[at + i] = input[i] ^ this.pad[this.padUsed++]
     const whole = (len - i) >>> 6
     if (whole > 0) {
       xorBlocks(this.k, this.n0, this.n1, this.block, whole,
-        new DataView(input.buffer, input.byteOffset + i, whole * BLOCK), new DataView(out.buffer, i, whole * BLOCK))
+        new DataView(input.buffer, input.byteOffset + i, whole * BLOCK), new DataView(out.buffer, out.byteOffset + at + i, whole * BLOCK))
       this.block += whole
       i += whole * BLOCK
     }
@@ -82,9 +93,8 @@ export class XSalsa20 {
       xorBlocks(this.k, this.n0, this.n1, this.block, 1, ZERO_BLOCK, this.padView)
       this.block++
       this.padUsed = 0
-      for (; i < len; i++) out[i] = input[i] ^ this.pad[this.padUsed++]
+      for (; i < len; i++) out[at + i] = input[i] ^ this.pad[this.padUsed++]
     }
-    return out
   }
 }
 
