@@ -97,6 +97,35 @@ describe('XSalsa20 stream', () => {
     expect(Buffer.from(joined).equals(plain)).toBe(false)
   })
 
+  it('ciphers in place and into a larger buffer at an offset, the same bytes as update', () => {
+    const rand = prng(5)
+    const key = randomBytes(rand, 32)
+    const nonce = randomBytes(rand, 24)
+    const data = randomBytes(rand, 50_001)
+    const expected = nobleXSalsa20(key, nonce, data)
+    // In place, in chunks at odd offsets of the one buffer (as the private network deciphers what the transport hands it).
+    const inPlace = new XSalsa20(key, nonce)
+    const work = new Uint8Array(data.length + 5)
+    work.set(data, 5)
+    let at = 0
+    for (const size of chunking(rand, data.length)) {
+      const view = work.subarray(5 + at, 5 + at + size)
+      inPlace.xorInto(view, view, 0)
+      at += size
+    }
+    expect(hex(work.subarray(5))).toBe(hex(expected))
+    // Parts joined into one output at their offsets (as it ciphers a list of buffers into the one it writes).
+    const joined = new XSalsa20(key, nonce)
+    const out = new Uint8Array(data.length + 9)
+    at = 0
+    for (const size of chunking(rand, data.length)) {
+      joined.xorInto(data.subarray(at, at + size), out.subarray(9), at)
+      at += size
+    }
+    expect(hex(out.subarray(9))).toBe(hex(expected))
+    expect(() => { joined.xorInto(new Uint8Array(10), new Uint8Array(12), 3) }).toThrow(RangeError)
+  })
+
   it('counts blocks in 64 bits: the blocks from 2^32 - 1 on are Salsa20\'s, not a wrap to block 0', () => {
     const rand = prng(7)
     const key = randomBytes(rand, 32)
