@@ -14,6 +14,7 @@
  * | idx:grpm/<canon>/<rid>      | ""               | no: members of that group |
  * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
  * | loc:<rid>                   | JSON location    | no: this node's own filePath, sizeByte, mtimeNano (local-location.ts) |
+ * | cached:<rid>                | ""               | no: this node's byte cache keeps the record's bytes (file-ops.ts) |
  * | meta-core:hlc               | last hlc issued  | no |
  */
 import { prefixEnd, type Tx } from '../kv/index.js'
@@ -29,6 +30,7 @@ export const GRP = 'idx:grp/'
 export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
 export const LOC = 'loc:'
+export const CACHED = 'cached:'
 export const HLC_KEY = 'meta-core:hlc'
 
 /** The field of a `file:<rid>/<field>` key in SQL: roots are 26 characters, so the field starts at character 33. */
