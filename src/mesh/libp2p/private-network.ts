@@ -11,8 +11,12 @@
  * never releases its instances, which leak in one shared WebAssembly memory
  * until any peer that can open TCP connections to the p2p port, key or no
  * key, makes the process throw `Maximum memory size exceeded` and exit
- * (docs/mesh.md, "Trust"). Here the cipher is plain JavaScript
- * (xsalsa20.ts), owned by the connection and collected with it.
+ * (docs/mesh.md, "Trust"). Here the cipher (xsalsa20.ts) is owned by the
+ * connection and collected with it; its SIMD kernel is one fixed page for
+ * the whole process. Received bytes are deciphered in place (the
+ * transport's buffers are this layer's alone); sent ones are ciphered
+ * straight into the one buffer written, so neither way copies or allocates
+ * more than that.
  */
 import { InvalidParametersError } from '@libp2p/interface'
 import { AbstractMultiaddrConnection, byteStream } from '@libp2p/utils'
