@@ -38,7 +38,7 @@ export class FileOps {
    *   hold the content) that the record does not name becomes a duplicate:
    *   the record's paths are brought back in line with the disk;
    * - while any local copy remains (a duplicate row, `copies`, or the bytes
-   *   in this node's cache: a `cached:` row, see holdCachedCopy), the record
+   *   in this node's cache: a `meta-core:cached/` row, see holdCachedCopy), the record
    *   and this node's `holders/<holderId>` member stay. Only when none does,
    *   this node stops being a holder (replication.md): its member goes, and
    *   nothing else. The record is no record any more (`deleted`) when no
@@ -97,7 +97,7 @@ export class FileOps {
   /**
    * This node's byte cache now keeps the bytes of the record at `addr` (a
    * whole transfer it checked): in one transaction, the node-local row
-   * `cached:<rid>` and, when no member carries it yet, this node's
+   * `meta-core:cached/<rid>` and, when no member carries it yet, this node's
    * `holders/<holderId>` member, so peers can fetch the bytes here. The row
    * is what keeps the member while the cache keeps the bytes: releaseCopy
    * (a library copy going) leaves the member to it. Returns the root, or
@@ -121,7 +121,7 @@ export class FileOps {
 
   /**
    * The cache let the bytes of root `rid` go (evicted, removed, or the cache
-   * is gone): its `cached:` row goes and, unless a library copy of the
+   * is gone): its `meta-core:cached/` row goes and, unless a library copy of the
    * record remains on this node (a `loc:` or `dup:` row: the watcher's, which
    * then keeps the member), this node's holder member is released exactly as
    * releaseCopy releases a last library copy.
@@ -142,7 +142,7 @@ export class FileOps {
     })
   }
 
-  /** Roots with a `cached:` row: what this node's cache said it keeps. */
+  /** Roots with a `meta-core:cached/` row: what this node's cache said it keeps. */
   cachedCopies (): RecordId[] {
     return this.ctx.kv.keys(CACHED, prefixEnd(CACHED)).map(k => k.slice(CACHED.length) as RecordId)
   }

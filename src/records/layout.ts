@@ -14,7 +14,7 @@
  * | idx:grpm/<canon>/<rid>      | ""               | no: members of that group |
  * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
  * | loc:<rid>                   | JSON location    | no: this node's own filePath, sizeByte, mtimeNano (local-location.ts) |
- * | cached:<rid>                | ""               | no: this node's byte cache keeps the record's bytes (file-ops.ts) |
+ * | meta-core:cached/<rid>      | ""               | no: this node's byte cache keeps the record's bytes (file-ops.ts) |
  * | meta-core:hlc               | last hlc issued  | no |
  */
 import { prefixEnd, type Tx } from '../kv/index.js'
@@ -30,7 +30,8 @@ export const GRP = 'idx:grp/'
 export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
 export const LOC = 'loc:'
-export const CACHED = 'cached:'
+/** In the reserved `meta-core:` namespace, so neither the /api/kv door nor the local store can write one. */
+export const CACHED = 'meta-core:cached/'
 export const HLC_KEY = 'meta-core:hlc'
 
 /** The field of a `file:<rid>/<field>` key in SQL: roots are 26 characters, so the field starts at character 33. */

@@ -168,7 +168,7 @@ export class FileState {
       if (cid !== undefined) found.push([rel, cid])
     }
     // Only records this node holds can name a path of ours: found through the field index, not a walk of every record.
-    // A record held through the byte cache alone (a `cached:` row, no location here) names a peer's path, not ours.
+    // A record held through the byte cache alone (a `meta-core:cached/` row, no location here) names a peer's path, not ours.
     const cached = new Set<string>(records.cachedCopies())
     for (const t of records.fileTuplesWithField(`holders/${holderId}`)) {
       if (!t.filePath.startsWith(FILES_MOUNT)) continue

@@ -10,7 +10,7 @@
  * While it keeps a record's bytes this node is a holder of them (issue 43:
  * "a node holds bytes it fetched and serves them, and says so in holders
  * only while it keeps them"). With `holding` (the node's records and its
- * holder id), an entry's commit adds the node-local row `cached:<rid>` and
+ * holder id), an entry's commit adds the node-local row `meta-core:cached/<rid>` and
  * this node's `holders/<id>` member (records `holdCachedCopy`), peers fetch
  * the bytes here (`openForPeer`, which the byte protocol's opener consults
  * after the library), and an entry that goes (evicted, its file removed, or
@@ -88,7 +88,7 @@ export class ByteCache {
 
   /**
    * Brings the records in line with the folder, once at start: a record the
-   * cache said it keeps (a `cached:` row) whose file is not here any more is
+   * cache said it keeps (a `meta-core:cached/` row) whose file is not here any more is
    * released; an entry without its row (the node stopped between keeping
    * the file and writing the row) gets it, and the member.
    */
