@@ -97,7 +97,9 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
     read: (fn) => components.records.read(fn),
     metrics,
-    byteCache: init.cachePath === undefined ? undefined : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'))
+    byteCache: init.byteCache ?? (init.cachePath === undefined
+      ? undefined
+      : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'), { records: components.records, holderId: components.records.nodeId }))
   }
   metrics.bind({ records: components.records, mesh: components.mesh, watcher: components.watcher, sseStreams: () => ctx.hub.size })
 

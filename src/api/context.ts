@@ -45,6 +45,8 @@ export interface ApiInit {
   cachePath?: string
   /** META_CORE_CACHE_MAX_BYTES: the cache's size cap. */
   cacheMaxBytes?: number
+  /** The node's cache, already made (start-node.ts: the byte protocol serves from it too); takes the place of `cachePath`. */
+  byteCache?: ByteCache
   /** `/metrics` answers without the token (META_CORE_METRICS_PUBLIC). */
   metricsPublic?: boolean
   /**

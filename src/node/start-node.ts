@@ -9,7 +9,7 @@
  */
 import fs from 'node:fs'
 import { createLogger, stopAll, type Logger } from '../common/index.js'
-import { buildApp, NodeMetrics, openServableCopy } from '../api/index.js'
+import { buildApp, ByteCache, NodeMetrics, openServableCopy, releaseCachedCopies } from '../api/index.js'
 import { StandaloneMesh, type MeshService } from '../mesh/index.js'
 import type { NodeIdentity } from '../mesh/libp2p/index.js'
 import { readSwarmKey } from '../mesh/libp2p/swarm-key.js'
@@ -102,6 +102,13 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
     // A store from before the record rule may count roots that are no records: taken out once, search told.
     await records.sweepNonRecords()
 
+    // The cache before the mesh: peers are served from it too, and its holder members follow what it keeps
+    // (a record it kept whose file went, or every one when the node runs without a cache now, is released).
+    const holding = { records, holderId: records.nodeId }
+    const byteCache = config.cachePath === undefined ? undefined : new ByteCache(config.cachePath, config.cacheMaxBytes, log.child('cache'), holding)
+    if (byteCache !== undefined) await byteCache.reconcile()
+    else await releaseCachedCopies(holding, log.child('cache'))
+
     const mesh: MeshService = swarmKey === undefined || identity === undefined || p2p === undefined
       ? new StandaloneMesh(records, config.nodeName)
       : new p2p.Libp2pMesh({ records, logger: log.child('mesh') }, {
@@ -110,8 +117,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         listen: config.p2pListen,
         bootstrap: config.bootstrap,
         nodeName: config.nodeName,
-        // Peers get bytes only of this node's own copies, by the local /file route's rules.
-        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
+        // Peers get bytes only of this node's own copies, by the local /file route's rules, then of its cache's.
+        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)) ?? await byteCache?.openForPeer(cid),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
         degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
@@ -135,8 +142,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       filesPath: config.filesPath,
       apiToken: config.apiToken,
       metricsPublic: config.metricsPublic,
-      cachePath: config.cachePath,
-      cacheMaxBytes: config.cacheMaxBytes,
+      byteCache,
       // Requests in flight get half the shutdown budget; the mesh and the store need the rest.
       closeGraceMs: Math.floor(config.shutdownTimeoutMs / 2),
       version: opts.version,

@@ -9,12 +9,12 @@ import { issueVersion, type RecordContext } from './context.js'
 import { InvalidValueError, UnknownRecordError } from './errors.js'
 import { validateFieldPath, validateValue } from './field-path.js'
 import { checkAddress } from './input.js'
-import { DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, LOC, LOCATIONS_DONE_KEY, fieldKey, isLive, membersOf, readCids, readDuplicates, type Reader } from './layout.js'
+import { CACHED, DUP, FIELD_OF_FILE_KEY, HOLDERS_INDEX_WHERE, HOLDERS_PREFIX, LOC, LOCATIONS_DONE_KEY, fieldKey, isLive, membersOf, readCids, readDuplicates, type Reader } from './layout.js'
 import { groupLocation, readLocation, type Location } from './local-location.js'
 import type { RecordReader } from './reads.js'
-import type { RecordId } from './record-id.js'
+import { isRecordId, type RecordId } from './record-id.js'
 import type { FieldChange } from './mutation.js'
-import type { FileTuple, LocalCopy, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
+import type { CachedCopyResult, FileTuple, LocalCopy, RecordDocument, ReleaseResult, RemovePathResult } from './types.js'
 
 /** Location rows written per transaction by the backfill. */
 const BACKFILL_CHUNK = 10_000
@@ -35,7 +35,8 @@ export class FileOps {
    * - every copy in `copies` (other paths on this node the caller knows to
    *   hold the content) that the record does not name becomes a duplicate:
    *   the record's paths are brought back in line with the disk;
-   * - while any local copy remains (a duplicate row, `copies`), the record
+   * - while any local copy remains (a duplicate row, `copies`, or the bytes
+   *   in this node's cache: a `meta-core:cached/` row, see holdCachedCopy), the record
    *   and this node's `holders/<holderId>` member stay. Only when none does,
    *   this node stops being a holder (replication.md): its member goes, and
    *   nothing else. The record is no record any more (`deleted`) when no
@@ -68,18 +69,80 @@ export class FileOps {
         const promoted = removed.kind === 'promoted' ? removed.promoted : undefined
         return { kind: 'kept', rid, ...(promoted !== undefined ? { promoted } : {}), localPaths: promoted !== undefined ? [promoted, ...dups] : dups }
       }
-      // Only this node's own member goes, never a root tombstone: the record stops being one when no holder
-      // is live in the merged state (mutation.ts isRecord), so a holder another node adds concurrently keeps it,
-      // with all its fields, on every node whatever the order the two changes arrive in.
-      const version = issueVersion(this.ctx, tx)
-      let live = false
-      for (const m of members) {
-        tx.delete(LOC + m) // no copy left here: this node shows the replicated location, and serves nothing
-        if (tx.get(fieldKey(m, holder)) !== undefined) live = this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }]).live || live
-        else live = isLive(tx, m) || live
-      }
-      return { kind: live ? 'released' : 'deleted', rid }
+      for (const m of members) tx.delete(LOC + m) // no library copy left here: this node shows the replicated location
+      // The cache still keeps the bytes: this node stays a holder until the cache lets them go (releaseCachedCopy).
+      if (members.some(m => tx.get(CACHED + m) !== undefined)) return { kind: 'kept', rid, localPaths: [] }
+      return { kind: this.releaseHolderTx(tx, members, holder) ? 'released' : 'deleted', rid }
     })
+  }
+
+  /**
+   * Only this node's own member goes, never a root tombstone: the record stops being one when no holder
+   * is live in the merged state (mutation.ts isRecord), so a holder another node adds concurrently keeps it,
+   * with all its fields, on every node whatever the order the two changes arrive in. True when the record
+   * is still live after.
+   */
+  private releaseHolderTx (tx: Tx, members: readonly RecordId[], holder: string): boolean {
+    const version = issueVersion(this.ctx, tx)
+    let live = false
+    for (const m of members) {
+      if (tx.get(fieldKey(m, holder)) !== undefined) live = this.ctx.mutator.mutate(tx, m, [{ field: holder, value: null, version }]).live || live
+      else live = isLive(tx, m) || live
+    }
+    return live
+  }
+
+  /**
+   * This node's byte cache now keeps the bytes of the record at `addr` (a
+   * whole transfer it checked): in one transaction, the node-local row
+   * `meta-core:cached/<rid>` and, when no member carries it yet, this node's
+   * `holders/<holderId>` member, so peers can fetch the bytes here. The row
+   * is what keeps the member while the cache keeps the bytes: releaseCopy
+   * (a library copy going) leaves the member to it. Returns the root, or
+   * undefined when `addr` is no record (nothing is written).
+   */
+  async holdCachedCopy (addr: string, holderId: string): Promise<RecordId | undefined> {
+    checkAddress(addr)
+    const holder = `holders/${holderId}`
+    validateFieldPath(holder)
+    return await this.ctx.write((tx): RecordId | undefined => {
+      const rid = this.reads.resolveRoot(addr, tx)
+      if (rid === undefined) return undefined
+      tx.put(CACHED + rid, '')
+      const members = membersOf(tx, rid)
+      if (!members.some(m => tx.get(fieldKey(m, holder)) !== undefined)) {
+        this.ctx.mutator.mutate(tx, rid, [{ field: holder, value: 'true', version: issueVersion(this.ctx, tx) }])
+      }
+      return rid
+    })
+  }
+
+  /**
+   * The cache let the bytes of root `rid` go (evicted, removed, or the cache
+   * is gone): its `meta-core:cached/` row goes and, unless a library copy of the
+   * record remains on this node (a `loc:` or `dup:` row: the watcher's, which
+   * then keeps the member), this node's holder member is released exactly as
+   * releaseCopy releases a last library copy.
+   */
+  async releaseCachedCopy (rid: string, holderId: string): Promise<CachedCopyResult> {
+    const holder = `holders/${holderId}`
+    validateFieldPath(holder)
+    if (!isRecordId(rid)) return { kind: 'not-found' }
+    return await this.ctx.write((tx): CachedCopyResult => {
+      const canon = this.reads.resolveRoot(rid, tx)
+      const members = canon === undefined ? [rid] : [...new Set([rid, ...membersOf(tx, canon)])]
+      const held = members.filter(m => tx.get(CACHED + m) !== undefined)
+      for (const m of held) tx.delete(CACHED + m)
+      // A member the cache never added is not its to release.
+      if (canon === undefined || held.length === 0) return { kind: 'not-found' }
+      if (members.some(m => tx.get(LOC + m) !== undefined || readDuplicates(tx, m).length > 0)) return { kind: 'kept', rid: canon }
+      return { kind: this.releaseHolderTx(tx, members, holder) ? 'released' : 'deleted', rid: canon }
+    })
+  }
+
+  /** Roots with a `meta-core:cached/` row: what this node's cache said it keeps. */
+  cachedCopies (): RecordId[] {
+    return this.ctx.kv.keys(CACHED, prefixEnd(CACHED)).map(k => k.slice(CACHED.length) as RecordId)
   }
 
   /** Records another path on this node's disk with the same content. */
@@ -231,12 +294,12 @@ export class FileOps {
   }
 
   /**
-   * Drops every node-local path row (duplicates, locations): for a store
+   * Drops every node-local path row (duplicates, locations, cache rows): for a store
    * copied from another node, whose rows name that node's disk. The
    * replicated fields are left as they are.
    */
   async forgetLocalPaths (): Promise<number> {
-    const keys = [...this.ctx.kv.keys(DUP, prefixEnd(DUP)), ...this.ctx.kv.keys(LOC, prefixEnd(LOC))]
+    const keys = [...this.ctx.kv.keys(DUP, prefixEnd(DUP)), ...this.ctx.kv.keys(LOC, prefixEnd(LOC)), ...this.ctx.kv.keys(CACHED, prefixEnd(CACHED))]
     await this.ctx.write(tx => { for (const k of keys) tx.delete(k) })
     return keys.length
   }

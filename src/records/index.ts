@@ -48,7 +48,7 @@ export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, M
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
 export type {
-  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, LocalCopy, FileTuple
+  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, CachedCopyResult, LocalCopy, FileTuple
 } from './types.js'
 export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
 export type { RangeFingerprint, RootHash } from './fingerprints.js'

@@ -14,6 +14,7 @@
  * | idx:grpm/<canon>/<rid>      | ""               | no: members of that group |
  * | dup:<rid>/<path>            | ""               | no: paths on this node's disk |
  * | loc:<rid>                   | JSON location    | no: this node's own filePath, sizeByte, mtimeNano (local-location.ts) |
+ * | meta-core:cached/<rid>      | ""               | no: this node's byte cache keeps the record's bytes (file-ops.ts) |
  * | meta-core:hlc               | last hlc issued  | no |
  * | meta-core:node-id           | standalone id    | no: this store's own origin without a mesh identity (open-store.ts) |
  * | meta-core:holder-id         | origin id        | no: the id this store's holder members are under (store-identity.ts) |
@@ -33,6 +34,8 @@ export const GRP = 'idx:grp/'
 export const GRPM = 'idx:grpm/'
 export const DUP = 'dup:'
 export const LOC = 'loc:'
+/** In the reserved `meta-core:` namespace, so neither the /api/kv door nor the local store can write one. */
+export const CACHED = 'meta-core:cached/'
 export const HLC_KEY = 'meta-core:hlc'
 export const NODE_ID_KEY = 'meta-core:node-id'
 export const HOLDER_ID_KEY = 'meta-core:holder-id'

@@ -36,7 +36,7 @@ import { RecordIdMinter, newRecordId, type RandomSource, type RecordId } from '.
 import { ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
 import { RemoteApplier, type ApplyBatchOptions } from './remote-apply.js'
 import type {
-  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, LocalCopy, RemovePathResult, WriteResult
+  ApplyResult, CachedCopyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, LocalCopy, RemovePathResult, WriteResult
 } from './types.js'
 import type { Logger } from '../common/index.js'
 
@@ -151,6 +151,9 @@ export class RecordStore implements Records {
 
   async releaseCopy (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId, opts) }
   async addDuplicatePath (addr: string, path: string): Promise<RecordId> { return await this.files.addDuplicatePath(addr, path) }
+  async holdCachedCopy (addr: string, holderId: string): Promise<RecordId | undefined> { return await this.files.holdCachedCopy(addr, holderId) }
+  async releaseCachedCopy (rid: string, holderId: string): Promise<CachedCopyResult> { return await this.files.releaseCachedCopy(rid, holderId) }
+  cachedCopies (): RecordId[] { return this.files.cachedCopies() }
   async removeFilePath (addr: string, path: string): Promise<RemovePathResult> { return await this.files.removeFilePath(addr, path) }
   isDuplicatePath (addr: string, path: string): boolean { return this.files.isDuplicatePath(addr, path) }
   copyPaths (doc: RecordDocument): string[] { return this.files.copyPaths(doc) }

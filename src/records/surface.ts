@@ -27,7 +27,7 @@ import type { ApplyBatchOptions } from './remote-apply.js'
 import type { FieldType } from './schema-type.js'
 import type { Location } from './local-location.js'
 import type {
-  ApplyResult, FileTuple, RecordDocument, RecordDocumentJson, LocalCopy, ReleaseResult, RemovePathResult, WriteResult
+  ApplyResult, CachedCopyResult, FileTuple, RecordDocument, RecordDocumentJson, LocalCopy, ReleaseResult, RemovePathResult, WriteResult
 } from './types.js'
 
 /** One value-type counter behind `/api/schema`: how many values of `field` classify as `prim`/`hint`. */
@@ -118,6 +118,12 @@ export interface FileRecords {
   /** The copy at `path` went; `copies`: the other paths on this node known to hold the content (see file-ops.ts). */
   releaseCopy: (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }) => Promise<ReleaseResult>
   addDuplicatePath: (addr: string, path: string) => Promise<RecordId>
+  /** This node's byte cache keeps the record's bytes: a node-local `meta-core:cached/` row and this node's holder member (file-ops.ts). */
+  holdCachedCopy: (addr: string, holderId: string) => Promise<RecordId | undefined>
+  /** The cache let root `rid`'s bytes go: the row goes, the holder member too unless a library copy remains here. */
+  releaseCachedCopy: (rid: string, holderId: string) => Promise<CachedCopyResult>
+  /** Roots the cache said it keeps (`meta-core:cached/` rows). */
+  cachedCopies: () => RecordId[]
   removeFilePath: (addr: string, path: string) => Promise<RemovePathResult>
   /** `path` is one of the record's duplicate paths on this node. */
   isDuplicatePath: (addr: string, path: string) => boolean

@@ -39,8 +39,9 @@ export type RemovePathResult =
 
 /**
  * What `releaseCopy` did with a path that no longer holds the content:
- * - `kept`: another copy on this node remains (a duplicate row, or one the
- *   caller knows of); the record stays with this node's holder member, and
+ * - `kept`: another copy on this node remains (a duplicate row, one the
+ *   caller knows of, or the bytes in this node's cache: then `localPaths` is
+ *   empty); the record stays with this node's holder member, and
  *   `promoted` is the copy that became `filePath`, if the path was it;
  * - `released`: no local copy is left and another node holds the content (or
  *   none ever did: a record written through the API); this node's holder
@@ -52,6 +53,16 @@ export type RemovePathResult =
 export type ReleaseResult =
   | { kind: 'kept', rid: RecordId, promoted?: string, localPaths: string[] }
   | { kind: 'deleted' | 'released', rid: RecordId }
+  | { kind: 'not-found' }
+
+/**
+ * What `releaseCachedCopy` did: `kept`: a library copy of the record
+ * remains on this node, and with it the holder member; `released` /
+ * `deleted` as for releaseCopy; `not-found`: no record, or the cache had
+ * not said it keeps this one (nothing released).
+ */
+export type CachedCopyResult =
+  | { kind: 'kept' | 'deleted' | 'released', rid: RecordId }
   | { kind: 'not-found' }
 
 /**

@@ -142,8 +142,9 @@ export class FileState {
    * node that have no row: `dup:` paths (always local), and `filePath`s under
    * /files/ of roots carrying this node's holder member whose content no row
    * holds (a mint that committed without its event). The second rule leaves
-   * out a `filePath` a peer wrote for content we hold elsewhere, which would
-   * otherwise be announced deleted on every boot.
+   * out a `filePath` a peer wrote for content we hold elsewhere, or hold only
+   * in the byte cache, which would otherwise be announced deleted on every
+   * boot.
    */
   hydrate (records: WatcherRecords, holderId: string): HydrateResult {
     this.clear()
@@ -167,8 +168,11 @@ export class FileState {
       if (cid !== undefined) found.push([rel, cid])
     }
     // Only records this node holds can name a path of ours: found through the field index, not a walk of every record.
+    // A record held through the byte cache alone (a `meta-core:cached/` row, no location here) names a peer's path, not ours.
+    const cached = new Set<string>(records.cachedCopies())
     for (const t of records.fileTuplesWithField(`holders/${holderId}`)) {
       if (!t.filePath.startsWith(FILES_MOUNT)) continue
+      if (cached.has(t.rid) && records.ownLocation(t.rid)?.filePath !== t.filePath) continue
       const rel = t.filePath.slice(FILES_MOUNT.length)
       if (this.entries.has(rel)) continue
       const cid = midhashOf(records, t.rid)

@@ -214,8 +214,11 @@ describe('the cache (META_CORE_CACHE_PATH)', () => {
     const req = await startMesh('c2', { bootstrap: [holder.status().self.addrs[0]] })
     await connected(req, holder.peerId)
     const store = stores[stores.length - 1]
-    await store.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
-    await store.records.mint('/files/other.mkv', SIZE, 1, { [`cids/${otherCid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
+    // The records are the holder's (its library), learnt by the requester over the mesh: no location of its own.
+    const holderStore = stores[stores.length - 2]
+    await holderStore.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
+    await holderStore.records.mint('/files/other.mkv', SIZE, 1, { [`cids/${otherCid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
+    await waitFor(() => store.records.getFlat(cid) !== undefined && store.records.getFlat(otherCid) !== undefined, { timeoutMs: 15_000, what: 'the requester to learn the records' })
     const cacheDir = path.join(t.dir, 'cache')
     const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger }, { filesPath: path.join(t.dir, 'no-files'), cachePath: cacheDir, cacheMaxBytes: SIZE + 1 })
     const fetched = (): number => req.bytes!.figures().find(f => f.peerId === holder.peerId)?.bytesFetched ?? 0
@@ -233,6 +236,7 @@ describe('the cache (META_CORE_CACHE_PATH)', () => {
       const first = await get(cid)
       expect(first.r.headers.get('x-meta-core-served-by')).toBe(holder.peerId)
       await waitFor(() => fs.readdirSync(cacheDir).length === 1, { timeoutMs: 5_000, what: 'the file to be kept' })
+      await waitFor(() => store.records.getFlat(cid)?.[`holders/${req.peerId}`] === 'true', { timeoutMs: 5_000, what: 'the kept file held here' })
       const before = fetched()
       const again = await get(cid, 'bytes=100-199')
       expect(again.r.status).toBe(206)
@@ -243,8 +247,11 @@ describe('the cache (META_CORE_CACHE_PATH)', () => {
       expect(fetched()).toBe(before)
       // Another file fills the cap: the first one goes, and is fetched from the peer again.
       await get(otherCid)
-      await waitFor(() => !fs.readdirSync(cacheDir).includes(store.records.resolveRoot(cid)!), { timeoutMs: 5_000, what: 'the first file to be evicted' })
-      expect(fs.readdirSync(cacheDir)).toEqual([store.records.resolveRoot(otherCid)])
+      const only = [store.records.resolveRoot(otherCid)]
+      await waitFor(() => JSON.stringify(fs.readdirSync(cacheDir)) === JSON.stringify(only), { timeoutMs: 5_000, what: 'the first file to be evicted, the second kept' })
+      // This node says it holds what its cache keeps, and only that (byte-cache.ts).
+      await waitFor(() => store.records.getFlat(otherCid)?.[`holders/${req.peerId}`] === 'true', { timeoutMs: 5_000, what: 'the second file held here' })
+      expect(store.records.getFlat(cid)?.[`holders/${req.peerId}`]).toBeUndefined()
       expect((await get(cid, 'bytes=0-9')).r.headers.get('x-meta-core-served-by')).toBe(holder.peerId)
     } finally {
       await app.close()

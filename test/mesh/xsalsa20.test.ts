@@ -9,6 +9,7 @@ import { createRequire } from 'node:module'
 import { __TESTS, hsalsa, xsalsa20 as nobleXSalsa20 } from '@noble/ciphers/salsa.js'
 import { u32 } from '@noble/ciphers/utils.js'
 import { describe, expect, it } from 'vitest'
+import { salsaSimd } from '../../src/mesh/libp2p/salsa-simd.js'
 import { XSalsa20 } from '../../src/mesh/libp2p/xsalsa20.js'
 import { prng } from '../helpers/prng.js'
 
@@ -97,6 +98,35 @@ describe('XSalsa20 stream', () => {
     expect(Buffer.from(joined).equals(plain)).toBe(false)
   })
 
+  it('ciphers in place and into a larger buffer at an offset, the same bytes as update', () => {
+    const rand = prng(5)
+    const key = randomBytes(rand, 32)
+    const nonce = randomBytes(rand, 24)
+    const data = randomBytes(rand, 50_001)
+    const expected = nobleXSalsa20(key, nonce, data)
+    // In place, in chunks at odd offsets of the one buffer (as the private network deciphers what the transport hands it).
+    const inPlace = new XSalsa20(key, nonce)
+    const work = new Uint8Array(data.length + 5)
+    work.set(data, 5)
+    let at = 0
+    for (const size of chunking(rand, data.length)) {
+      const view = work.subarray(5 + at, 5 + at + size)
+      inPlace.xorInto(view, view, 0)
+      at += size
+    }
+    expect(hex(work.subarray(5))).toBe(hex(expected))
+    // Parts joined into one output at their offsets (as it ciphers a list of buffers into the one it writes).
+    const joined = new XSalsa20(key, nonce)
+    const out = new Uint8Array(data.length + 9)
+    at = 0
+    for (const size of chunking(rand, data.length)) {
+      joined.xorInto(data.subarray(at, at + size), out.subarray(9), at)
+      at += size
+    }
+    expect(hex(out.subarray(9))).toBe(hex(expected))
+    expect(() => { joined.xorInto(new Uint8Array(10), new Uint8Array(12), 3) }).toThrow(RangeError)
+  })
+
   it('counts blocks in 64 bits: the blocks from 2^32 - 1 on are Salsa20\'s, not a wrap to block 0', () => {
     const rand = prng(7)
     const key = randomBytes(rand, 32)
@@ -115,6 +145,30 @@ describe('XSalsa20 stream', () => {
     const ks = hex(Buffer.concat([s.update(new Uint8Array(100)), s.update(new Uint8Array(92))]))
     expect(ks).toBe(block(0xffffffff, 0) + block(0, 1) + block(1, 1))
     expect(ks.slice(128, 256)).not.toBe(hex(new XSalsa20(key, nonce).update(new Uint8Array(64))))
+  })
+
+  it('gives the same keystream through the SIMD kernel as through the JavaScript loop, across the counter\'s 2^32 boundary too', () => {
+    const rand = prng(11)
+    const key = randomBytes(rand, 32)
+    const nonce = randomBytes(rand, 24)
+    expect(salsaSimd, 'WebAssembly SIMD on this Node').toBeDefined()
+    for (const start of [0, 2 ** 32 - 9, 2 ** 32 - 4, 2 ** 32 - 1, 2 ** 40 + 3]) {
+      const data = randomBytes(rand, 300_000)
+      const fast = new XSalsa20(key, nonce, start)
+      const slow = new XSalsa20(key, nonce, start, { simd: false })
+      const a: Uint8Array[] = []
+      const b: Uint8Array[] = []
+      let at = 0
+      for (const size of chunking(rand, data.length).map(n => n * 3)) {
+        a.push(fast.update(data.subarray(at, at + size)))
+        b.push(slow.update(data.subarray(at, at + size)))
+        at += size
+      }
+      expect(hex(Buffer.concat(a)), `from block ${start}`).toBe(hex(Buffer.concat(b)))
+    }
+    // And against noble from block 0, in one update of many groups (more than the kernel's scratch memory at once).
+    const big = randomBytes(rand, 200_000)
+    expect(hex(new XSalsa20(key, nonce).update(big))).toBe(hex(nobleXSalsa20(key, nonce, big)))
   })
 
   it('refuses keys and nonces of the wrong size', () => {

@@ -1,6 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
+import { RecordReplica } from '../../src/mesh/replica-store.js'
 import { openNodeStore } from '../../src/records/index.js'
 import { createWatcher } from '../../src/watcher/index.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -72,6 +73,53 @@ describe('holders (replication.md)', () => {
     } finally {
       await w.stop()
       store.close()
+      t.cleanup()
+    }
+  })
+})
+
+describe('holders and the byte cache (byte-cache.ts)', () => {
+  it('our last library copy going while the cache keeps the bytes keeps our member; the cache letting go takes it', async () => {
+    const h = await harness()
+    h.fsd.write('film.mkv', 'kept in the cache too')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    const cid = await midhashOf(h.abs('film.mkv'))
+    const rid = h.store.records.resolveRoot(cid)!
+    await h.store.records.mergeFlat(cid, { 'holders/peer-b': 'true' })
+    expect(await h.store.records.holdCachedCopy(cid, 'node-test')).toBe(rid)
+    h.fsd.remove('film.mkv')
+    await h.waitEvents(e => e.length === 2, 'the delete')
+    await h.idle()
+    expect(h.store.records.getFlat(cid)?.[ME]).toBe('true')
+    expect(h.store.records.ownLocation(cid)).toBeUndefined()
+    expect((await h.store.records.releaseCachedCopy(rid, 'node-test')).kind).toBe('released')
+    expect(h.store.records.getFlat(cid)).toMatchObject({ 'holders/peer-b': 'true' })
+    expect(h.store.records.getFlat(cid)?.[ME]).toBeUndefined()
+  })
+
+  it('a record held only through the cache names a peer\'s path: a restart announces nothing for it', async () => {
+    const h = await harness()
+    h.fsd.write('mine.mkv', 'ours')
+    await h.waitEvents(e => e.length === 1, 'the add')
+    await h.idle()
+    await h.shutdown()
+    await h.reopen({ source: 'scripted', start: false })
+    // A peer's record (its path under /files/ is not on our disk), learnt through the mesh's apply path.
+    const t = tmpDir()
+    const peer = openNodeStore({ path: path.join(t.dir, 'peer.db'), nodeId: 'peer-b' })
+    try {
+      const outside = path.join(t.dir, 'film.mkv') // the peer's bytes, nowhere in our library
+      fs.writeFileSync(outside, 'the peer\'s film')
+      const cid = await midhashOf(outside)
+      await peer.records.mint('/files/their/film.mkv', 16, 1, { [`cids/${cid}`]: 'true', 'holders/peer-b': 'true' })
+      await new RecordReplica(h.store.records).apply(peer.records.changesSince(undefined, { limit: 100 }).changes)
+      await h.store.records.holdCachedCopy(cid, 'node-test')
+      await h.watcher.start()
+      await h.idle()
+      expect(h.events()).toHaveLength(1)
+      expect(h.store.records.getFlat(cid)?.[ME]).toBe('true')
+    } finally {
+      peer.close()
       t.cleanup()
     }
   })

@@ -181,7 +181,7 @@ async function openCached (ctx: ApiContext, rid: string): Promise<OpenedFile | u
   const p = ctx.byteCache?.pathOf(rid)
   if (p === undefined) return undefined
   const file = await openServableFile(p)
-  if (file === undefined) ctx.byteCache?.forget(rid)
+  if (file === undefined) await ctx.byteCache?.forget(rid)
   return file
 }
 

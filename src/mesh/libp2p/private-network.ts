@@ -11,8 +11,12 @@
  * never releases its instances, which leak in one shared WebAssembly memory
  * until any peer that can open TCP connections to the p2p port, key or no
  * key, makes the process throw `Maximum memory size exceeded` and exit
- * (docs/mesh.md, "Trust"). Here the cipher is plain JavaScript
- * (xsalsa20.ts), owned by the connection and collected with it.
+ * (docs/mesh.md, "Trust"). Here the cipher (xsalsa20.ts) is owned by the
+ * connection and collected with it; its SIMD kernel is one fixed page for
+ * the whole process. Received bytes are deciphered in place (the
+ * transport's buffers are this layer's alone); sent ones are ciphered
+ * straight into the one buffer written, so neither way copies or allocates
+ * more than that.
  */
 import { InvalidParametersError } from '@libp2p/interface'
 import { AbstractMultiaddrConnection, byteStream } from '@libp2p/utils'
@@ -60,9 +64,14 @@ class PrivateConnection extends AbstractMultiaddrConnection {
       // Deciphering cannot fail on bytes, but a throw here would escape to the process (an event
       // listener): whatever goes wrong ends this connection, never the node.
       try {
+        // In place: the transport's buffers are handed to this listener alone, and read only through it.
         const data = evt.data
-        if (data instanceof Uint8Array) this.onData(inbound.update(data))
-        else for (const buf of data) this.onData(inbound.update(buf))
+        if (data instanceof Uint8Array) {
+          inbound.xorInto(data, data, 0)
+        } else {
+          for (const buf of data) inbound.xorInto(buf, buf, 0)
+        }
+        this.onData(data)
       } catch (err) {
         this.abort(err as Error)
       }
@@ -76,8 +85,15 @@ class PrivateConnection extends AbstractMultiaddrConnection {
   }
 
   sendData (data: Uint8ArrayList): SendResult {
-    // One write of the joined buffers (a header and its payload go out together, as with @libp2p/pnet).
-    return { sentBytes: data.byteLength, canSendMore: this.raw.send(this.outbound.update(data.subarray())) }
+    // One write of the joined buffers (a header and its payload go out together, as with @libp2p/pnet),
+    // ciphered straight into the buffer written: the parts are the layer above's, left as they are.
+    const out = Buffer.allocUnsafe(data.byteLength)
+    let at = 0
+    for (const part of data) {
+      this.outbound.xorInto(part, out, at)
+      at += part.byteLength
+    }
+    return { sentBytes: data.byteLength, canSendMore: this.raw.send(out) }
   }
 
   sendReset (err: Error): void {

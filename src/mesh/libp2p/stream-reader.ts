@@ -27,10 +27,14 @@ export class StreamReader {
   constructor (private readonly stream: Stream) {
     stream.maxReadBufferLength = Math.max(stream.maxReadBufferLength, READ_BUFFER_LIMIT)
     stream.addEventListener('message', (evt) => {
+      // Views of what arrived, never a copy: a list (a muxer frame that spans decrypted messages) is kept as its parts.
       const d = evt.data
-      const b = d instanceof Uint8Array ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : Buffer.from(d.subarray())
-      this.chunks.push(b)
-      this.queued += b.length
+      if (d instanceof Uint8Array) {
+        this.chunks.push(Buffer.from(d.buffer, d.byteOffset, d.byteLength))
+      } else {
+        for (const part of d) this.chunks.push(Buffer.from(part.buffer, part.byteOffset, part.byteLength))
+      }
+      this.queued += d.byteLength
       if (this.queued > HIGH_WATER && stream.readStatus === 'readable') stream.pause()
       this.notify()
     })

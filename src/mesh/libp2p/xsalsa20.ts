@@ -8,8 +8,12 @@
  * live in one shared WebAssembly memory that nothing frees unless `finalize`
  * is called, and a grown memory detaches every other instance's view, which
  * then grows it again on its next update until the process dies (see
- * docs/mesh.md, "Trust"). This one is plain JavaScript: an instance is a few
- * dozen bytes of ordinary objects, gone with its connection.
+ * docs/mesh.md, "Trust"). Here an instance is a few dozen bytes of
+ * ordinary objects, gone with its connection. Whole groups of four blocks
+ * go through a WebAssembly SIMD kernel (salsa-simd.ts: one module and one
+ * fixed 64 KiB page for the whole process, never grown, no state kept
+ * between calls), about three times as fast as the JavaScript loop below,
+ * which does the rest (and everything where WebAssembly SIMD is missing).
  *
  * Why not `@noble/ciphers`' `xsalsa20` for the keystream: one call per chunk
  * re-derives the subkey and copies its inputs, and its block loop runs at
@@ -23,6 +27,7 @@
  */
 import { hsalsa } from '@noble/ciphers/salsa.js'
 import { u32 } from '@noble/ciphers/utils.js'
+import { SIMD_GROUP_BYTES, SIMD_SCRATCH_BYTES, salsaSimd } from './salsa-simd.js'
 
 export const XSALSA20_KEY_BYTES = 32
 export const XSALSA20_NONCE_BYTES = 24
@@ -45,8 +50,10 @@ export class XSalsa20 {
   private readonly padView = new DataView(this.pad.buffer)
   private padUsed = BLOCK
 
-  /** `counter`: the first block's index (0 on the wire; other values for tests). */
-  constructor (key: Uint8Array, nonce: Uint8Array, counter = 0) {
+  private readonly simd: typeof salsaSimd
+
+  /** `counter`: the first block's index (0 on the wire; other values for tests). `simd: false`: the JavaScript loop only (tests). */
+  constructor (key: Uint8Array, nonce: Uint8Array, counter = 0, opts: { simd?: boolean } = {}) {
     if (key.length !== XSALSA20_KEY_BYTES) throw new RangeError(`XSalsa20 key must be ${XSALSA20_KEY_BYTES} bytes, got ${key.length}`)
     if (nonce.length !== XSALSA20_NONCE_BYTES) throw new RangeError(`XSalsa20 nonce must be ${XSALSA20_NONCE_BYTES} bytes, got ${nonce.length}`)
     if (!Number.isSafeInteger(counter) || counter < 0) throw new RangeError('XSalsa20 counter must be a non-negative safe integer')
@@ -61,19 +68,47 @@ export class XSalsa20 {
     this.n0 = nv.getInt32(0, true)
     this.n1 = nv.getInt32(4, true)
     this.block = counter
+    this.simd = opts.simd === false ? undefined : salsaSimd
   }
 
   /** `input` XORed with the next `input.length` bytes of the keystream, in a new array (`input` is left alone). */
   update (input: Uint8Array): Uint8Array {
+    const out = new Uint8Array(input.length)
+    this.xorInto(input, out, 0)
+    return out
+  }
+
+  /**
+   * Writes `input` XORed with the next `input.length` bytes of the keystream
+   * to `out` from offset `at`. `out` may be `input` itself (at its offset):
+   * each word is read before it is written, so ciphering in place is exact.
+   */
+  xorInto (input: Uint8Array, out: Uint8Array, at: number): void {
     const len = input.length
-    const out = new Uint8Array(len)
+    if (at < 0 || at + len > out.length) throw new RangeError('XSalsa20 output too short')
     let i = 0
     // The rest of a block a previous chunk began.
-    for (; this.padUsed < BLOCK && i < len; i++) out[i] = input[i] ^ this.pad[this.padUsed++]
-    const whole = (len - i) >>> 6
+    for (; this.padUsed < BLOCK && i < len; i++) out[at + i] = input[i] ^ this.pad[this.padUsed++]
+    let whole = (len - i) >>> 6
+    const simd = this.simd
+    if (simd !== undefined) {
+      // Groups of four blocks through the SIMD kernel's scratch memory; the low counter word never wraps inside a call.
+      while (whole >= 4) {
+        const lo = this.block % TWO_32
+        const groups = Math.min(whole >>> 2, SIMD_SCRATCH_BYTES / SIMD_GROUP_BYTES, Math.floor((TWO_32 - lo) / 4))
+        if (groups === 0) break
+        const n = groups * SIMD_GROUP_BYTES
+        simd.memory.set(input.subarray(i, i + n))
+        simd.xor4(groups, lo | 0, (this.block / TWO_32) | 0, this.k, this.n0, this.n1)
+        out.set(simd.memory.subarray(0, n), at + i)
+        this.block += groups * 4
+        i += n
+        whole -= groups * 4
+      }
+    }
     if (whole > 0) {
       xorBlocks(this.k, this.n0, this.n1, this.block, whole,
-        new DataView(input.buffer, input.byteOffset + i, whole * BLOCK), new DataView(out.buffer, i, whole * BLOCK))
+        new DataView(input.buffer, input.byteOffset + i, whole * BLOCK), new DataView(out.buffer, out.byteOffset + at + i, whole * BLOCK))
       this.block += whole
       i += whole * BLOCK
     }
@@ -82,9 +117,8 @@ export class XSalsa20 {
       xorBlocks(this.k, this.n0, this.n1, this.block, 1, ZERO_BLOCK, this.padView)
       this.block++
       this.padUsed = 0
-      for (; i < len; i++) out[i] = input[i] ^ this.pad[this.padUsed++]
+      for (; i < len; i++) out[at + i] = input[i] ^ this.pad[this.padUsed++]
     }
-    return out
   }
 }
 
