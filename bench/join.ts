@@ -26,8 +26,14 @@
  *   its mesh core) against the raw size of the range (the `file:` rows' keys
  *   and values) and against it with the `ver:` rows.
  *
+ * - The baseline, in the same run: a second fresh node joins the same peer
+ *   with the bulk path off (`bulkJoin: false`: every page through the
+ *   write path, search staging each record and writers waiting on its
+ *   backlog, as before the bulk path existed).
+ *
  * Env: JOIN_RECORDS (169000; smaller for a quick run), JOIN_TIMEOUT_S (900:
- * past it the run reports how far B got), BENCH_NO_DOC=1 (leave
+ * past it the run reports how far B got), JOIN_BASELINE_TIMEOUT_S (400; 0
+ * skips the baseline), BENCH_NO_DOC=1 (leave
  * docs/benchmarks.md alone), BENCH_KEEP=1 (keep and reuse A's store).
  */
 import '../src/mesh/libp2p/polyfill.js'
@@ -48,6 +54,7 @@ import { syntheticRecord } from './lib/synthetic.js'
 
 const N = Number(process.env.JOIN_RECORDS ?? 169_000)
 const TIMEOUT_S = Number(process.env.JOIN_TIMEOUT_S ?? 900)
+const BASELINE_TIMEOUT_S = Number(process.env.JOIN_BASELINE_TIMEOUT_S ?? 400)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TMP = path.join(ROOT, '.bench-tmp')
 const PRELOAD_ROOTS = 2000
@@ -214,10 +221,10 @@ interface JoinResult {
   joinStatus?: unknown
 }
 
-async function join (peer: PeerReady, key: string, dir: string): Promise<JoinResult> {
-  const logger = createLogger({ level: 'info', write: l => { process.stderr.write(`B: ${l}\n`) } })
+async function join (peer: PeerReady, key: string, dir: string, bulk: boolean, timeoutS: number): Promise<JoinResult> {
+  const logger = createLogger({ level: 'info', write: l => { process.stderr.write(`B${bulk ? '' : ' (page path)'}: ${l}\n`) } })
   const t0 = performance.now()
-  const b: RunningNode = await startMeshNode({ dir, swarmKey: key, bootstrap: [peer.addr], antiEntropyMs: 600_000, logger })
+  const b: RunningNode = await startMeshNode({ dir, swarmKey: key, bootstrap: [peer.addr], antiEntropyMs: 600_000, logger, bulkJoin: bulk })
   const elapsed = (): number => (performance.now() - t0) / 1000
   const samples: JoinResult['samples'] = []
   const searchWhile = { answered: 0, failed: 0 }
@@ -229,7 +236,7 @@ async function join (peer: PeerReady, key: string, dir: string): Promise<JoinRes
     const st = b.mesh.status() as unknown as { join?: unknown }
     if (st.join !== undefined) joinStatus = st.join
   }, 2_000)
-  const deadline = t0 + TIMEOUT_S * 1000
+  const deadline = t0 + timeoutS * 1000
   let digestSeconds: number | null = null
   let searchSeconds: number | null = null
   try {
@@ -287,12 +294,14 @@ async function main (): Promise<void> {
   log(`peer A ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (search on A: ${peer.ready.searchStartSeconds} s)`)
   const c1 = ceiling(path.join(dir, 'bare'))
   log(`ceiling (before): ${f0(c1.recordsPerSecond)} records/s`)
-  const j = await join(peer.ready, peerKey, path.join(dir, 'b'))
+  const j = await join(peer.ready, peerKey, path.join(dir, 'b'), true, TIMEOUT_S)
+  fs.rmSync(path.join(dir, 'b'), { recursive: true, force: true })
+  const base = BASELINE_TIMEOUT_S > 0 ? await join(peer.ready, peerKey, path.join(dir, 'b0'), false, BASELINE_TIMEOUT_S) : undefined
+  fs.rmSync(path.join(dir, 'b0'), { recursive: true, force: true })
   const c2 = ceiling(path.join(dir, 'bare'))
   log(`ceiling (after): ${f0(c2.recordsPerSecond)} records/s`)
   await peer.stop()
   if (!BENCH_KEEP) fs.rmSync(dir, { recursive: true, force: true })
-  else fs.rmSync(path.join(dir, 'b'), { recursive: true, force: true })
   const loadAfter = os.loadavg()[0]
   const ceilingRate = (c1.recordsPerSecond + c2.recordsPerSecond) / 2
   const rate = j.seconds === null ? null : N / j.seconds
@@ -304,6 +313,8 @@ async function main (): Promise<void> {
     rawFileBytes: peer.ready.fileBytes,
     rawVersionBytes: peer.ready.verBytes,
     join: j,
+    pagePath: base === undefined ? null : { ...base, recordsPerSecond: base.seconds === null ? null : Math.round(N / base.seconds), fractionOfCeiling: base.seconds === null ? null : r3(N / base.seconds / ceilingRate) },
+    speedup: base?.seconds == null || j.seconds === null ? null : r2(base.seconds / j.seconds),
     recordsPerSecond: rate === null ? null : Math.round(rate),
     digestRecordsPerSecond: digestRate === null ? null : Math.round(digestRate),
     ratioToRaw: r3(j.bytes / peer.ready.fileBytes),
@@ -313,15 +324,22 @@ async function main (): Promise<void> {
     target: { seconds: 60, recordsPerSecond: 2800, met: j.seconds !== null && j.seconds <= 60 },
     loadAverage: { before: r2(loadBefore), after: r2(loadAfter) }
   }
-  const last = j.samples[j.samples.length - 1]
+  const row = (name: string, x: JoinResult, timeoutS: number): string => {
+    const last = x.samples[x.samples.length - 1]
+    const xr = x.seconds === null ? null : N / x.seconds
+    return `| ${name} | ${x.done ? `**${x.seconds} s** (${x.digestSeconds} s / ${x.searchSeconds} s)` : `not done in ${timeoutS} s (${f0(x.recordsAtEnd)} records on B; digest ${x.digestSeconds ?? '—'} s)`} | ${xr === null ? (last === undefined ? '—' : `${f0(last.records / last.s)} (when stopped)`) : `**${f0(xr)}**`} | ${xr === null ? '—' : `${(xr / ceilingRate * 100).toFixed(1)} %`} | ${f0(x.bytes)} | ${r3(x.bytes / peer.ready.fileBytes)}× | ${r3(x.bytes / (peer.ready.fileBytes + peer.ready.verBytes))}× |`
+  }
   const md = [
     '## Join (`npm run bench:join`)',
     '',
     `${machineLine()}. A fresh node B joins a peer A holding ${f0(N)} records of ~${out.fieldsPerRecord} fields (bench/lib/synthetic.ts; ${f0(out.replicatedKeys)} versioned keys), real nodes over libp2p TCP on 127.0.0.1 (store, search, mesh, HTTP API; watcher off), A in a child process (its store filled in bulk before it starts, its search index built before the clock starts), B in the benchmark's process; the two cores are shared by both nodes and by search's index writers. The clock runs from B's start until B has pulled A's head with a digest equal to A's, and search answers from a complete index (a query by an exact field and one by a title word find the last record). Ceiling: the same \`file:\` rows into a bare SQLite table (32 rows per INSERT, 10,000 rows per transaction), before and after the join, the mean of the two. Load average (1 min) ${out.loadAverage.before} → ${out.loadAverage.after}.`,
     '',
-    '| records | ready (digest equal / search built) | records/s | of the bare-kv ceiling | ceiling records/s | bytes on the wire | of the raw range | with `ver:` rows |',
-    '|---:|---|---:|---:|---:|---:|---:|---:|',
-    `| ${f0(N)} | ${j.done ? `**${j.seconds} s** (${j.digestSeconds} s / ${j.searchSeconds} s)` : `not done in ${TIMEOUT_S} s (${f0(j.recordsAtEnd)} records on B; digest ${j.digestSeconds ?? '—'} s)`} | ${rate === null ? (last === undefined ? '—' : `${f0(last.records / last.s)} (at the deadline)`) : `**${f0(rate)}**`} | ${out.fractionOfCeiling === null ? '—' : `${(out.fractionOfCeiling * 100).toFixed(1)} %`} | ${f0(ceilingRate)} | ${f0(j.bytes)} | ${out.ratioToRaw}× | ${out.ratioToRawWithVersions}× |`,
+    `${f0(N)} records, ${f0(peer.ready.fileBytes)} bytes of \`file:\` keys and values (${f0(peer.ready.verBytes)} more in \`ver:\` rows). Bare-kv ceiling: **${f0(ceilingRate)} records/s** (${f0(out.ceiling.before)} before, ${f0(out.ceiling.after)} after).`,
+    '',
+    '| B joins by | ready (digest equal / search built) | records/s | of the ceiling | bytes on the wire | of the raw range | with `ver:` rows |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    row('the bulk path (the node as it ships)', j, TIMEOUT_S),
+    ...(base === undefined ? [] : [row('the page path (baseline: each page through the write path, search staging every record)', base, BASELINE_TIMEOUT_S)]),
     '',
     `Target (issue 42): ready in ≤ 60 s (≥ 2,800 records/s) ${out.target.met ? 'met' : 'not met'}; bytes ≤ 1.2× the raw range ${out.ratioToRaw <= 1.2 ? 'met' : 'not met'}. While B joined, ${j.searchWhileJoining.answered} searches through B's service answered and ${j.searchWhileJoining.failed} failed (one every 2 s). ${j.pages} pages pulled, ${j.resyncs} resync.`
   ]

@@ -49,6 +49,8 @@ export interface StartOptions {
   /** Event-stream retention of the store (tests and benchmarks of trimmed streams; the defaults otherwise). */
   streamRetention?: number
   trimEvery?: number
+  /** False: a join's pages never take the bulk path (benchmarks measure the page path beside it). Default true. */
+  bulkJoin?: boolean
 }
 
 type Maybe<T> = T | Promise<T>
@@ -114,7 +116,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
-        options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers }
+        options: { antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers },
+        ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })
     await mesh.start()

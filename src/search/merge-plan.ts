@@ -185,7 +185,8 @@ export function phaseAfter (m: Maintenance, job: JobKind, r: StepResult, bucketD
     case 'batch': return m
     case 'clear': return m.phase === 'rebuild' ? { ...m, cleared: true } : m
     case 'rebuild':
-      if (m.phase !== 'rebuild') return m
+      // A step answered before this rebuild's clear committed belongs to a rebuild this one replaced.
+      if (m.phase !== 'rebuild' || !m.cleared) return m
       return r.done === true ? { phase: 'none' } : { ...m, after: r.last ?? m.after, done: m.done + (r.roots ?? 0) }
     case 'renumber': {
       if (m.phase !== 'renumber') return m

@@ -38,7 +38,7 @@ import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, 
 import { resolveMergerOptions, type MergerDeps, type MergerOptions, type ResolvedMergerOptions } from './merger-options.js'
 import type { PendingBatch } from './pending-roots.js'
 import { ProgressLines } from './progress-lines.js'
-import { STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
+import { STATE_BULK, STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
 
 export { MAX_BATCHES_IN_FLIGHT } from './merge-plan.js'
 export type { MergerOptions } from './merger-options.js'
@@ -58,7 +58,7 @@ export class Merger {
   private readonly limits: PlanLimits
   private readonly clock: Clock
   private readonly log: Logger
-  private readonly st: Record<'stateGet' | 'statePut', SqlStatement>
+  private readonly st: Record<'stateGet' | 'statePut' | 'stateDel', SqlStatement>
   private readonly host: IndexWriterHost
   /** Jobs sent to the index writer and not yet answered, in the order it runs them. */
   private readonly inFlight: InFlight[] = []
@@ -78,6 +78,8 @@ export class Merger {
   /** Document ids from the oldest live document's to the newest's. */
   private span: number
   private stopped = false
+  /** Records are arriving in bulk (a join): their roots are not staged, so the index is not trusted until the rebuild after it. */
+  private bulk = false
   private writable: { promise: Promise<void>, resolve: () => void } | undefined
   private idleWaiters: Waiter[] = []
   private readyWaiters: Waiter[] = []
@@ -99,15 +101,33 @@ export class Merger {
     this.span = d.span
     this.st = {
       stateGet: d.kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck(),
-      statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
+      statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
+      stateDel: d.kv.prepare('DELETE FROM main.search_state WHERE k = ?')
     }
     d.pending.onStaged = () => { this.schedule() }
     d.pending.gate = () => this.whenWritable()
+    d.pending.onBulk = () => {
+      if (this.bulk || this.stopped) return
+      this.bulk = true
+      this.log.info('search: records arriving in bulk; the index is built once they are in, and searches read every record meanwhile')
+    }
+    d.pending.onBulkEnded = () => {
+      if (!this.bulk || this.stopped) return
+      this.bulk = false
+      this.startRebuild('records arrived in bulk')
+    }
   }
 
-  /** False while a rebuild runs: the structures are incomplete and queries read every record. */
+  /** False while a rebuild runs or records arrive in bulk: the structures are incomplete and queries read every record. */
   get trusted (): boolean {
-    return this.maintenance.phase !== 'rebuild'
+    return this.maintenance.phase !== 'rebuild' && !this.bulk
+  }
+
+  /** The index is being built (a rebuild, or records arriving in bulk before one): how far the rebuild is. */
+  get building (): { done: number, total: number } | undefined {
+    const m = this.maintenance
+    if (m.phase === 'rebuild') return { done: m.done, total: m.total }
+    return this.bulk ? { done: 0, total: 0 } : undefined
   }
 
   /** The state merge-plan.ts decides on. */
@@ -369,7 +389,15 @@ export class Merger {
     }
     const before = this.maintenance
     const after = phaseAfter(before, job.kind, r, this.d.bucketDocs)
-    if (before.phase === 'rebuild' && after.phase !== 'rebuild') this.d.kv.writeSync(tx => { this.recordMark(tx) })
+    if (before.phase === 'rebuild' && after.phase !== 'rebuild') {
+      const bulk = this.bulk
+      this.d.kv.writeSync(tx => {
+        this.recordMark(tx)
+        // Records that arrived in bulk before this rebuild began are indexed now (unless more are arriving).
+        if (!bulk) this.st.stateDel.run(STATE_BULK)
+      })
+      if (!bulk) this.d.pending.setBulkMarked(false)
+    }
     this.maintenance = after
     if (before.phase === after.phase) return
     if (before.phase === 'rebuild') this.log.info('search: rebuild done', { roots: before.done })

@@ -36,7 +36,7 @@ import { errorReply, servePull, serveSnap } from './serve.js'
 import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
 import { evictBeyond, touch } from './lru.js'
-import type { MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** gossipsub's three validation answers. */
 export type GossipVerdict = 'accept' | 'reject' | 'ignore'
@@ -267,12 +267,18 @@ export class MeshCore {
     return screenEntries(this.store, entries, { perEntry, now: this.rt.now(), maxClockDriftMs: this.options.maxClockDriftMs, selfId: this.selfId })
   }
 
-  private async enqueueApply (entries: RemoteEntry[]): Promise<void> {
+  private async enqueueApply (entries: RemoteEntry[], bulk?: BulkPage): Promise<void> {
     const run = this.applyQueue.then(async () => {
       // After stop the store may be closing: refuse, so a pull does not move its cursor past a page it never applied.
       if (this.state === 'stopped') throw new Error('mesh stopped')
+      const store = this.store
+      if (bulk !== undefined && store.applyBulk !== undefined) {
+        const r = await store.applyBulk(entries, bulk)
+        if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
+        return
+      }
       if (entries.length === 0) return
-      const r = await this.store.apply(entries)
+      const r = await store.apply(entries)
       if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
     })
     // The queue goes on after a failed apply (the store was closing, say): the pull path repairs what it missed.
@@ -388,7 +394,7 @@ export class MeshCore {
           screen: (entries, perEntry) => this.screen(entries, perEntry),
           mark: () => this.clock.mark(),
           clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
-          apply: async (entries) => { await this.enqueueApply(entries) },
+          apply: async (entries, bulk) => { await this.enqueueApply(entries, bulk) },
           track: async (op) => await this.track(op),
           log: (msg, fields) => { this.log.debug(msg, fields) }
         })
