@@ -281,7 +281,7 @@ async function join (peer: PeerReady, key: string, dir: string, bulk: boolean, t
 
 async function main (): Promise<void> {
   const loadBefore = os.loadavg()[0]
-  const dir = path.join(TMP, 'join')
+  const dir = path.join(TMP, `join-${process.pid}`)
   fs.rmSync(dir, { recursive: true, force: true })
   fs.mkdirSync(dir, { recursive: true })
   const key = swarmKeyIn(dir)

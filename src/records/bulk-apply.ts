@@ -9,9 +9,11 @@
  * - Derived work is deferred: the indexers are told once per transaction
  *   (RecordIndexer.onBulkApply) instead of per record, so the apply never
  *   waits on search's backlog; when the transfer's last page is in
- *   (`done`), they are told it ended (onBulkEnd) and build once, in sorted
- *   order (search rebuilds its index in key order; answers stay right
- *   meanwhile, search says it is building).
+ *   (`done`), they are told it ended (onBulkEnd), and whether every
+ *   transaction's roots came after the previous one's. Search builds its
+ *   index once, in key order, on its own thread behind the arriving
+ *   records, and completes it after the last page (answers stay right
+ *   meanwhile; search says it is building).
  * - A record is never half applied: a page may end inside a root (pages are
  *   cut by bytes), so the entries of the page's last root are held back and
  *   applied with the next page (or with the last one). What is held back is
@@ -71,6 +73,9 @@ export class BulkApplier {
   private keys = 0
   private records = 0
   private expected: number | null = null
+  /** The greatest root applied in this transfer, and whether every transaction's roots came after the previous one's. */
+  private lastRid: string | undefined
+  private ordered = true
 
   constructor (
     private readonly remote: RemoteApplier,
@@ -118,6 +123,8 @@ export class BulkApplier {
         this.endedAt = null
         this.keys = 0
         this.records = 0
+        this.lastRid = undefined
+        this.ordered = true
       }
     }
     this.keys += entries.length
@@ -131,7 +138,14 @@ export class BulkApplier {
       keep = all.filter(e => ridOf(e.key) === last)
     }
     const roots = new Set<string>()
-    for (const e of apply) roots.add(ridOf(e.key))
+    let lo: string | undefined
+    let hi: string | undefined
+    for (const e of apply) {
+      const rid = ridOf(e.key)
+      roots.add(rid)
+      if (lo === undefined || rid < lo) lo = rid
+      if (hi === undefined || rid > hi) hi = rid
+    }
     const carryChanged = keep.length !== before.length || keep.some((e, i) => e !== before[i])
     const r = await this.remote.applyBulk(apply, (tx: Tx) => {
       if (!carryChanged) return
@@ -140,10 +154,12 @@ export class BulkApplier {
     })
     this.carry = keep
     this.records += roots.size
+    if (lo !== undefined && this.lastRid !== undefined && lo <= this.lastRid) this.ordered = false
+    if (hi !== undefined && (this.lastRid === undefined || hi > this.lastRid)) this.lastRid = hi
     if (done) {
       this.active = false
       this.endedAt = this.now()
-      this.mutator.bulkEnded()
+      this.mutator.bulkEnded(this.ordered)
     }
     return r
   }

@@ -50,8 +50,8 @@ export interface RecordIndexer {
    * derived work as deferred (it rebuilds from the rows later).
    */
   onBulkApply?: (tx: Tx) => void
-  /** A bulk apply has ended (its last page is committed): the deferred work may be built now. */
-  onBulkEnd?: () => void
+  /** A bulk apply has ended (its last page is committed; `ordered`: every transaction's roots came after the previous one's): the deferred work may be completed now. */
+  onBulkEnd?: (ordered: boolean) => void
 }
 
 const NO_INDEXERS: readonly RecordIndexer[] = []
@@ -118,8 +118,8 @@ export class Mutator {
   }
 
   /** A bulk apply ended: each indexer may build its deferred work. */
-  bulkEnded (): void {
-    for (const ix of this.indexers) ix.onBulkEnd?.()
+  bulkEnded (ordered: boolean): void {
+    for (const ix of this.indexers) ix.onBulkEnd?.(ordered)
   }
 
   addIndexer (ix: RecordIndexer): void {

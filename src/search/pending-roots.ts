@@ -9,8 +9,9 @@
  *
  * A bulk apply (a join) stages nothing per record: its transactions mark
  * the store (`search_state` bulk-unindexed, in the same transaction) and
- * the merger rebuilds the index once the bulk has ended (or at the next
- * open, if the node stopped first); until then search reads every record.
+ * the merger rebuilds the index behind the arriving records, in key order,
+ * completing it once the bulk has ended (or rebuilds at the next open, if
+ * the node stopped first); until then search reads every record.
  *
  * The set is mirrored in memory so a query reads it without SQL. The mirror
  * equals the committed table: it changes only in after-commit hooks, of the
@@ -41,8 +42,8 @@ export class PendingRoots implements RecordIndexer {
 
   /** Told after a bulk apply's transaction commits (the merger stops trusting the index). */
   onBulk: () => void = () => {}
-  /** Told when a bulk apply has ended (the merger rebuilds the index). */
-  onBulkEnded: () => void = () => {}
+  /** Told when a bulk apply has ended (`ordered`: its records came in key order), so the merger completes the index. */
+  onBulkEnded: (ordered: boolean) => void = () => {}
 
   constructor (kv: KvStore, private readonly excluded: Excluder) {
     this.st = {
@@ -134,8 +135,8 @@ export class PendingRoots implements RecordIndexer {
     })
   }
 
-  onBulkEnd (): void {
-    this.onBulkEnded()
+  onBulkEnd (ordered: boolean): void {
+    this.onBulkEnded(ordered)
   }
 
   /** The store's bulk mark was found at open, or is gone (the rebuild after a bulk apply removed it). */
