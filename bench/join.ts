@@ -180,7 +180,9 @@ function ceiling (dir: string): { seconds: number, recordsPerSecond: number } {
 interface PeerReady { addr: string, peerId: string, digest: string, keys: number, head: string | null, fileBytes: number, verBytes: number, fileKeys: number, records: number, searchStartSeconds: number }
 
 async function startPeer (dir: string, key: string): Promise<{ ready: PeerReady, stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), '--peer', dir, key], {
+  // JOIN_PEER_NODE_ARGS: more node flags for the peer's process (e.g. --cpu-prof).
+  const extra = (process.env.JOIN_PEER_NODE_ARGS ?? '').split(' ').filter(a => a !== '')
+  const child = spawn(process.execPath, [...extra, '--import', 'tsx', fileURLToPath(import.meta.url), '--peer', dir, key], {
     cwd: ROOT, env: { ...process.env }, stdio: ['pipe', 'pipe', 'inherit']
   })
   const exited = new Promise<void>(resolve => { child.once('exit', () => { resolve() }) })
