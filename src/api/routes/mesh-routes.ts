@@ -45,7 +45,7 @@ const peerSchema = {
     resyncs: int,
     pagesServed: int,
     bytesServed: int,
-    busyRefusals: { ...int, description: 'its pulls refused by the per-peer rate limit' }
+    busyRefusals: { ...int, description: 'its pulls refused busy: by the per-peer rate limit, or while this node resyncs from it' }
   }
 } as const
 

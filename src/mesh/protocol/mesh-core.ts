@@ -42,6 +42,8 @@ import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from '
 export type GossipVerdict = 'accept' | 'reject' | 'ignore'
 
 export const EPOCH_KEY = 'mesh:epoch'
+/** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
+export const RESYNC_BUSY_RETRY_MS = 5_000
 
 export interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
@@ -325,6 +327,14 @@ export class MeshCore {
       } catch (err) {
         p.counters.framesRejected++
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
+      }
+      if (m.t === 'pull' && p.sync.connected && p.sync.resyncing) {
+        // We are copying this peer's whole range: what its pull would bring it is its own records coming
+        // back (a join's pages are in our log too). It pulls again once our resync is done; push carries
+        // our own writes meanwhile. Range requests are still served, so two nodes resyncing from each
+        // other both finish.
+        p.counters.busyRefusals++
+        return errorReply('busy', 'resyncing from you', RESYNC_BUSY_RETRY_MS)
       }
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
