@@ -341,7 +341,7 @@ async function main (): Promise<void> {
     '| B joins by | ready (digest equal / search built) | records/s | of the ceiling | bytes on the wire | of the raw range | with `ver:` rows |',
     '|---|---|---:|---:|---:|---:|---:|',
     row('the bulk path (the node as it ships)', j, TIMEOUT_S),
-    ...(base === undefined ? [] : [row('the page path (baseline: each page through the write path, search staging every record)', base, BASELINE_TIMEOUT_S)]),
+    ...(base === undefined ? [] : [row('the page path (bulk path off: each page through the write path, search staging every record; same build otherwise)', base, BASELINE_TIMEOUT_S)]),
     '',
     `Target (issue 42): ready in ≤ 60 s (≥ 2,800 records/s) ${out.target.met ? 'met' : 'not met'}; bytes ≤ 1.2× the raw range ${out.ratioToRaw <= 1.2 ? 'met' : 'not met'}. While B joined, ${j.searchWhileJoining.answered} searches through B's service answered and ${j.searchWhileJoining.failed} failed (one every 2 s). ${j.pages} pages pulled, ${j.resyncs} resync.`
   ]
