@@ -59,7 +59,8 @@ export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number
 /** Pull reply. `gap`: the cursor cannot be served (trimmed, older than the tombstone horizon, or another log): resync. */
 export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean, clock?: number }
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
-export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number }
+/** `records`: on a range's first page, how many records the peer holds (the joining node's time left); absent from older peers. */
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number }
 /**
  * A range of a reconciliation (reconcile.ts): the roots whose position
  * starts with hex prefix `p` (0 to 8 digits), given either by their
@@ -154,7 +155,7 @@ function body (m: Message): unknown {
     case 'pull': return { t: m.t, l: m.log, c: m.cursor, m: m.maxBytes }
     case 'snap': return { t: m.t, a: m.after, m: m.maxBytes }
     case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap, w: m.clock }
-    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock }
+    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock, c: m.records }
     case 'recon': return { t: m.t, r: m.ranges.map(rangeBody) }
     case 'recond': return { t: m.t, l: m.log, h: m.head, r: m.ranges.map(rangeBody), d: m.diff, k: m.taken, w: m.clock }
     case 'roots': return { t: m.t, i: m.rids, b: encodeBlock(m.entries) }
@@ -239,8 +240,11 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
     case 'changes':
       if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
       return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }, o.w)
-    case 'snapshot':
-      return withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
+    case 'snapshot': {
+      const m: SnapshotMessage = withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
+      if (o.c !== undefined) m.records = count(o.c, 'records')
+      return m
+    }
     case 'recon':
       return { t: 'recon', ranges: decodeRanges(o.r, { roots: 0 }) }
     case 'recond': {

@@ -21,25 +21,38 @@ import { randomBytes } from 'node:crypto'
 import {
   checkRemoteEntry, newEntryChecks, type ClockGate, type CommittedChange, type LocalStore, type RecordId, type RemoteEntry, type Replication
 } from '../records/index.js'
-import type { ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
+import type { BulkProgress } from '../records/index.js'
+import type { ApplyOutcome, BulkPage, ChangePage, Cursor, RangePage, ReplicaStore, StoreDigest } from './protocol/index.js'
 
 /** What the mesh asks of the record layer: replication, and its node-local bookkeeping rows. */
-export type MeshRecords = Replication & { readonly local: LocalStore, read: <T>(fn: () => T) => T }
+export type MeshRecords = Replication & { readonly local: LocalStore, read: <T>(fn: () => T) => T, countRecords: () => number }
 
 const LOG_ID_KEY = 'mesh:log-id'
 const EMPTY_LOG_HEAD = '0-0'
 /** A pulled page is applied in one transaction. */
 const WHOLE_PAGE = { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity }
+/**
+ * A page of a bulk transfer starts the bulk path when at least this many of
+ * its roots, and at least half of them, are new to this store (a page of
+ * 40-field records holds about 170): a join, or a store far behind. A
+ * resync that finds the store mostly equal stays on the page path, and
+ * search is not rebuilt for it.
+ */
+const BULK_FROM_ROOTS = 64
 
 export interface RecordReplicaOptions {
   /** A fresh log id for a store that has none (injectable for deterministic runs). */
   newLogId?: () => string
+  /** New roots in one page of a bulk transfer that start the bulk path (default 64, and half the page's; Infinity: never). */
+  bulkFromRoots?: number
 }
 
 export class RecordReplica implements ReplicaStore {
   private readonly id: string
+  private readonly bulkFromRoots: number
 
   constructor (private readonly records: MeshRecords, opts: RecordReplicaOptions = {}) {
+    this.bulkFromRoots = opts.bulkFromRoots ?? BULK_FROM_ROOTS
     let id = records.local.get(LOG_ID_KEY)
     if (id === undefined) {
       id = (opts.newLogId ?? (() => randomBytes(8).toString('hex')))()
@@ -96,6 +109,37 @@ export class RecordReplica implements ReplicaStore {
     return { applied: r.applied, refused: r.refused }
   }
 
+  /**
+   * A page of a bulk transfer (a full resync's range pages; reconciliation's
+   * later): on the record layer's bulk path (records `applyBulk`: one
+   * transaction, search's work deferred and built once after the last page,
+   * no record half applied) once a page brings many roots new to this store,
+   * and from then on until the transfer's last page; otherwise as `apply`.
+   */
+  async applyBulk (entries: readonly RemoteEntry[], page: BulkPage): Promise<ApplyOutcome> {
+    const r = this.records
+    if (!r.bulkRunning) {
+      const byRoot = r.newerByRoot(entries)
+      if (byRoot.size < this.bulkFromRoots || byRoot.size * 2 < rootsIn(entries)) {
+        if (byRoot.size === 0) return { applied: 0, refused: 0 }
+        const out = await r.applyBatch([...byRoot.values()].flat(), WHOLE_PAGE)
+        return { applied: out.applied, refused: out.refused }
+      }
+    }
+    const out = await r.applyBulk(entries, page)
+    return { applied: out.applied, refused: out.refused }
+  }
+
+  /** The bulk transfer under way or last ended (the mesh status's `join`). */
+  bulkProgress (): BulkProgress {
+    return this.records.bulkProgress()
+  }
+
+  /** How many records this store holds (a resync's first page tells the peer, for its time left). */
+  recordCount (): number {
+    return this.records.countRecords()
+  }
+
   onChanges (listener: (changes: readonly RemoteEntry[]) => void): () => void {
     return this.records.onChanges((committed) => { listener(withoutShadowed(committed)) })
   }
@@ -143,6 +187,18 @@ export class RecordReplica implements ReplicaStore {
       else tx.put(key, value)
     })
   }
+}
+
+/** Distinct roots among a page's entries (a page holds a root's entries together). */
+function rootsIn (entries: readonly RemoteEntry[]): number {
+  let n = 0
+  let last: string | undefined
+  for (const e of entries) {
+    const slash = e.key.indexOf('/', 5)
+    const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
+    if (rid !== last) { n++; last = rid }
+  }
+  return n
 }
 
 /**

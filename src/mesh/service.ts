@@ -5,6 +5,7 @@
  * routes answer the same way everywhere.
  */
 import type { Startable } from '../common/index.js'
+import type { BulkProgress } from '../records/index.js'
 import type { MeshRecords } from './replica-store.js'
 import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
@@ -68,6 +69,30 @@ export interface MeshView {
   targetPeers: number
   /** The members it knows, connected or not, by peer id. */
   members: MeshMemberView[]
+  /** The bulk transfer (a join) under way or last ended since start: keys and records received, rate, time left. */
+  join: MeshJoinView
+}
+
+/** A join as `GET /api/mesh` shows it (times in ISO 8601). */
+export interface MeshJoinView {
+  /** True from the first page taken on the bulk path until the transfer's last page is applied. */
+  active: boolean
+  startedAt: string | null
+  endedAt: string | null
+  /** Entries (keys and tombstones) received in its pages. */
+  keys: number
+  /** Records (roots) applied whole. */
+  records: number
+  recordsPerSecond: number
+  /** The records the peer said it holds (null: it did not say). */
+  expectedRecords: number | null
+  /** At the rate so far (null: unknown; 0 once ended). */
+  secondsLeft: number | null
+}
+
+export function joinView (p: BulkProgress): MeshJoinView {
+  const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
+  return { ...p, startedAt: iso(p.startedAt), endedAt: iso(p.endedAt) }
 }
 
 export interface MeshService extends Startable {
@@ -105,7 +130,8 @@ export class StandaloneMesh implements MeshService {
       self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: ALONE },
       peers: [],
       targetPeers: 0,
-      members: []
+      members: [],
+      join: joinView(this.replica.bulkProgress())
     }
   }
 

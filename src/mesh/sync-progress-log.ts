@@ -1,14 +1,15 @@
 /**
  * A join or a backlog in the log: while a peer is pulled from in a full
  * resync, or is behind, one line every few seconds says from whom, how much
- * came in since it began (pages, MB, MB/s) and the catch-up lag. The line
- * that says it caught up is the peer log's (libp2p/peer-log.ts, with the
- * catch-up's figures): one observer per line, so it is said once. Figures
- * are what `GET /api/mesh` reports (its counters), so the log and the API
- * agree; it reads them, never the store.
+ * came in since it began (pages, MB, MB/s) and the catch-up lag (and, for a
+ * join on the bulk path, records and keys taken, records/s and time left).
+ * The line that says it caught up is the peer log's (libp2p/peer-log.ts,
+ * with the catch-up's figures): one observer per line, so it is said once.
+ * Figures are what `GET /api/mesh` reports (its counters), so the log and
+ * the API agree; it reads them, never the store.
  */
 import type { Logger } from '../common/index.js'
-import type { MeshPeerView, MeshView } from './service.js'
+import type { MeshJoinView, MeshPeerView, MeshView } from './service.js'
 
 /** How often a catch-up in progress is logged, in ms: often enough to see it move, rarely enough to read. */
 export const SYNC_PROGRESS_LOG_MS = 5_000
@@ -20,7 +21,8 @@ export function logSyncProgress (status: () => MeshView, log: Logger, everyMs = 
   const began = new Map<string, Began>()
   const tick = (): void => {
     const now = Date.now()
-    for (const p of status().peers) {
+    const view = status()
+    for (const p of view.peers) {
       const mode = p.resyncing ? 'full resync' : p.behind && p.connected ? 'backlog' : undefined
       const b = began.get(p.peerId)
       if (mode === undefined) {
@@ -33,12 +35,24 @@ export function logSyncProgress (status: () => MeshView, log: Logger, everyMs = 
         began.set(p.peerId, { at: now, pages: p.pagesIn, bytes: p.bytesIn, mode })
         continue
       }
-      log.info(`${mode} from ${label(p)}`, { ...figures(p, b, now), lag: `${Math.round(p.lagMs / 1000)} s` })
+      log.info(`${mode} from ${label(p)}`, { ...figures(p, b, now), lag: `${Math.round(p.lagMs / 1000)} s`, ...(mode === 'full resync' ? joinFigures(view.join) : {}) })
     }
   }
   const timer = setInterval(tick, everyMs)
   timer.unref()
   return () => { clearInterval(timer) }
+}
+
+/** A join on the bulk path: records and keys taken, the rate, time left (when the peer said how many it holds). */
+function joinFigures (j: MeshJoinView): Record<string, unknown> {
+  if (!j.active) return {}
+  return {
+    records: j.records,
+    keys: j.keys,
+    recordsPerSecond: j.recordsPerSecond,
+    ...(j.expectedRecords === null ? {} : { of: j.expectedRecords }),
+    ...(j.secondsLeft === null ? {} : { left: `${j.secondsLeft} s` })
+  }
 }
 
 function label (p: MeshPeerView): string {

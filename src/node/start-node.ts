@@ -49,6 +49,8 @@ export interface StartOptions {
   /** Event-stream retention of the store (tests and benchmarks of trimmed streams; the defaults otherwise). */
   streamRetention?: number
   trimEvery?: number
+  /** False: a join's pages never take the bulk path (benchmarks measure the page path beside it). Default true. */
+  bulkJoin?: boolean
 }
 
 type Maybe<T> = T | Promise<T>
@@ -122,7 +124,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
         degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
-        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs }
+        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs },
+        ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })
     await mesh.start()

@@ -12,8 +12,8 @@ import type { RecordIndexer } from './mutation.js'
 import type { RecordId } from './record-id.js'
 
 export class Groups {
-  /** The mutator's own list: indexers added later are told too. */
-  constructor (private readonly indexers: readonly RecordIndexer[]) {}
+  /** The mutator's indexers as they are to be told now (none inside a bulk apply): indexers added later are told too. */
+  constructor (private readonly hooks: () => readonly RecordIndexer[]) {}
 
   aliasAdded (tx: Tx, rid: RecordId, cid: string): void {
     const canon = canonOf(tx, rid)
@@ -52,7 +52,7 @@ export class Groups {
   private union (tx: Tx, a: RecordId, b: RecordId): void {
     const members = [...new Set([...membersOf(tx, a), ...membersOf(tx, b)])].sort()
     this.adjustCount(tx, members, () => { this.writeGroup(tx, [a, b], [members]) })
-    for (const ix of this.indexers) ix.onGroupChanged?.(tx, members)
+    for (const ix of this.hooks()) ix.onGroupChanged?.(tx, members)
   }
 
   /**
@@ -93,7 +93,7 @@ export class Groups {
       for (const r of roots) if (!live.includes(r)) tx.delete(GRP + r)
       this.writeGroup(tx, oldCanons, [...comps.values()])
     })
-    for (const ix of this.indexers) ix.onGroupChanged?.(tx, roots)
+    for (const ix of this.hooks()) ix.onGroupChanged?.(tx, roots)
   }
 
   /**

@@ -47,6 +47,8 @@ export type { Location } from './local-location.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
 export type { RecordStoreOptions } from './record-store.js'
 export type { ApplyBatchOptions } from './remote-apply.js'
+export type { BulkPageOptions, BulkProgress } from './bulk-apply.js'
+export { BULK_CARRY_KEY } from './bulk-apply.js'
 export type {
   RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, CachedCopyResult, LocalCopy, FileTuple
 } from './types.js'

@@ -45,7 +45,17 @@ export interface RecordIndexer {
    * slow down instead of letting it grow); undefined lets it through.
    */
   whenWritable?: () => Promise<void> | undefined
+  /**
+   * Inside each transaction of a bulk apply (bulk-apply.ts), once, instead
+   * of the per-record hooks above for its records: the indexer takes its
+   * derived work as deferred (it rebuilds from the rows later).
+   */
+  onBulkApply?: (tx: Tx) => void
+  /** A bulk apply has ended (its last page is committed; `ordered`: every transaction's roots came after the previous one's): the deferred work may be completed now. */
+  onBulkEnd?: (ordered: boolean) => void
 }
+
+const NO_INDEXERS: readonly RecordIndexer[] = []
 
 export interface FieldChange {
   field: string
@@ -80,10 +90,37 @@ export class Mutator {
   private readonly indexers: RecordIndexer[]
 
   private readonly groups: Groups
+  /** Inside a bulk apply's transaction: the per-record hooks are not called (onBulkApply was). */
+  private bulk = false
 
   constructor (indexers: readonly RecordIndexer[], private readonly changeLog: ChangeLog, private readonly fingerprints?: Fingerprints) {
     this.indexers = [...indexers]
-    this.groups = new Groups(this.indexers)
+    this.groups = new Groups(() => this.hooks())
+  }
+
+  /** The indexers to tell of each record change now: none inside a bulk apply. */
+  private hooks (): readonly RecordIndexer[] {
+    return this.bulk ? NO_INDEXERS : this.indexers
+  }
+
+  /**
+   * Runs `fn` (inside the write `tx`) as a bulk apply: each indexer is told
+   * once (onBulkApply) and none of the record changes `fn` makes reach the
+   * per-record hooks.
+   */
+  inBulk<T> (tx: Tx, fn: () => T): T {
+    for (const ix of this.indexers) ix.onBulkApply?.(tx)
+    this.bulk = true
+    try {
+      return fn()
+    } finally {
+      this.bulk = false
+    }
+  }
+
+  /** A bulk apply ended: each indexer may build its deferred work. */
+  bulkEnded (ordered: boolean): void {
+    for (const ix of this.indexers) ix.onBulkEnd?.(ordered)
   }
 
   addIndexer (ix: RecordIndexer): void {
@@ -222,7 +259,7 @@ export class Mutator {
         const lo = `${DUP}${rid}/`
         for (const k of tx.keys(lo, prefixEnd(lo))) tx.delete(k)
         tx.delete(LOC + rid)
-        for (const ix of this.indexers) ix.onRecordDeleted?.(tx, rid)
+        for (const ix of this.hooks()) ix.onRecordDeleted?.(tx, rid)
         if (group.length > 1) this.groups.regroup(tx, group)
       }
     }
@@ -251,7 +288,7 @@ export class Mutator {
       // Back to life with fields this change did not touch (a holder's add arriving after the last release): all are new to the indexers.
       for (const f of cur.keys()) changed.add(f)
     }
-    if (live && changed.size > 0) for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, changed)
+    if (live && changed.size > 0) for (const ix of this.hooks()) ix.onRecordChanged?.(tx, rid, changed)
     return { changed: changed.size, touched, live }
   }
 
@@ -322,7 +359,7 @@ export class Mutator {
       const c = cidMemberOf(f)
       if (c !== undefined) this.groups.aliasAdded(tx, rid, c)
     }
-    for (const ix of this.indexers) ix.onRecordChanged?.(tx, rid, fields)
+    for (const ix of this.hooks()) ix.onRecordChanged?.(tx, rid, fields)
     return { changed: fields.length, touched, live }
   }
 }

@@ -35,6 +35,7 @@ import { RecordReader } from './reads.js'
 import { RecordIdMinter, newRecordId, type RandomSource, type RecordId } from './record-id.js'
 import { ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
 import { RemoteApplier, type ApplyBatchOptions } from './remote-apply.js'
+import { BULK_CARRY_KEY, BulkApplier, type BulkPageOptions, type BulkProgress } from './bulk-apply.js'
 import type {
   ApplyResult, CachedCopyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, LocalCopy, RemovePathResult, WriteResult
 } from './types.js'
@@ -72,6 +73,7 @@ export class RecordStore implements Records {
   private readonly files: FileOps
   private readonly remote: RemoteApplier
   private readonly fingerprints: Fingerprints
+  private readonly bulk: BulkApplier
 
   constructor (kv: KvStore, opts: RecordStoreOptions) {
     if (!ORIGIN_RE.test(opts.nodeId)) throw new InvalidValueError('node id must be 1-128 characters of [A-Za-z0-9._-]')
@@ -98,6 +100,7 @@ export class RecordStore implements Records {
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
+    this.bulk = new BulkApplier(this.remote, mutator, () => kv.get(BULK_CARRY_KEY), now)
     this.events = eventStreams(kv)
     this.local = localStore(kv, this.reads, LAYER_NAMESPACES)
     this.clientRows = localStore(kv, this.reads, CLIENT_NAMESPACES)
@@ -194,6 +197,21 @@ export class RecordStore implements Records {
    * for applyRemote).
    */
   async applyBatch (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions): Promise<ApplyResult> { return await this.remote.applyBatch(entries, opts) }
+
+  /**
+   * One page of a bulk transfer (a join): one transaction, roots in key
+   * order, the indexers' work deferred and built once after the page with
+   * `done` (bulk-apply.ts). The entries of the page's last root wait for the
+   * next page, so no record is ever half applied; the same merge and
+   * refusals as applyBatch otherwise.
+   */
+  async applyBulk (entries: readonly RemoteEntry[], opts?: BulkPageOptions): Promise<ApplyResult> { return await this.bulk.apply(entries, opts) }
+
+  /** The bulk transfer under way or last ended: keys and records taken, rate, time left. */
+  bulkProgress (): BulkProgress { return this.bulk.progress() }
+
+  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
+  get bulkRunning (): boolean { return this.bulk.running }
 
   /** Remote versions refused for clock drift since start. */
   get driftRefusedCount (): number { return this.remote.driftRefused }

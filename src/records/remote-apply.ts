@@ -14,6 +14,9 @@
  * - `applyBatch`: many roots at once (a pulled page, a full resync, a bulk
  *   import), in transactions of 100 roots each unless told otherwise,
  *   roots in key order.
+ * - `applyBulk`: one transaction of many roots in key order, the indexers
+ *   told once (onBulkApply) instead of per record, and no wait for their
+ *   backlog: the bulk path of a join (bulk-apply.ts).
  */
 import type { Tx } from '../kv/index.js'
 import { persistHlc, type RecordContext } from './context.js'
@@ -133,6 +136,25 @@ export class RemoteApplier {
       applied += await this.ctx.write(tx => this.applyRoots(tx, chunk, entries, p.maxHlc))
       i = j
     }
+    return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
+  }
+
+  /**
+   * The merge of applyBatch in one transaction, roots in key order, as a
+   * bulk apply: the indexers are told once (RecordIndexer.onBulkApply) and
+   * not per record, and the write does not wait for their backlog. `also`
+   * runs in the same transaction after the roots (the bulk path's own
+   * bookkeeping).
+   */
+  async applyBulk (entries: readonly RemoteEntry[], also?: (tx: Tx) => void): Promise<ApplyResult> {
+    const p = this.prepare(entries)
+    const total = entries.length - p.refused
+    const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    const applied = await this.ctx.kv.write(tx => {
+      const n = roots.length === 0 ? 0 : this.ctx.mutator.inBulk(tx, () => this.applyRoots(tx, roots, entries, p.maxHlc))
+      also?.(tx)
+      return n
+    })
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
   }
 

@@ -24,6 +24,7 @@ import type { RecordIndexer } from './mutation.js'
 import type { RecordId } from './record-id.js'
 import type { RemoteEntry } from './remote-entry.js'
 import type { ApplyBatchOptions } from './remote-apply.js'
+import type { BulkPageOptions, BulkProgress } from './bulk-apply.js'
 import type { FieldType } from './schema-type.js'
 import type { Location } from './local-location.js'
 import type {
@@ -150,6 +151,12 @@ export interface Replication {
   applyRemote: (entries: readonly RemoteEntry[]) => Promise<ApplyResult>
   /** Many entries at once (a resync's pages, an import): the same merge, roots in key order, a transaction per hundred roots unless `opts` says otherwise. */
   applyBatch: (entries: readonly RemoteEntry[], opts?: ApplyBatchOptions) => Promise<ApplyResult>
+  /** One page of a bulk transfer (a join): one transaction, derived work deferred until the page with `done`, no record half applied (bulk-apply.ts). */
+  applyBulk: (entries: readonly RemoteEntry[], opts?: BulkPageOptions) => Promise<ApplyResult>
+  /** The bulk transfer under way or last ended. */
+  bulkProgress: () => BulkProgress
+  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
+  readonly bulkRunning: boolean
   /** The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway). */
   newerByRoot: (entries: readonly RemoteEntry[]) => Map<string, RemoteEntry[]>
   changesSince: (cursor: string | undefined, opts: PageOptions) => ChangePage

@@ -53,7 +53,7 @@ import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
 import { IndexWorker, type WorkerInit } from './index-worker-client.js'
 import {
-  DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
+  DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, STATE_BULK, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
 } from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
@@ -188,13 +188,17 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       logger: log
     }, internal.merger)
 
+    const bulkUnindexed = state.get(STATE_BULK) !== undefined
+    pending.setBulkMarked(bulkUnindexed)
     const rebuild = info.format !== marker || !info.created.every(n => n === 'search_info')
       ? (info.created.includes('search_doc') ? 'no search structures yet' : 'search format, excluded prefixes or bucket size changed')
       : info.id !== indexId
         ? 'the index file belongs to another store'
         : info.gen < gen || info.gen > gen + MAX_BATCHES_IN_FLIGHT
           ? 'the index file is not level with the store'
-          : changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
+          : bulkUnindexed
+            ? 'records arrived in bulk and were not indexed yet'
+            : changedSinceMark(kv, records, state.get(STATE_LOG_MARK) as string | undefined)
     if (typeof rebuild === 'string') {
       merger.startRebuild(rebuild)
     } else if (rebuild.size > 0) {
@@ -252,6 +256,7 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
       await merger.whenIdle()
     },
     whenReady: async () => { await live().merger.whenReady() },
+    building: () => running?.merger.building,
     whenIdle: async () => { await live().merger.whenIdle() },
     ftsRowCount: () => { live(); return kv.prepare('SELECT count(*) FROM search_fts').pluck().get() as number },
     pendingCount: () => live().pending.size,

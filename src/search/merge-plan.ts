@@ -7,7 +7,10 @@
  * - `none`;
  * - `rebuild`: the structures are emptied (`cleared` once the clear job
  *   has committed), then every live root is indexed again, a step at a
- *   time after `after`; queries read every record meanwhile;
+ *   time after `after`; queries read every record meanwhile. While records
+ *   arrive in bulk in key order (`follow`: a join) it follows them: a step
+ *   that finds no root left waits (`caughtUp`) for more instead of ending;
+ *   it ends at the first such step after the bulk ended;
  * - `renumber`: a round that re-indexes the oldest documents' roots under
  *   new ids (`moved` of at most `most`); `thenSweep` when it interrupted a
  *   sweep, which goes on after it;
@@ -51,7 +54,17 @@ export type JobKind = 'clear' | 'batch' | 'rebuild' | 'renumber' | 'sweep'
 
 export type Maintenance =
   | { phase: 'none' }
-  | { phase: 'rebuild', cleared: boolean, after: string, done: number, total: number }
+  | {
+    phase: 'rebuild'
+    cleared: boolean
+    after: string
+    done: number
+    total: number
+    /** Records are still arriving in bulk, in key order (a join): a step that finds none left does not end the rebuild. */
+    follow?: boolean
+    /** Following, the last step found no root left: no step until more have arrived. */
+    caughtUp?: boolean
+  }
   | { phase: 'renumber', moved: number, most: number, thenSweep: boolean }
   | { phase: 'sweep' }
 
@@ -102,6 +115,8 @@ export type Step =
   | 'extend'
 
 const rebuilding = (s: PlanState): boolean => s.maintenance.phase === 'rebuild'
+/** A rebuild step may run: a rebuild is under way and not waiting for more rows to arrive. */
+const rebuildRunnable = (s: PlanState): boolean => s.maintenance.phase === 'rebuild' && s.maintenance.caughtUp !== true
 /** A rebuild has begun and its clear job has not committed yet. */
 const clearDue = (s: PlanState): boolean => s.maintenance.phase === 'rebuild' && !s.maintenance.cleared
 const sweeping = (s: PlanState): boolean => s.maintenance.phase === 'sweep' || (s.maintenance.phase === 'renumber' && s.maintenance.thenSweep)
@@ -122,7 +137,7 @@ export function sweepDue (s: PlanState, o: PlanLimits): boolean {
 }
 
 export function hasWork (s: PlanState, o: PlanLimits): boolean {
-  return s.inFlight.length > 0 || s.staged > 0 || rebuilding(s) || sweeping(s) || renumberDue(s, o) || sweepDue(s, o)
+  return s.inFlight.length > 0 || s.staged > 0 || rebuildRunnable(s) || sweeping(s) || renumberDue(s, o) || sweepDue(s, o)
 }
 
 /**
@@ -142,7 +157,7 @@ export function nextJob (s: PlanState, o: PlanLimits): JobKind | undefined {
   if (s.inFlight.length > 0) return secondBatchDue(s, o) ? 'batch' : undefined
   if (clearDue(s)) return 'clear'
   if (s.staged > 0) return 'batch'
-  if (rebuilding(s)) return 'rebuild'
+  if (rebuildRunnable(s)) return 'rebuild'
   if (renumberDue(s, o)) return 'renumber'
   if (sweeping(s) || sweepDue(s, o)) return 'sweep'
   return undefined
@@ -158,7 +173,7 @@ export function nextJob (s: PlanState, o: PlanLimits): JobKind | undefined {
 export function nextStep (s: PlanState, o: PlanLimits): Step {
   if (s.inFlight.length > 0) return secondBatchDue(s, o) ? 'now' : 'extend'
   if (!hasWork(s, o)) return 'idle'
-  const soon = rebuilding(s) || sweeping(s) || s.staged * 4 >= o.batchRoots || s.hurry || renumberDue(s, o) || sweepDue(s, o)
+  const soon = rebuildRunnable(s) || sweeping(s) || s.staged * 4 >= o.batchRoots || s.hurry || renumberDue(s, o) || sweepDue(s, o)
   return soon ? 'now' : 'later'
 }
 
@@ -185,8 +200,10 @@ export function phaseAfter (m: Maintenance, job: JobKind, r: StepResult, bucketD
     case 'batch': return m
     case 'clear': return m.phase === 'rebuild' ? { ...m, cleared: true } : m
     case 'rebuild':
-      if (m.phase !== 'rebuild') return m
-      return r.done === true ? { phase: 'none' } : { ...m, after: r.last ?? m.after, done: m.done + (r.roots ?? 0) }
+      // A step answered before this rebuild's clear committed belongs to a rebuild this one replaced.
+      if (m.phase !== 'rebuild' || !m.cleared) return m
+      if (r.done === true) return m.follow === true ? { ...m, caughtUp: true } : { phase: 'none' }
+      return { ...m, after: r.last ?? m.after, done: m.done + (r.roots ?? 0) }
     case 'renumber': {
       if (m.phase !== 'renumber') return m
       const moved = m.moved + (r.roots ?? 0)

@@ -38,7 +38,7 @@ import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, 
 import { resolveMergerOptions, type MergerDeps, type MergerOptions, type ResolvedMergerOptions } from './merger-options.js'
 import type { PendingBatch } from './pending-roots.js'
 import { ProgressLines } from './progress-lines.js'
-import { STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
+import { STATE_BULK, STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
 
 export { MAX_BATCHES_IN_FLIGHT } from './merge-plan.js'
 export type { MergerOptions } from './merger-options.js'
@@ -48,6 +48,8 @@ type InFlight =
   | { kind: 'batch', gen: number, batch: PendingBatch, extra: string[][] }
   | { kind: Exclude<JobKind, 'batch'> }
 
+/** A rebuild following records arriving in bulk that has caught up with them steps again this long after more arrive (ms): steps of a few pages, not of one. */
+const FOLLOW_WAIT_MS = 500
 /** After a failed job, the next try waits this long (ms). */
 const RETRY_MS = 1000
 
@@ -58,7 +60,7 @@ export class Merger {
   private readonly limits: PlanLimits
   private readonly clock: Clock
   private readonly log: Logger
-  private readonly st: Record<'stateGet' | 'statePut', SqlStatement>
+  private readonly st: Record<'stateGet' | 'statePut' | 'stateDel', SqlStatement>
   private readonly host: IndexWriterHost
   /** Jobs sent to the index writer and not yet answered, in the order it runs them. */
   private readonly inFlight: InFlight[] = []
@@ -78,6 +80,11 @@ export class Merger {
   /** Document ids from the oldest live document's to the newest's. */
   private span: number
   private stopped = false
+  /** Records are arriving in bulk (a join): their roots are not staged, so the index is not trusted until the rebuild following them ends. */
+  private bulk = false
+  /** The bulk ended while a rebuild step was in flight: the rebuild stops following once that step has answered. */
+  private bulkEndPending = false
+  private followTimer: (() => void) | undefined
   private writable: { promise: Promise<void>, resolve: () => void } | undefined
   private idleWaiters: Waiter[] = []
   private readyWaiters: Waiter[] = []
@@ -99,15 +106,63 @@ export class Merger {
     this.span = d.span
     this.st = {
       stateGet: d.kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck(),
-      statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v')
+      statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
+      stateDel: d.kv.prepare('DELETE FROM main.search_state WHERE k = ?')
     }
     d.pending.onStaged = () => { this.schedule() }
     d.pending.gate = () => this.whenWritable()
+    d.pending.onBulk = () => {
+      if (this.stopped) return
+      if (!this.bulk) {
+        this.bulk = true
+        const m = this.maintenance
+        // The index is built as the records arrive, following them in key order on the writer's thread.
+        if (m.phase === 'rebuild') this.maintenance = { ...m, follow: true }
+        else this.startRebuild('records arriving in bulk', true)
+        this.log.info('search: records arriving in bulk; the index is built behind them, and searches read every record until it is complete')
+        return
+      }
+      this.wakeFollow()
+    }
+    d.pending.onBulkEnded = (ordered) => {
+      if (!this.bulk || this.stopped) return
+      this.bulk = false
+      const m = this.maintenance
+      // Records that arrived behind the rebuild's position (not in key order) are not behind it: start over.
+      if (!ordered || m.phase !== 'rebuild') { this.startRebuild('records arrived in bulk'); return }
+      if (this.inFlight.some(j => j.kind === 'rebuild')) {
+        // That step may have read the rows before the last page: its "none left" must not end the rebuild.
+        this.bulkEndPending = true
+        return
+      }
+      this.maintenance = { ...m, follow: false, caughtUp: false }
+      this.schedule()
+    }
   }
 
-  /** False while a rebuild runs: the structures are incomplete and queries read every record. */
+  /** A rebuild following a bulk apply that had caught up: it goes on once a little more has arrived. */
+  private wakeFollow (): void {
+    const m = this.maintenance
+    if (m.phase !== 'rebuild' || m.caughtUp !== true || this.followTimer !== undefined) return
+    this.followTimer = this.clock.schedule(FOLLOW_WAIT_MS, () => {
+      this.followTimer = undefined
+      const n = this.maintenance
+      if (n.phase !== 'rebuild' || n.caughtUp !== true || this.stopped) return
+      this.maintenance = { ...n, caughtUp: false }
+      this.schedule()
+    })
+  }
+
+  /** False while a rebuild runs or records arrive in bulk: the structures are incomplete and queries read every record. */
   get trusted (): boolean {
-    return this.maintenance.phase !== 'rebuild'
+    return this.maintenance.phase !== 'rebuild' && !this.bulk
+  }
+
+  /** The index is being built (a rebuild, or records arriving in bulk before one): how far the rebuild is. */
+  get building (): { done: number, total: number } | undefined {
+    const m = this.maintenance
+    if (m.phase === 'rebuild') return { done: m.done, total: Math.max(m.total, m.done) }
+    return this.bulk ? { done: 0, total: 0 } : undefined
   }
 
   /** The state merge-plan.ts decides on. */
@@ -134,9 +189,10 @@ export class Merger {
   // ------------------------------------------------------------ control
 
   /** Empties the structures and indexes every live root again, in the background. */
-  startRebuild (reason: string): void {
+  startRebuild (reason: string, follow = false): void {
     const total = countLiveRoots(this.d.kv)
-    this.maintenance = { phase: 'rebuild', cleared: false, after: '', done: 0, total }
+    this.maintenance = { phase: 'rebuild', cleared: false, after: '', done: 0, total, ...(follow ? { follow } : {}) }
+    this.bulkEndPending = false
     this.log.info('search: rebuilding the index from the records', { reason, roots: total })
     this.schedule()
   }
@@ -182,6 +238,8 @@ export class Merger {
     this.stopped = true
     this.timer?.cancel()
     this.timer = undefined
+    this.followTimer?.()
+    this.followTimer = undefined
     this.writable?.resolve()
     this.writable = undefined
     const err = new AbortedError('search maintenance stopped')
@@ -368,8 +426,20 @@ export class Merger {
       return
     }
     const before = this.maintenance
-    const after = phaseAfter(before, job.kind, r, this.d.bucketDocs)
-    if (before.phase === 'rebuild' && after.phase !== 'rebuild') this.d.kv.writeSync(tx => { this.recordMark(tx) })
+    let after = phaseAfter(before, job.kind, r, this.d.bucketDocs)
+    if (job.kind === 'rebuild' && this.bulkEndPending) {
+      this.bulkEndPending = false
+      if (after.phase === 'rebuild') after = { ...after, follow: false, caughtUp: false }
+    }
+    if (before.phase === 'rebuild' && after.phase !== 'rebuild') {
+      const bulk = this.bulk
+      this.d.kv.writeSync(tx => {
+        this.recordMark(tx)
+        // Records that arrived in bulk before this rebuild began are indexed now (unless more are arriving).
+        if (!bulk) this.st.stateDel.run(STATE_BULK)
+      })
+      if (!bulk) this.d.pending.setBulkMarked(false)
+    }
     this.maintenance = after
     if (before.phase === after.phase) return
     if (before.phase === 'rebuild') this.log.info('search: rebuild done', { roots: before.done })

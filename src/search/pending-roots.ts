@@ -7,6 +7,12 @@
  * sorted batches outside the writers' commits, and removes their rows in
  * the transaction that completes their entries.
  *
+ * A bulk apply (a join) stages nothing per record: its transactions mark
+ * the store (`search_state` bulk-unindexed, in the same transaction) and
+ * the merger rebuilds the index behind the arriving records, in key order,
+ * completing it once the bulk has ended (or rebuilds at the next open, if
+ * the node stopped first); until then search reads every record.
+ *
  * The set is mirrored in memory so a query reads it without SQL. The mirror
  * equals the committed table: it changes only in after-commit hooks, of the
  * write that staged a root and of the batch that indexed it; a write that
@@ -15,12 +21,15 @@
 import type { KvStore, SqlStatement, Tx } from '../kv/index.js'
 import type { RecordId, RecordIndexer } from '../records/index.js'
 import type { Excluder } from './matchers.js'
+import { STATE_BULK } from './search-schema.js'
 
 export class PendingRoots implements RecordIndexer {
   private readonly roots = new Set<string>()
   /** The staged roots in no batch being merged. */
   private readonly free = new Set<string>()
-  private readonly st: Record<'ins' | 'del' | 'all', SqlStatement>
+  private readonly st: Record<'ins' | 'del' | 'all' | 'bulkMark', SqlStatement>
+  /** The store's bulk mark is written (by this process or before it). */
+  private bulkMarked = false
   /** The batches being merged (disjoint): a root of one staged again meanwhile stays pending when it finishes. */
   private readonly inFlight = new Set<PendingBatch>()
   /** Told after every commit that staged something (the merger schedules itself). */
@@ -31,11 +40,17 @@ export class PendingRoots implements RecordIndexer {
   /** Told whenever group membership may have changed (the group cache drops itself). */
   groupsChanged: () => void = () => {}
 
+  /** Told after a bulk apply's transaction commits (the merger stops trusting the index). */
+  onBulk: () => void = () => {}
+  /** Told when a bulk apply has ended (`ordered`: its records came in key order), so the merger completes the index. */
+  onBulkEnded: (ordered: boolean) => void = () => {}
+
   constructor (kv: KvStore, private readonly excluded: Excluder) {
     this.st = {
       ins: kv.prepare('INSERT OR IGNORE INTO search_pending (rid) VALUES (?)'),
       del: kv.prepare('DELETE FROM search_pending WHERE rid = ?'),
-      all: kv.prepare('SELECT rid FROM search_pending').pluck()
+      all: kv.prepare('SELECT rid FROM search_pending').pluck(),
+      bulkMark: kv.prepare(`INSERT OR IGNORE INTO main.search_state (k, v) VALUES ('${STATE_BULK}', '1')`)
     }
   }
 
@@ -107,6 +122,26 @@ export class PendingRoots implements RecordIndexer {
 
   whenWritable (): Promise<void> | undefined {
     return this.gate()
+  }
+
+  onBulkApply (tx: Tx): void {
+    // The group cache reloads from the committed rows on next use: groups may change under a bulk apply too.
+    this.groupsChanged()
+    if (!this.bulkMarked) this.st.bulkMark.run()
+    tx.afterCommit(() => {
+      this.bulkMarked = true
+      this.groupsChanged()
+      this.onBulk()
+    })
+  }
+
+  onBulkEnd (ordered: boolean): void {
+    this.onBulkEnded(ordered)
+  }
+
+  /** The store's bulk mark was found at open, or is gone (the rebuild after a bulk apply removed it). */
+  setBulkMarked (marked: boolean): void {
+    this.bulkMarked = marked
   }
 
   // ------------------------------------------------------------ the merger's side

@@ -97,6 +97,8 @@ export const STATE_LOG_MARK = 'log-mark'
 export const STATE_ORPHANS = 'orphan-docs'
 export const STATE_ID = 'index-id'
 export const STATE_GEN = 'batch'
+/** Store file: records arrived in bulk (their roots not staged) and the index has not been rebuilt since. */
+export const STATE_BULK = 'bulk-unindexed'
 
 /** The index file's schema name on the store's connection. */
 export const INDEX_SCHEMA = 'search'

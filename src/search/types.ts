@@ -111,6 +111,13 @@ export interface SearchService {
    * have it; createSearch's service always does.)
    */
   whenReady?: () => Promise<void>
+  /**
+   * While the index is being built (a rebuild, or records arriving in bulk
+   * before one), how far the rebuild is (roots done of total; 0 of 0 before
+   * it starts); undefined once it is complete. Answers are right
+   * meanwhile, only slower. (Optional for test doubles.)
+   */
+  building?: () => { done: number, total: number } | undefined
   /** Stops background rebuilding (it resumes at next open). Idempotent; call before closing the store. */
   stop?: () => Promise<void>
 }

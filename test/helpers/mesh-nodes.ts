@@ -20,6 +20,8 @@ export interface MeshNodeOptions {
   antiEntropyMs?: number
   settleMs?: number
   streamRetention?: number
+  /** False: the node's joins take the page path, never the bulk path. */
+  bulkJoin?: boolean
   trimEvery?: number
   extraFlags?: string[]
   /** Where the node logs (default: nowhere), at the level of `--log-level` in extraFlags. */
@@ -47,7 +49,7 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
   const lines = o.logLines
   const logger = o.logger ?? (lines === undefined ? silentLogger : createLogger({ level: 'debug', write: l => { lines.push(l) } }))
-  return await startNode(parsed.config, { logger, streamRetention: o.streamRetention, trimEvery: o.trimEvery })
+  return await startNode(parsed.config, { logger, streamRetention: o.streamRetention, trimEvery: o.trimEvery, ...(o.bulkJoin === undefined ? {} : { bulkJoin: o.bulkJoin }) })
 }
 
 /** Waits until a node started with `logLines` has logged at least `n` failed dials of its bootstrap peers (peer-dialer.ts). */

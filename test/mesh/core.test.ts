@@ -174,6 +174,23 @@ describe('serving pulls', () => {
 })
 
 describe('pulls', () => {
+  it('answers busy a pull from a peer it is resyncing from (its own records would come back), and still serves it range pages', async () => {
+    const c = await twoNodes()
+    const a = c.nodes[0]
+    // A peer A never synced with (and cannot reach: the resync stays under way).
+    a.core.peerConnected(EVIL)
+    await c.mesh.settle()
+    expect(peerStatus(c, 0, EVIL).resyncing).toBe(true)
+    const pull = decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
+    expect(pull).toMatchObject({ t: 'error', code: 'busy', message: 'resyncing from you' })
+    expect(peerStatus(c, 0, EVIL).busyRefusals).toBe(1)
+    const snap = decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'snap', after: null, maxBytes: 1000 })))
+    expect(snap.t).toBe('snapshot')
+    // A peer it is not resyncing from pulls as ever.
+    const other = decodeMessage(await a.core.handleRequest('peerOther', encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
+    expect(other.t).toBe('changes')
+  })
+
   it('asks for the next page before applying the one in hand, so the peer prepares it meanwhile, and ends with the same records', async () => {
     // For each snapshot request after the first: had B already applied the page that ends where it starts?
     const pageApplied: boolean[] = []

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import { waitFor, type Logger } from '../../src/common/index.js'
-import type { MeshPeerView, MeshView } from '../../src/mesh/index.js'
+import type { MeshJoinView, MeshPeerView, MeshView } from '../../src/mesh/index.js'
 import { logSyncProgress } from '../../src/mesh/sync-progress-log.js'
 
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
@@ -23,13 +23,14 @@ describe('logSyncProgress', () => {
     const log: Logger = { debug: () => {}, warn: () => {}, error: () => {}, info: (msg, fields) => { lines.push({ msg, fields }) }, child: () => log }
     let p = peer({ resyncing: true, behind: true, pagesIn: 1, bytesIn: 1_000_000, lagMs: 3000 })
     let looks = 0
-    const view = (): MeshView => ({ enabled: true, meshId: 'm', self: { peerId: 'me', name: 'me', addrs: [], hlc: '0', epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null } }, peers: [p, peer({ peerId: 'idle', name: null })], targetPeers: 8, members: [] })
+    const join: MeshJoinView = { active: true, startedAt: null, endedAt: null, keys: 4000, records: 100, recordsPerSecond: 50, expectedRecords: 300, secondsLeft: 4 }
+    const view = (): MeshView => ({ enabled: true, meshId: 'm', self: { peerId: 'me', name: 'me', addrs: [], hlc: '0', epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null } }, peers: [p, peer({ peerId: 'idle', name: null })], targetPeers: 8, members: [], join })
     const status = (): MeshView => { looks++; return view() }
     const stop = logSyncProgress(status, log, 20)
     try {
       await waitFor(() => { p = { ...p, pagesIn: p.pagesIn + 1, bytesIn: p.bytesIn + 2_000_000 }; return lines.length >= 2 }, { timeoutMs: 5_000, what: 'two progress lines' })
       expect(lines[0].msg).toBe('full resync from attic (12D3KooWpeer)')
-      expect(lines[0].fields).toMatchObject({ lag: '3 s' })
+      expect(lines[0].fields).toMatchObject({ lag: '3 s', records: 100, keys: 4000, recordsPerSecond: 50, of: 300, left: '4 s' })
       expect(lines[0].fields?.pages as number).toBeGreaterThan(0)
       expect(lines[0].fields?.mb as number).toBeGreaterThan(0)
       // Caught up: the progress lines stop, with no line of their own, however many looks follow.

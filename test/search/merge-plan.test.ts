@@ -108,6 +108,20 @@ describe('phases', () => {
     expect(phaseAfterDeath(m)).toBe(m)
   })
 
+  it('a rebuild following records arriving in bulk: caught up, it waits (no job, idle) instead of ending; a step answered before its clear changes nothing', () => {
+    const following: Maintenance = { ...REBUILD, cleared: true, follow: true }
+    expect(phaseAfter({ ...REBUILD, follow: true }, 'rebuild', { ...r, roots: 4, last: 'r4' }, 4096)).toEqual({ ...REBUILD, follow: true })
+    const caught = phaseAfter(following, 'rebuild', { ...r, roots: 0, done: true }, 4096)
+    expect(caught).toEqual({ ...following, caughtUp: true })
+    expect(nextJob(state({ maintenance: caught }), limits)).toBeUndefined()
+    expect(nextStep(state({ maintenance: caught }), limits)).toBe('idle')
+    expect(hasWork(state({ maintenance: caught }), limits)).toBe(false)
+    // No renumbering or sweep starts while it waits.
+    expect(nextJob(state({ maintenance: caught, span: 500_000, orphanDocs: 50_000 }), limits)).toBeUndefined()
+    // Once it no longer follows (the bulk ended), a step that finds none left ends it.
+    expect(phaseAfter({ ...following, follow: false }, 'rebuild', { ...r, roots: 0, done: true }, 4096)).toEqual(NONE)
+  })
+
   it('a renumbering round: until a step moves nothing, the documents have moved, or the span is down', () => {
     const start = phaseAtStart(NONE, 'renumber', 100)
     expect(start).toEqual({ phase: 'renumber', moved: 0, most: 100, thenSweep: false })

@@ -178,6 +178,7 @@ export class NodeMetrics {
       list: timed('list', (offset: number, limit: number) => search.list(offset, limit)),
       rebuild: async () => { await search.rebuild() },
       whenReady: search.whenReady === undefined ? undefined : async () => { await search.whenReady?.() },
+      building: search.building === undefined ? undefined : () => search.building?.(),
       stop: search.stop === undefined ? undefined : async () => { await search.stop?.() }
     }
   }

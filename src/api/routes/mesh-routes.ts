@@ -50,7 +50,7 @@ const peerSchema = {
     reconKeysOut: { ...int, description: 'keys reconciliation moved from us to it' },
     pagesServed: int,
     bytesServed: int,
-    busyRefusals: { ...int, description: 'its pulls refused by the per-peer rate limit' }
+    busyRefusals: { ...int, description: 'its pulls refused busy: by the per-peer rate limit, or while this node resyncs from it' }
   }
 } as const
 
@@ -63,6 +63,24 @@ const memberSchema = {
     lastSeenAt: { ...str, description: 'when it was last connected to this node or to a peer that told us (ISO 8601)' },
     lastConnectedAt: { type: 'string', nullable: true, description: 'when it was last connected to this node (null: only heard of)' },
     dialFailures: { ...int, description: 'failed dials in a row' }
+  }
+} as const
+
+const joinSchema = {
+  type: 'object',
+  description: 'the bulk transfer (a join: a full resync that brings many records) under way, or the last one since start',
+  properties: {
+    active: { type: 'boolean', description: 'true from its first page on the bulk path until its last page is applied' },
+    startedAt: { type: 'string', nullable: true, description: 'ISO 8601; null: none since start' },
+    endedAt: { type: 'string', nullable: true, description: 'ISO 8601; null: under way, or none since start' },
+    keys: { ...int, description: 'entries (keys and tombstones) received in its pages' },
+    records: { ...int, description: 'records applied whole (a record\'s keys are applied together)' },
+    recordsPerSecond: { ...int, description: 'records applied per second since it began' },
+    expectedRecords: { ...int, nullable: true, description: 'the records the peer said it holds (null: it did not say)' },
+    secondsLeft: { ...int, nullable: true, description: 'time left at the rate so far (null: unknown; 0 once ended)' },
+    searchBuilding: { type: 'boolean', description: 'search is building its index (records arriving in bulk, or the rebuild after them): searches answer right, only slower, reading every record' },
+    searchIndexed: { ...int, nullable: true, description: 'records the rebuild has indexed so far (null: not building)' },
+    searchToIndex: { ...int, nullable: true, description: 'records the rebuild indexes (0 until it starts; null: not building)' }
   }
 } as const
 
@@ -113,12 +131,17 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
             },
             peers: { type: 'array', items: peerSchema },
             targetPeers: { ...int, description: 'connections this node dials learned members up to (0: only its bootstrap list)' },
-            members: { type: 'array', items: memberSchema, description: 'the members whose addresses this node knows (node-local, kept across restarts)' }
+            members: { type: 'array', items: memberSchema, description: 'the members whose addresses this node knows (node-local, kept across restarts)' },
+            join: joinSchema
           }
         }
       }, 503)
     }
-  }, async () => mesh().status())
+  }, async () => {
+    const view = mesh().status()
+    const building = ctx.search?.building?.()
+    return { ...view, join: { ...view.join, searchBuilding: building !== undefined, searchIndexed: building?.done ?? null, searchToIndex: building?.total ?? null } }
+  })
 
   app.get('/api/mesh/transfers', {
     schema: {

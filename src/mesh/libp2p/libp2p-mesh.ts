@@ -30,7 +30,7 @@ import type { MeshRecords } from '../replica-store.js'
 import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import { logSyncProgress } from '../sync-progress-log.js'
-import type { MeshService, MeshView } from '../service.js'
+import { joinView, type MeshService, type MeshView } from '../service.js'
 import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
@@ -71,6 +71,8 @@ export interface Libp2pMeshInit {
   gossip?: GossipParams
   /** Count the gossipsub RPCs this node sends (`rpcCounts()`), through gossipsub's metrics hook. */
   countRpcs?: boolean
+  /** False: a full resync's pages never take the bulk path (benchmarks measure the page path against it). Default true. */
+  bulkJoin?: boolean
   /** This node's name for people, announced to peers (node-names.ts). */
   nodeName?: string
   /** This node's own copies, for serving bytes to peers (bytes-service.ts); without it every byte request is `not-found`. */
@@ -130,7 +132,7 @@ export class Libp2pMesh implements MeshService {
       throw new Error('the record store must write versions with the mesh identity (open it with nodeId = the peer id)')
     }
     this.peerId = init.identity.peerId
-    this.replica = new RecordReplica(components.records)
+    this.replica = new RecordReplica(components.records, init.bulkJoin === false ? { bulkFromRoots: Infinity } : {})
     this.log = components.logger ?? silentLogger
     this.opts = meshOptions(init.options)
     this.topic = `/meta-core/mesh/${init.swarmKey.meshId}/1`
@@ -304,7 +306,8 @@ export class Libp2pMesh implements MeshService {
         caughtUpAt: isoOrNull(p.caughtUpAt)
       })),
       targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
-      members: this.membership?.members() ?? []
+      members: this.membership?.members() ?? [],
+      join: joinView(this.replica.bulkProgress())
     }
   }
 

@@ -13,5 +13,5 @@ export type { MeshStatus, PeerStatus, SelfStatus, PeerCounters } from './status.
 export { ClockGuard } from './clock-guard.js'
 export type { ClockStatus, ClockSample } from './clock-guard.js'
 export type {
-  MeshRuntime, ReplicaStore, ChangePage, RangePage, ApplyOutcome, StoreDigest, PeerKey, Cursor, RemoteEntry
+  MeshRuntime, ReplicaStore, ChangePage, RangePage, ApplyOutcome, BulkPage, StoreDigest, PeerKey, Cursor, RemoteEntry
 } from './runtime.js'

@@ -37,7 +37,7 @@ import { errorReply, servePull, serveRecon, serveRoots, serveSnap } from './serv
 import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
 import { evictBeyond, touch } from './lru.js'
-import type { MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** gossipsub's three validation answers. */
 export type GossipVerdict = 'accept' | 'reject' | 'ignore'
@@ -47,6 +47,8 @@ export const EPOCH_KEY = 'mesh:epoch'
 export const LAST_CONTACT_KEY = 'mesh:last-contact'
 /** The last-contact row is written at most this often. */
 const CONTACT_WRITE_MS = 60_000
+/** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
+export const RESYNC_BUSY_RETRY_MS = 5_000
 
 export interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
@@ -281,12 +283,18 @@ export class MeshCore {
     return screenEntries(this.store, entries, { perEntry, now: this.rt.now(), maxClockDriftMs: this.options.maxClockDriftMs, selfId: this.selfId })
   }
 
-  private async enqueueApply (entries: RemoteEntry[]): Promise<void> {
+  private async enqueueApply (entries: RemoteEntry[], bulk?: BulkPage): Promise<void> {
     const run = this.applyQueue.then(async () => {
       // After stop the store may be closing: refuse, so a pull does not move its cursor past a page it never applied.
       if (this.state === 'stopped') throw new Error('mesh stopped')
+      const store = this.store
+      if (bulk !== undefined && store.applyBulk !== undefined) {
+        const r = await store.applyBulk(entries, bulk)
+        if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
+        return
+      }
       if (entries.length === 0) return
-      const r = await this.store.apply(entries)
+      const r = await store.apply(entries)
       if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
     })
     // The queue goes on after a failed apply (the store was closing, say): the pull path repairs what it missed.
@@ -363,6 +371,14 @@ export class MeshCore {
       } catch (err) {
         p.counters.framesRejected++
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
+      }
+      if (m.t === 'pull' && p.sync.connected && p.sync.resyncing) {
+        // We are copying this peer's whole range: what its pull would bring it is its own records coming
+        // back (a join's pages are in our log too). It pulls again once our resync is done; push carries
+        // our own writes meanwhile. Range requests are still served, so two nodes resyncing from each
+        // other both finish.
+        p.counters.busyRefusals++
+        return errorReply('busy', 'resyncing from you', RESYNC_BUSY_RETRY_MS)
       }
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
@@ -468,7 +484,7 @@ export class MeshCore {
           screen: (entries, perEntry) => this.screen(entries, perEntry),
           mark: () => this.clock.mark(),
           clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
-          apply: async (entries) => { await this.enqueueApply(entries) },
+          apply: async (entries, bulk) => { await this.enqueueApply(entries, bulk) },
           staleBefore: () => this.staleBefore(),
           retire: async (keys) => { await this.track(this.store.retire?.(keys) ?? Promise.resolve()) },
           contact: () => { this.contact() },

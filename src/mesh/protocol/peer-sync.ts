@@ -39,7 +39,7 @@
 import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type Message, type PullMessage, type RequestMessage, type SnapMessage, type SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
 import { reconcile } from './reconcile.js'
-import type { Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import type { BulkPage, Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
 
@@ -65,7 +65,8 @@ export interface PeerSyncDeps {
   counters: PeerCounters
   /** `perEntry`: drop malformed entries one by one rather than refuse the lot. */
   screen: (entries: readonly RemoteEntry[], perEntry: boolean) => Screened
-  apply: (entries: RemoteEntry[]) => Promise<void>
+  /** `bulk`: a page of a bulk transfer (a full resync's range), for the store's bulk path (ReplicaStore.applyBulk). */
+  apply: (entries: RemoteEntry[], bulk?: BulkPage) => Promise<void>
   /** Set while this node was away past the tombstone horizon (reconcile.ts `staleBefore`). */
   staleBefore: () => string | undefined
   /** Deletes live keys with a fresh local version (what a node away past the horizon must not give back). */
@@ -288,7 +289,7 @@ export class PeerSync {
       await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
       return 'more'
     }
-    const parked = await this.applyPage(reply.entries, s.parked)
+    const parked = await this.applyPage(reply.entries, s.parked, { done: reply.next === null, ...(reply.records === undefined ? {} : { expectedRecords: reply.records }) })
     if (snap.after === null) this.d.counters.resyncs++
     this.lastSyncAt = this.d.rt.now()
     this.behind = true
@@ -418,7 +419,7 @@ export class PeerSync {
    * Screens and applies a page: returns the parked entries to keep with the
    * cursor (`parked` itself when unchanged; undefined: none).
    */
-  private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined): Promise<RemoteEntry[] | undefined> {
+  private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined, bulk?: BulkPage): Promise<RemoteEntry[] | undefined> {
     const screened = this.d.screen(entries, true)
     if ('bad' in screened) return parked // not reached: a page's screen drops entries one by one
     if (screened.dropped > 0) {
@@ -429,7 +430,8 @@ export class PeerSync {
       this.d.counters.forged += screened.forged
       this.d.log('dropped entries claiming our origin with versions we never issued', { peer: this.peer, entries: screened.forged })
     }
-    if (screened.ok.length > 0) await this.d.apply(screened.ok)
+    // A bulk transfer's last page is applied even when empty: it ends the transfer.
+    if (screened.ok.length > 0 || bulk?.done === true) await this.d.apply(screened.ok, bulk)
     if (screened.drifted.length === 0) return parked
     this.d.counters.driftRefusals += screened.drifted.length
     return this.park(parked ?? [], screened.drifted)

@@ -92,6 +92,14 @@ export interface ApplyOutcome {
   refused: number
 }
 
+/** What a page of a bulk transfer says about the transfer (ReplicaStore.applyBulk). */
+export interface BulkPage {
+  /** The transfer's last page. */
+  done?: boolean
+  /** The records the peer holds, when it said (for time left). */
+  expectedRecords?: number
+}
+
 export interface StoreDigest {
   /** Hex digest of the whole replicated range: keys, values or tombstones, versions. Equal exactly when the ranges are equal. */
   digest: string
@@ -132,6 +140,16 @@ export interface ReplicaStore {
    */
   checkEntries: (entries: readonly RemoteEntry[]) => string | undefined
   apply: (entries: readonly RemoteEntry[]) => Promise<ApplyOutcome>
+  /**
+   * A page of a bulk transfer (the pages of a full resync): the same merge
+   * as `apply`, which a store may run on a bulk path (large transactions,
+   * derived work deferred until the page with `done`, a page's last root
+   * held back until the next page so no record is half applied). Without
+   * it, pages go through `apply`.
+   */
+  applyBulk?: (entries: readonly RemoteEntry[], page: BulkPage) => Promise<ApplyOutcome>
+  /** The records this store holds (sent with a resync's first page); absent: not sent. */
+  recordCount?: () => number
   /** Subscribes to committed changes; returns the unsubscribe function. */
   onChanges: (listener: (changes: readonly RemoteEntry[]) => void) => () => void
   digest: () => StoreDigest

@@ -47,9 +47,11 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
   // The head is captured before the first page is read: every change after it reaches the peer through the
   // changes it asks for next, including changes to keys on pages it already has.
   const head = m.after === null ? store.head() : null
+  // The first page says how many records there are: the peer's join shows its time left.
+  const records = m.after === null ? store.recordCount?.() : undefined
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
     const page = store.exportRange(m.after, { maxBytes })
-    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock }
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }) }
   })
 }
 
