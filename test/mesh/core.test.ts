@@ -175,19 +175,36 @@ describe('serving pulls', () => {
 
 describe('pulls', () => {
   it('answers busy a pull from a peer it is resyncing from (its own records would come back), and still serves it range pages', async () => {
-    const c = await twoNodes()
-    const a = c.nodes[0]
-    // A peer A never synced with (and cannot reach: the resync stays under way).
-    a.core.peerConnected(EVIL)
-    await c.mesh.settle()
-    expect(peerStatus(c, 0, EVIL).resyncing).toBe(true)
-    const pull = decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
+    // B copies A's range in small pages; its requests after the first page never come back (the copy stays under way).
+    let snaps = 0
+    const c = await twoNodes({
+      seed: 3,
+      mesh: { pageBytes: 1_000, antiEntropyMs: 60_000 },
+      runtime: (id, rt) => id !== 'peerB'
+        ? rt
+        : {
+            ...rt,
+            request: async (peer, body, o) => {
+              const m = decodeMessage(body)
+              if (m.t === 'snap' && snaps++ > 0) return await new Promise<Uint8Array>(() => {})
+              return await rt.request(peer, body, o)
+            }
+          }
+    })
+    const [a, b] = c.nodes
+    // Holding nothing, B serves anyone's pull: two nodes meeting with empty stores must not hold each other off.
+    expect(decodeMessage(await b.core.handleRequest(a.id, encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 }))).t).toBe('changes')
+    for (let i = 0; i < 20; i++) await a.store.records.mergeFlat(`01M8ME6YDNEBQ9WHRFBFD4HM${String(i).padStart(2, '0')}`, { title: `record ${i}`, note: 'x'.repeat(100) })
+    c.mesh.connectAll()
+    await c.mesh.runUntil(() => snaps > 1, 10_000, 'B to copy A\'s first page')
+    await c.mesh.runFor(100)
+    expect(peerStatus(c, 1, a.id).resyncing).toBe(true)
+    const pull = decodeMessage(await b.core.handleRequest(a.id, encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
     expect(pull).toMatchObject({ t: 'error', code: 'busy', message: 'resyncing from you' })
-    expect(peerStatus(c, 0, EVIL).busyRefusals).toBe(1)
-    const snap = decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'snap', after: null, maxBytes: 1000 })))
+    const snap = decodeMessage(await b.core.handleRequest(a.id, encodeMessage({ t: 'snap', after: null, maxBytes: 1000 })))
     expect(snap.t).toBe('snapshot')
     // A peer it is not resyncing from pulls as ever.
-    const other = decodeMessage(await a.core.handleRequest('peerOther', encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
+    const other = decodeMessage(await b.core.handleRequest('peerOther', encodeMessage({ t: 'pull', log: null, cursor: null, maxBytes: 1000 })))
     expect(other.t).toBe('changes')
   })
 

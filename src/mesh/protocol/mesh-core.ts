@@ -372,9 +372,11 @@ export class MeshCore {
         p.counters.framesRejected++
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
       }
-      if (m.t === 'pull' && p.sync.connected && p.sync.resyncing) {
+      if (m.t === 'pull' && p.sync.connected && p.sync.copying && this.store.digest().keys > 0) {
         // We are copying this peer's whole range: what its pull would bring it is its own records coming
-        // back (a join's pages are in our log too). It pulls again once our resync is done; push carries
+        // back (a join's pages are in our log too). Only while the copy runs and we hold something: two
+        // nodes meeting with empty stores must not hold each other off. It pulls again once our resync is
+        // done (at the retry hint); push carries
         // our own writes meanwhile. Range requests are still served, so two nodes resyncing from each
         // other both finish.
         p.counters.busyRefusals++

@@ -186,8 +186,10 @@ export class PeerSync {
 
   private scheduleNext (): void {
     if (this.stopped || !this.connected) return
-    const jittered = Math.round(this.d.opts.antiEntropyMs * (0.75 + 0.5 * this.d.rt.random()))
-    const delay = Math.max(jittered, this.retryAfterMs)
+    // A round the peer refused busy is asked again when it said (its hint), not a whole anti-entropy interval later.
+    const delay = this.retryAfterMs > 0
+      ? Math.round(this.retryAfterMs * (1 + 0.2 * this.d.rt.random()))
+      : Math.round(this.d.opts.antiEntropyMs * (0.75 + 0.5 * this.d.rt.random()))
     this.retryAfterMs = 0
     this.cancelTimer?.()
     this.cancelTimer = this.d.rt.schedule(delay, () => {
