@@ -44,6 +44,7 @@ import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
 import { handleDigests, requestDigest, type PeerDigestResult } from './digest-protocol.js'
 import { agentVersionOf, PeerNames } from './node-names.js'
+import { FramePublisher } from './frame-publisher.js'
 import { handlePulls, requestPull } from './pull-protocol.js'
 import { rpcCounter, type RpcCounts } from './rpc-counters.js'
 import type { SwarmKey } from './swarm-key.js'
@@ -126,6 +127,7 @@ export class Libp2pMesh implements MeshService {
   private readonly names = new PeerNames()
   private stopProgress: (() => void) | undefined
   private byteProtocol: BytesProtocol | undefined
+  private publisher: FramePublisher | undefined
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -179,6 +181,17 @@ export class Libp2pMesh implements MeshService {
     })
     this.node = node
     this.names.attach(node)
+    const publisher = new FramePublisher({
+      publish: async (frame) => (await node.services.pubsub.publish(this.topic, frame)).recipients.length,
+      connections: () => node.getPeers().length,
+      now: () => performance.now(),
+      schedule: (delayMs, fn) => { const t = setTimeout(fn, delayMs); t.unref(); return () => { clearTimeout(t) } },
+      log: this.log
+    })
+    this.publisher = publisher
+    node.services.pubsub.addEventListener('subscription-change', (evt) => {
+      if (evt.detail.subscriptions.some(s => s.topic === this.topic && s.subscribe)) publisher.peerSubscribed()
+    })
     const runtime: MeshRuntime = {
       now: () => Date.now(),
       monotonic: () => performance.now(),
@@ -188,9 +201,8 @@ export class Libp2pMesh implements MeshService {
         t.unref()
         return () => { clearTimeout(t) }
       },
-      publish: (frame) => {
-        node.services.pubsub.publish(this.topic, frame).catch((err: unknown) => { this.log.debug('publish failed', { err }) }) // peers pull what a lost frame carried
-      },
+      // A frame that reached no peer while we have connections is published again (frame-publisher.ts).
+      publish: (frame) => { publisher.send(frame) },
       request: async (peer, body, { timeoutMs }) => await requestPull(node, peerIdFromString(peer), body, timeoutMs)
     }
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
@@ -254,6 +266,7 @@ export class Libp2pMesh implements MeshService {
         // The book is saved while the store is still open (the core's stop is the last store work).
         await this.membership?.stop().catch((err: unknown) => { this.log.warn('stopping membership failed', { err }) })
         await this.core?.stop()
+        this.publisher?.stop()
       } finally {
         await this.node?.stop()
       }
