@@ -6,9 +6,11 @@
  * as they came, for scripts. Exit 0 when the node answers and is healthy,
  * 1 when it cannot be reached, refuses the token, reports degraded, or is
  * in a mesh and reaches none of its peers. Peers known only as signers of
- * gossip relayed by others are shown as such, not as disconnected.
+ * gossip relayed by others are shown as such, not as disconnected; a peer
+ * that left, with when it was last seen. A join under way shows as a
+ * progress bar with the share done and the time left.
  */
-import type { MeshPeerView, MeshView } from '../mesh/index.js'
+import type { MeshJoinView, MeshPeerView, MeshView } from '../mesh/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
 export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'httpHost' | 'httpPort' | 'apiToken' | 'json' | 'timeoutMs'>> = [
@@ -25,8 +27,8 @@ export function statusUsage (): string {
   return [
     'Usage: meta-core status [options]',
     '',
-    'Asks a running node for its health, record count and mesh state, and prints every peer',
-    'with its connection and catch-up lag. Exit 0 when the node is healthy (and, in a mesh,',
+    'Asks a running node for its health, record count and mesh state (a join under way as a',
+    'progress bar), and prints every peer with its connection and catch-up lag. Exit 0 when the node is healthy (and, in a mesh,',
     'connected to at least one peer), 1 otherwise.',
     '',
     ...optionLines(STATUS_OPTIONS),
@@ -98,6 +100,8 @@ export function formatStatus (r: StatusReport): string {
   const connected = m.peers.filter(p => p.connected).length
   const gossipOnly = m.peers.filter(p => viaGossip(p)).length
   const members = m.members ?? []
+  const now = Date.now()
+  const join = joinLine(m.join, now)
   const lines = [
     ...aligned([
       ['node', `${r.url}  ${r.health.status}${r.health.storage ? '' : ' (storage unavailable)'}, meta-core ${s.version}, up ${duration(s.uptimeSeconds * 1000)}`],
@@ -106,7 +110,8 @@ export function formatStatus (r: StatusReport): string {
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
       ['streams', `${count(s.eventStreams)} open SSE`],
       ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length - gossipOnly} peers (${connected} connected)${gossipOnly > 0 ? `, ${gossipOnly} heard via gossip` : ''}, ${count(members.length)} members known, frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
-      ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : [])
+      ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : []),
+      ...(join === undefined ? [] : [['join', join] as [string, string]])
     ], '  ')
   ]
   if (m.enabled) {
@@ -115,12 +120,13 @@ export function formatStatus (r: StatusReport): string {
       lines.push('no peers yet')
     } else {
       const rows = [['NAME', 'PEER', 'CONNECTION', 'LAG', 'LAST SYNC', 'FRAMES IN', 'REJECTED', 'PAGES IN', 'PAGES OUT']]
-      const now = Date.now()
+      const seen = new Map(members.map(x => [x.peerId, x.lastSeenAt]))
       for (const p of m.peers) {
         const gossip = viaGossip(p)
-        rows.push([p.name ?? '-', p.peerId, gossip ? 'via gossip' : p.connected ? 'connected' : 'disconnected', gossip ? '-' : peerLag(p), ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now), gossip ? '-' : peerLag(p), gossip ? '-' : ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
+      if (gossipOnly > 0) lines.push('', GOSSIP_NOTE)
     }
     const problem = meshProblem(r)
     if (problem !== undefined) lines.push('', problem)
@@ -131,6 +137,50 @@ export function formatStatus (r: StatusReport): string {
 /** A peer known only as the signer of frames other peers relayed (older nodes do not say: taken as direct). */
 function viaGossip (p: MeshPeerView): boolean {
   return p.via === 'gossip'
+}
+
+/** Said under the table when a peer is known only through relayed gossip (the page says it in the cell's title). */
+export const GOSSIP_NOTE = 'via gossip: known only as the signer of frames other peers relayed; its changes reach this node through them (no connection to it, nothing to catch up with)'
+
+/**
+ * How a peer reaches the node: `connected`; `via gossip` for a signer known
+ * only through frames other peers relayed; else `disconnected`, with when
+ * it was last seen (its member entry's `lastSeenAt`: connected to this
+ * node, or to a peer that said so) when the node knows. The web page says
+ * the same (`formatPeerConnection` in ui/src/format.ts, its times in its
+ * own rounding).
+ */
+export function peerConnection (p: Pick<MeshPeerView, 'connected' | 'via'>, lastSeenAt: string | undefined, now: number): string {
+  if (p.connected) return 'connected'
+  if (p.via === 'gossip') return 'via gossip'
+  return lastSeenAt === undefined ? 'disconnected' : `disconnected, last seen ${ago(lastSeenAt, now)}`
+}
+
+/**
+ * The join (`join` of `/api/mesh`: a full resync on the bulk path) in one
+ * line. Under way: a bar, the share of the peer's records taken, the rate
+ * and the time left at it (`/api/mesh`'s own figures); without the peer's
+ * count, the records so far. Over: how many records it brought, how long it
+ * took and when it ended. None since the node started (or an older node
+ * that does not say): undefined.
+ */
+export function joinLine (j: MeshJoinView | undefined, now: number): string | undefined {
+  if (j === undefined || j.startedAt === null) return undefined
+  const rate = `${count(j.recordsPerSecond)} records/s`
+  if (!j.active) {
+    const took = j.endedAt === null ? '' : ` in ${duration(Date.parse(j.endedAt) - Date.parse(j.startedAt))}, ended ${ago(j.endedAt, now)}`
+    return `done: ${count(j.records)} records${took} (${rate})`
+  }
+  if (j.expectedRecords === null || j.expectedRecords <= 0) return `${count(j.records)} records so far, ${rate} (the peer did not say how many it holds)`
+  const share = Math.min(1, j.records / j.expectedRecords)
+  const left = j.secondsLeft === null ? 'time left unknown' : j.secondsLeft < 1 ? 'under a second left' : `about ${duration(j.secondsLeft * 1000)} left`
+  return `${progressBar(share)} ${Math.floor(share * 100)} %  ${count(j.records)} of ${count(j.expectedRecords)} records, ${rate}, ${left}`
+}
+
+/** `[#########...............]`: a share of 0 to 1 in 24 characters of plain ASCII (any terminal, any log). */
+function progressBar (share: number, width = 24): string {
+  const full = Math.round(Math.max(0, Math.min(1, share)) * width)
+  return `[${'#'.repeat(full)}${'.'.repeat(width - full)}]`
 }
 
 /** Why the node's place in the mesh makes the status a failure, or undefined: a node in a mesh that reaches no peer is cut off. */

@@ -1,7 +1,9 @@
 /**
  * A peer that holds the swarm key but does not run meta-core: a bare libp2p
  * node with gossipsub on the mesh topic, publishing whatever bytes a test
- * gives it (properly signed with its own key, as gossipsub requires).
+ * gives it (properly signed with its own key, as gossipsub requires), and,
+ * when asked, answering pulls as a slow meta-core node holding a given
+ * range would (`serveRange`).
  */
 import '../../src/mesh/libp2p/polyfill.js'
 import { randomBytes } from 'node:crypto'
@@ -16,8 +18,19 @@ import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
-import { waitFor } from '../../src/common/index.js'
+import { silentLogger, waitFor } from '../../src/common/index.js'
 import { readSwarmKey } from '../../src/mesh/libp2p/index.js'
+import { agentVersionOf } from '../../src/mesh/libp2p/node-names.js'
+import { handlePulls } from '../../src/mesh/libp2p/pull-protocol.js'
+import { decodeMessage, encodeMessage } from '../../src/mesh/messages.js'
+import type { RemoteEntry } from '../../src/records/index.js'
+
+/**
+ * A replicated range to serve: its pages in order, how many records the
+ * first page says the peer holds, how long each answer takes, and what the
+ * last page waits for besides (a test holding a join open while it looks).
+ */
+export interface ServedRange { pages: RemoteEntry[][], records: number, delayMs: number, lastPageAfter?: Promise<void> }
 
 export interface RoguePeer {
   node: Libp2p<{ pubsub: GossipSub }>
@@ -31,11 +44,21 @@ export interface RoguePeer {
    * Returns how many peers it went to.
    */
   publishAs: (frame: (signer: string) => Uint8Array) => Promise<number>
+  /**
+   * Answers pulls from now on as a meta-core node holding `range` would,
+   * each answer `delayMs` late: a range request (`snap`) gets the page it
+   * asks for (the first one saying how many records the peer holds), a
+   * change-log pull nothing past the range's head, a reconciliation "equal".
+   * A fresh node copies the range from it on the bulk path, a page per
+   * `delayMs`, the last one once `lastPageAfter` settles: a join that
+   * lasts as long as the test needs.
+   */
+  serveRange: (range: ServedRange) => Promise<void>
   dial: (addr: string) => Promise<void>
   stop: () => Promise<void>
 }
 
-export async function startRogue (swarmKeyFile: string): Promise<RoguePeer> {
+export async function startRogue (swarmKeyFile: string, opts: { name?: string } = {}): Promise<RoguePeer> {
   const key = readSwarmKey(swarmKeyFile)
   const topic = `/meta-core/mesh/${key.meshId}/1`
   const node = await createLibp2p({
@@ -44,6 +67,7 @@ export async function startRogue (swarmKeyFile: string): Promise<RoguePeer> {
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionProtector: preSharedKey({ psk: key.psk }),
+    ...(opts.name === undefined ? {} : { nodeInfo: { userAgent: agentVersionOf(opts.name) } }),
     services: { identify: identify(), pubsub: gossipsub({ allowPublishToZeroTopicPeers: false, fallbackToFloodsub: false }) }
   })
   node.services.pubsub.subscribe(topic)
@@ -65,6 +89,23 @@ export async function startRogue (swarmKeyFile: string): Promise<RoguePeer> {
       let sent = 0
       for (const p of node.services.pubsub.getPeers()) if (router.sendRpc(p.toString(), { subscriptions: [], messages: [msg] })) sent++
       return sent
+    },
+    serveRange: async ({ pages, records, delayMs, lastPageAfter }) => {
+      const log = 'rogue-log'
+      const head = 'rogue-head'
+      await handlePulls(node, async (_peer, body) => {
+        const req = decodeMessage(body)
+        await new Promise(resolve => setTimeout(resolve, delayMs))
+        if (req.t === 'snap') {
+          const i = req.after === null ? 0 : Number(req.after.slice(1))
+          const next = i + 1 < pages.length ? `p${i + 1}` : null
+          if (next === null) await lastPageAfter
+          return encodeMessage({ t: 'snapshot', log, entries: pages[i] ?? [], next, head, ...(i === 0 ? { records } : {}) })
+        }
+        if (req.t === 'pull') return encodeMessage({ t: 'changes', log, entries: [], next: head, head, gap: false })
+        if (req.t === 'recon') return encodeMessage({ t: 'recond', log, head, ranges: [], diff: [], taken: req.ranges.length })
+        return encodeMessage({ t: 'error', code: 'bad-request', message: `${req.t} is not served here` })
+      }, silentLogger, 60_000)
     },
     dial: async (addr) => { await node.dial(multiaddr(addr)) },
     stop: async () => { await node.stop() }

@@ -3,7 +3,10 @@
  * has it: A holds a small WebM in its library, C (meshed with A, no copy)
  * shows the record with a <video> that loads its metadata through C's
  * `/file/<cid>` (streamed from A), seeks to the middle and plays from
- * there, and the page names A as the node the bytes come from.
+ * there, and the page names A as the node the bytes come from. The
+ * record's holders list A by its name, with the link that plays the file
+ * through C; C's node panel counts the record but no file of its own, A's
+ * its one file.
  */
 import crypto from 'node:crypto'
 import fs from 'node:fs'
@@ -13,7 +16,7 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser } from 'playwright-core'
 import { midhash256 } from '../../src/cid/index.js'
-import { HAVE_CHROMIUM, api, launchBrowser, startTestNode, waitFor, watchPageErrors, type TestNode } from '../helpers/browser.js'
+import { HAVE_CHROMIUM, api, launchBrowser, screenshot, startTestNode, waitFor, watchPageErrors, type TestNode } from '../helpers/browser.js'
 
 const SAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sample-64x64.webm')
 
@@ -34,7 +37,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     const mesh = ['--swarm-key', key, '--p2p-listen', '/ip4/127.0.0.1/tcp/0']
     ;[browser, a] = await Promise.all([
       launchBrowser(),
-      startTestNode([...mesh, '--enable-file-watcher=true', '--settle-ms', '0'], (files) => {
+      startTestNode([...mesh, '--enable-file-watcher=true', '--settle-ms', '0', '--node-name', 'living-room'], (files) => {
         const dst = path.join(files, 'films', 'sample.webm')
         fs.mkdirSync(path.dirname(dst), { recursive: true })
         fs.copyFileSync(SAMPLE, dst)
@@ -81,16 +84,36 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     expect(played.error).toBeNull()
     expect(played.at).toBeGreaterThanOrEqual(played.from - 0.05)
     expect(await page.locator('.served-by').textContent()).toContain(peerA)
+    // The holders: A by the name it announced, beside its short id (the whole id in the title), and one
+    // link that plays the file through C (C picks the holder: GET /file/<cid> takes no choice of one).
+    const holders = page.getByTestId('holders')
+    await expect.poll(async () => await holders.textContent()).toMatch(/^living-room 12D3Ko\w{0,4}…\w+$/)
+    expect(await holders.locator('.node-label').getAttribute('title')).toBe(peerA)
+    expect(await page.getByTestId('play-through').getAttribute('href')).toBe(await video.getAttribute('src'))
+    await page.locator('#file-title').evaluate((el) => { el.scrollIntoView() })
+    await screenshot(page, 'record-peer')
     await ctx.close()
     expect(errors).toEqual([])
   })
 
-  it('shows on A\'s node panel the bytes it sent C', async () => {
+  it('counts on C\'s node panel the record but no file of its own (the record names A\'s file)', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
+    const page = await ctx.newPage()
+    const errors = watchPageErrors(page)
+    await page.goto(`${c.url}/ui/node`)
+    await expect.poll(async () => [await page.getByTestId('record-count').textContent(), await page.getByTestId('own-files').textContent()], { timeout: 10_000 })
+      .toEqual(['1', '0'])
+    await ctx.close()
+    expect(errors).toEqual([])
+  })
+
+  it('shows on A\'s node panel its own file and the bytes it sent C', async () => {
     const peerC = (await api<Mesh>(`${c.url}/api/mesh`)).json.self.peerId
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
     const page = await ctx.newPage()
     const errors = watchPageErrors(page)
     await page.goto(`${a.url}/ui/node`)
+    await expect.poll(async () => await page.getByTestId('own-files').textContent(), { timeout: 10_000 }).toBe('1')
     const row = page.locator(`table.transfers tr[data-peer="${peerC}"]`)
     await row.waitFor()
     const sent = await row.locator('td').nth(1).textContent()

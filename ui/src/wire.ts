@@ -103,6 +103,25 @@ export interface MeshStatus {
   peers: MeshPeer[]
   /** The members whose addresses the node knows (absent from an older node). */
   members?: MeshMember[]
+  /** The join under way or the last one since start (absent from an older node). */
+  join?: MeshJoin
+}
+
+/** `join` in GET /api/mesh: a full resync on the bulk path (a fresh node copying a peer's records). */
+export interface MeshJoin {
+  /** True from its first page until its last page is applied. */
+  active: boolean
+  /** ISO 8601; null: none since the node started. */
+  startedAt: string | null
+  /** ISO 8601; null: under way, or none since start. */
+  endedAt: string | null
+  /** Whole records applied so far. */
+  records: number
+  recordsPerSecond: number
+  /** The records the peer said it holds (null: it did not say). */
+  expectedRecords: number | null
+  /** At the rate so far (null: unknown; 0 once ended). */
+  secondsLeft: number | null
 }
 
 /** A member in GET /api/mesh: a node this one knows the addresses of, connected or not. */

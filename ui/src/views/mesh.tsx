@@ -6,7 +6,8 @@
  * connection state, catch-up lag (from the node's `lagMs`, worded as
  * `meta-core status` words it, with the last sync and, in its title, when
  * the node last caught up), frames received and rejected, clock-drift
- * refusals, and whether its digest agrees with ours.
+ * refusals, and whether its digest agrees with ours. A join under way shows
+ * as a progress bar with the share done and the time left (join.tsx).
  *
  * The node asks each connected peer for its digest over the mesh
  * (`/api/mesh/digests`) and the row says whether it agrees. For a node it
@@ -20,6 +21,7 @@ import { ApiFailure, call, errorText } from '../api.js'
 import { formatAgo, formatCount, formatPeerConnection, formatPeerLag, formatTime, shortId } from '../format.js'
 import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
+import { JoinProgress } from './join.js'
 import { Transfers } from './transfers.js'
 
 const POLL_MS = 3000
@@ -133,6 +135,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
         <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
         <dt>Peers</dt><dd data-testid="peer-summary">{connected} connected of {mesh.peers.length - gossip} known{gossip > 0 && `, ${gossip} heard via gossip`}</dd>
       </dl>
+      <JoinProgress join={mesh.join} />
       {mesh.peers.length === 0
         ? <p class="muted">No peer known yet.</p>
         : (

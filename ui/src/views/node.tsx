@@ -65,7 +65,7 @@ export function NodePanel () {
           <h2 id="counts-title">Library</h2>
           <dl class="kv">
             <dt>Records</dt><dd data-testid="record-count">{formatCount(st?.fileCount ?? snap?.stats?.records)}</dd>
-            <dt>Files on this node</dt><dd>{formatCount(snap?.stats?.files?.count)}</dd>
+            <dt>Files on this node</dt><dd data-testid="own-files">{formatCount(snap?.stats?.files?.count)}</dd>
             <dt>Their total size</dt><dd>{snap?.stats?.files == null ? '—' : formatBytes(snap.stats.files.totalSize)}</dd>
             <dt>Store on disk</dt><dd>{snap?.stats?.redisMemory == null ? '—' : formatBytes(snap.stats.redisMemory)}</dd>
             <dt>Counted</dt><dd>{snap?.stats?.sweptAt == null ? 'counting…' : formatAgo(snap.stats.sweptAt)}</dd>

@@ -1,6 +1,7 @@
 /**
  * One record: its fields as a nested outline (editable), its CIDs with the
- * canonical one marked, holders, duplicates, the version of each field, a
+ * canonical one marked, holders (by name, with a link that plays the file
+ * through this node), duplicates, the version of each field, a
  * preview or download of the bytes, and the raw JSON. It follows the `meta`
  * stream: a change made anywhere (another tab, the watcher, a peer) shows
  * here without a reload.
@@ -68,7 +69,11 @@ export function RecordPage ({ addr }: { addr: string }) {
         <h2 id="holders-title">Holders <span class="count">{holders.length}</span></h2>
         {holders.length === 0
           ? <p class="muted">No node has declared a copy of the bytes.</p>
-          : <ul>{holders.map(h => <li key={h}><NodeLabel id={h} names={names} />{h === nodeId && <span class="badge">this node</span>}</li>)}</ul>}
+          : <ul data-testid="holders">{holders.map(h => <li key={h}><NodeLabel id={h} names={names} />{h === nodeId && <span class="badge">this node</span>}</li>)}</ul>}
+        {holders.length > 0 && fileCid !== undefined && (
+          // GET /file/<cid> picks the holder itself (its own copy first, then connected holders): one link, not one per holder.
+          <p><a href={`/file/${encodeURIComponent(fileCid)}`} target="_blank" rel="noopener" data-testid="play-through">Play through this node</a> <span class="muted">(from its own copy, else streamed from a holder it reaches)</span></p>
+        )}
       </section>
 
       <section aria-labelledby="dups-title">

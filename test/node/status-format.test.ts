@@ -1,0 +1,100 @@
+/**
+ * `meta-core status`'s table (formatStatus) from `/health`, `/status` and
+ * `/api/mesh` answers as a node gives them: a join under way as a progress
+ * bar line with the share done and the time left, a join over as what it
+ * brought; a peer that left as disconnected with when it was last seen and
+ * when it last synced (not a bare `disconnected` beside `caught up`); a peer
+ * known only through relayed gossip as such, with the note saying its
+ * changes reach the node through its peers.
+ */
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import type { MeshJoinView, MeshPeerView, MeshView } from '../../src/mesh/index.js'
+import { GOSSIP_NOTE, formatStatus, joinLine, type StatusReport } from '../../src/node/status-command.js'
+
+const NOW = Date.parse('2026-12-01T12:00:00.000Z')
+const at = (msAgo: number): string => new Date(NOW - msAgo).toISOString()
+
+function peer (over: Partial<MeshPeerView>): MeshPeerView {
+  return {
+    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200), caughtUpAt: at(4_200), lagMs: 0, parked: 0,
+    framesIn: 3, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 2, bytesIn: 0,
+    pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
+  }
+}
+
+const NO_JOIN: MeshJoinView = { active: false, startedAt: null, endedAt: null, keys: 0, records: 0, recordsPerSecond: 0, expectedRecords: null, secondsLeft: null }
+
+function report (peers: MeshPeerView[], join: MeshJoinView | undefined, members: MeshView['members'] = []): StatusReport {
+  const mesh = {
+    enabled: true,
+    meshId: '8d2d10bd1d52b0f3',
+    self: { peerId: '12D3KooWself', name: 'living-room', addrs: ['/ip4/127.0.0.1/tcp/4001/p2p/12D3KooWself'], hlc: '0', epoch: 0, seq: 0, framesOut: 5, bytesOut: 0, publishFailures: 0, clock: { inBound: true, measured: 1, outOfBound: 0, offsetMs: 0, hlcAheadMs: 0, message: null } },
+    peers,
+    targetPeers: 8,
+    members,
+    ...(join === undefined ? {} : { join })
+  } as MeshView
+  return {
+    url: 'http://127.0.0.1:9001',
+    health: { status: 'ok', storage: true },
+    status: { status: 'ok', version: '0.1.0', nodeId: '12D3KooWself', uptimeSeconds: 192, fileCount: 12_345, eventStreams: 1, watcher: null },
+    mesh
+  }
+}
+
+const lineOf = (out: string, start: string): string | undefined => out.split('\n').find(l => l.startsWith(start))
+const rowOf = (out: string, peerId: string): string | undefined => out.split('\n').find(l => l.split(/\s+/).includes(peerId))
+
+describe('meta-core status: the join', () => {
+  beforeEach(() => { vi.useFakeTimers({ toFake: ['Date'] }); vi.setSystemTime(NOW) })
+  afterEach(() => { vi.useRealTimers() })
+
+  it('shows a join under way as a progress bar with the share done, the records, the rate and the time left', () => {
+    const join: MeshJoinView = { active: true, startedAt: at(2_000), endedAt: null, keys: 180_000, records: 4_500, recordsPerSecond: 2_250, expectedRecords: 10_000, secondsLeft: 125 }
+    const out = formatStatus(report([peer({ resyncing: true, behind: true, cursor: null, lagMs: 2_000 })], join))
+    // Aligned with the other lines above the table: 45 % is 11 of the bar's 24 characters.
+    expect(lineOf(out, 'join')).toBe('join     [###########.............] 45 %  4,500 of 10,000 records, 2,250 records/s, about 2 min 5 s left')
+    expect(rowOf(out, '12D3KooWpeer')).toMatch(/\sconnected\s+full resync, 2\.0 s\s/)
+  })
+
+  it('says what it knows when the peer gave no count or the rate gives no time left yet', () => {
+    const base: MeshJoinView = { active: true, startedAt: at(1_000), endedAt: null, keys: 900, records: 20, recordsPerSecond: 20, expectedRecords: null, secondsLeft: null }
+    expect(joinLine(base, NOW)).toBe('20 records so far, 20 records/s (the peer did not say how many it holds)')
+    expect(joinLine({ ...base, records: 0, recordsPerSecond: 0, expectedRecords: 400 }, NOW)).toBe('[........................] 0 %  0 of 400 records, 0 records/s, time left unknown')
+    // Never past a full bar, whatever the peer said.
+    expect(joinLine({ ...base, records: 450, expectedRecords: 400, secondsLeft: 0 }, NOW)).toBe('[########################] 100 %  450 of 400 records, 20 records/s, under a second left')
+  })
+
+  it('shows a join that ended as what it brought, and none when there was none (or the node does not say)', () => {
+    const done: MeshJoinView = { active: false, startedAt: at(184_300), endedAt: at(180_000), keys: 390_000, records: 10_000, recordsPerSecond: 2_326, expectedRecords: 10_000, secondsLeft: 0 }
+    expect(lineOf(formatStatus(report([peer({})], done)), 'join')).toBe('join     done: 10,000 records in 4.3 s, ended 3 min 0 s ago (2,326 records/s)')
+    expect(lineOf(formatStatus(report([peer({})], NO_JOIN)), 'join')).toBeUndefined()
+    expect(lineOf(formatStatus(report([peer({})], undefined)), 'join')).toBeUndefined()
+  })
+})
+
+describe('meta-core status: what is true of each peer', () => {
+  beforeEach(() => { vi.useFakeTimers({ toFake: ['Date'] }); vi.setSystemTime(NOW) })
+  afterEach(() => { vi.useRealTimers() })
+
+  it('says a peer that left is disconnected, when it was last seen and when it last synced', () => {
+    const gone = peer({ peerId: '12D3KooWgone', name: 'kitchen', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000) })
+    const members = [{ peerId: '12D3KooWgone', addrs: [], connected: false, lastSeenAt: at(180_000), lastConnectedAt: at(600_000), dialFailures: 2 }]
+    const out = formatStatus(report([peer({}), gone], NO_JOIN, members))
+    expect(rowOf(out, '12D3KooWgone')).toMatch(/^kitchen\s+12D3KooWgone\s+disconnected, last seen 3 min 0 s ago\s+caught up\s+3 min 5 s ago\s+3\s/)
+    expect(rowOf(out, '12D3KooWpeer')).toMatch(/\sconnected\s+caught up\s+4\.2 s ago\s/)
+    // Without a member entry the node knows no more than that it is gone; never synced says so.
+    const never = peer({ peerId: '12D3KooWnever', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 40_000 })
+    expect(rowOf(formatStatus(report([peer({}), never], NO_JOIN)), '12D3KooWnever')).toMatch(/\sdisconnected\s+never synced\s+never\s/)
+    expect(out).not.toContain(GOSSIP_NOTE)
+  })
+
+  it('says a signer heard only through relayed gossip reaches the node through its peers: no lag, no sync of its own', () => {
+    const relayed = peer({ peerId: '12D3KooWrelayed', name: null, via: 'gossip', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 90_000, pagesIn: 0, pagesServed: 0 })
+    const out = formatStatus(report([peer({}), relayed], NO_JOIN))
+    expect(rowOf(out, '12D3KooWrelayed')).toMatch(/^-\s+12D3KooWrelayed\s+via gossip\s+-\s+-\s+3\s/)
+    expect(lineOf(out, 'mesh')).toContain('1 peers (1 connected), 1 heard via gossip')
+    expect(out.split('\n').slice(-1)[0]).toBe(GOSSIP_NOTE)
+    expect(GOSSIP_NOTE).toMatch(/its changes reach this node through them/)
+  })
+})
