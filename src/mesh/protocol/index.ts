@@ -3,7 +3,8 @@
  * runtime.ts for the runtime and store contracts it is driven through).
  */
 export { MeshCore, EPOCH_KEY } from './mesh-core.js'
-export type { MeshCoreInit, GossipVerdict } from './mesh-core.js'
+export type { MeshCoreInit } from './mesh-core.js'
+export type { GossipVerdict } from './gossip-intake.js'
 export { DEFAULT_MESH_OPTIONS, meshOptions } from './options.js'
 export type { MeshOptions } from './options.js'
 export { CURSOR_PREFIX } from './peer-sync.js'

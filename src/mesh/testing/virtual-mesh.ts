@@ -13,7 +13,7 @@
  * after each virtual event the driver lets that work finish, waiting until
  * no node reports itself busy, before it moves time on.
  */
-import type { GossipVerdict } from '../protocol/mesh-core.js'
+import type { GossipVerdict } from '../protocol/gossip-intake.js'
 import type { MeshRuntime, PeerKey } from '../protocol/runtime.js'
 import { prng } from './prng.js'
 import { VirtualClock } from './virtual-clock.js'
