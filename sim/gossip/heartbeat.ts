@@ -23,7 +23,7 @@ export interface MeshState {
   addBackoff: (topic: string, peer: number) => void
 }
 
-export interface MeshChanges {
+interface MeshChanges {
   /** Topics to send GRAFT and PRUNE for, per peer. */
   tograft: Map<number, string[]>
   toprune: Map<number, string[]>

@@ -64,7 +64,7 @@ export interface Rpc {
 /** Network message kinds, for the per-kind counts in the report. */
 export type RpcKind = 'publish' | 'forward' | 'iwant-reply' | 'ihave' | 'iwant' | 'idontwant' | 'graft' | 'prune' | 'subscribe'
 
-export interface RouterHost {
+interface RouterHost {
   readonly index: number
   readonly rng: Prng
   now: () => number

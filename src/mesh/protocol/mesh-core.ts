@@ -39,7 +39,7 @@ import { emptyCounters, type MeshStatus, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
 import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
-export const EPOCH_KEY = 'mesh:epoch'
+const EPOCH_KEY = 'mesh:epoch'
 /** When a round with a peer last ended caught up (wall ms): a node away past the tombstone horizon knows it at start. */
 const LAST_CONTACT_KEY = 'mesh:last-contact'
 /** The last-contact row is written at most this often. */
@@ -47,7 +47,7 @@ const CONTACT_WRITE_MS = 60_000
 /** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
 const RESYNC_BUSY_RETRY_MS = 5_000
 
-export interface MeshCoreInit {
+interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
   selfId: PeerKey
   runtime: MeshRuntime
