@@ -30,7 +30,7 @@ const PRELOAD_AGE_MS = 3_600_000
 /** Writes in flight at once while authoring (the group commit batches them). */
 const AUTHOR_PARALLEL = 1_000
 
-export interface PreloadImage {
+interface PreloadImage {
   /** The origin store's database, to open a copy of (KvStore `image`). */
   image: Buffer
   /** The records' CIDs, in order (the load updates them too). */

@@ -23,7 +23,7 @@ export interface RunCost {
   heapUsedMiB: number
 }
 
-export interface RunResult {
+interface RunResult {
   summary: RunSummary
   cost: RunCost
   world: World

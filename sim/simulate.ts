@@ -13,7 +13,7 @@ export interface SimulationOutput {
   costs: Array<{ nodes: number } & RunCost>
 }
 
-export interface RunScenarioHooks {
+interface RunScenarioHooks {
   progress?: Progress
   /** Runs the real-stack comparison when the options ask for it (the CLI passes the libp2p-backed runner). */
   realStack?: (opts: SimOptions, progress?: Progress) => Promise<RealStackComparison>

@@ -26,7 +26,7 @@ export interface WorkloadSpec {
 export type RecordShape = 'small' | 'library'
 
 /** Index offset of the load's new library-shaped records, so they never collide with preloaded ones. */
-export const LOAD_RECORD_OFFSET = 100_000_000
+const LOAD_RECORD_OFFSET = 100_000_000
 
 /**
  * Record `i` of a shape: its CID and fields. `library`: the benches'

@@ -20,7 +20,7 @@ import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/networ
 import { SimNode, type NodeWorld } from './node/sim-node.js'
 import type { MeshOptions } from '../src/mesh/protocol/index.js'
 
-export interface WorldSpec {
+interface WorldSpec {
   seed: string
   latency: string
   link: LinkMode
@@ -41,7 +41,7 @@ export interface WorldSpec {
 }
 
 /** 1 January 2025, 00:00 UTC: virtual time 0 on every node's wall clock (plus its skew). */
-export const EPOCH_MS = Date.UTC(2025, 0, 1)
+const EPOCH_MS = Date.UTC(2025, 0, 1)
 /** Shaped like the node's topic, `/meta-core/mesh/<16 hex digits of the swarm key's id>/1`, so RPC sizes match. */
 export const TOPIC = '/meta-core/mesh/0123456789abcdef/1'
 

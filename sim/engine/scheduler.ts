@@ -17,12 +17,12 @@
  */
 import { VirtualClock } from '../../src/mesh/testing/index.js'
 
-export type Task = () => unknown
+type Task = () => unknown
 
 /** Cancels a scheduled task; a no-op once it ran or was cancelled. */
 export type Cancel = () => void
 
-export interface RunOptions {
+interface RunOptions {
   /** Stop before the first task due after this virtual time (ms); the clock is then set to it. */
   until: number
   /**

@@ -5,7 +5,7 @@
  * - peers and their topic subscriptions, exchanged when a connection opens;
  * - the topic mesh: GRAFT on subscribe while below Dlo, heartbeat
  *   maintenance (graft to D below Dlo, prune to D above Dhi keeping Dout
- *   outbound peers), PRUNE with a 60 s backoff, GRAFT refused during
+ *   outbound peers: heartbeat.ts), PRUNE with a 60 s backoff, GRAFT refused during
  *   backoff or at Dhi from an inbound peer;
  * - publish: to every subscribed peer (floodPublish, the default), or to the
  *   mesh topped up to D; forward: to mesh peers except the source and peers
@@ -16,7 +16,7 @@
  *   accept forwards and caches, reject and ignore drop; a rejected id stays
  *   in the seen cache, as in the real router, so a resent copy is a duplicate;
  * - lazy gossip: each heartbeat, IHAVE of the last 3 heartbeats' ids to
- *   max(Dlazy, 0.25 × non-mesh peers) random non-mesh peers, IWANT for
+ *   max(Dlazy, 0.25 × non-mesh peers) random non-mesh peers (heartbeat.ts), IWANT for
  *   unseen ids, replies from the message cache, with the per-heartbeat caps
  *   on IHAVE/IWANT and the retransmission limit.
  *
@@ -33,6 +33,7 @@ import type { Cancel } from '../engine/scheduler.js'
 import type { Prng } from '../engine/prng.js'
 import { MessageCache, SeenCache } from './caches.js'
 import type { GossipConfig } from './config.js'
+import { chooseGossip, maintainMeshes } from './heartbeat.js'
 import { framedBytes, messageBytes, rpcBytes, type RpcShape } from './wire-size.js'
 
 export type Verdict = 'accept' | 'reject' | 'ignore'
@@ -63,7 +64,7 @@ export interface Rpc {
 /** Network message kinds, for the per-kind counts in the report. */
 export type RpcKind = 'publish' | 'forward' | 'iwant-reply' | 'ihave' | 'iwant' | 'idontwant' | 'graft' | 'prune' | 'subscribe'
 
-export interface RouterHost {
+interface RouterHost {
   readonly index: number
   readonly rng: Prng
   now: () => number
@@ -382,7 +383,6 @@ export class GossipRouter {
   }
 
   private heartbeat (): void {
-    const { D, Dlo, Dhi, Dscore, Dout } = this.cfg
     this.ticks++
     this.peerhave.clear()
     this.iasked.clear()
@@ -393,67 +393,16 @@ export class GossipRouter {
     }
     this.seen.prune(this.host.now())
 
-    const tograft = new Map<number, string[]>()
-    const toprune = new Map<number, string[]>()
-    const gossipTo = new Map<string, Set<number>>()
-    const rng = this.host.rng
-    for (const [topic, peers] of this.mesh) {
-      const candidates: number[] = []
-      const toGossip = new Set<number>()
-      gossipTo.set(topic, toGossip)
-      for (const id of rng.shuffle([...(this.topics.get(topic) ?? [])])) {
-        if (peers.has(id)) continue
-        if (!this.backedOff(topic, id)) candidates.push(id)
-        toGossip.add(id)
-      }
-      const graft = (id: number): void => {
-        peers.add(id)
-        toGossip.delete(id)
-        push(tograft, id, topic)
-      }
-      const prunePeer = (id: number): void => {
-        this.addBackoff(topic, id, this.cfg.pruneBackoffMs)
-        peers.delete(id)
-        toGossip.add(id)
-        push(toprune, id, topic)
-      }
-      if (peers.size < Dlo) {
-        for (const id of candidates.splice(0, D - peers.size)) graft(id)
-      }
-      if (peers.size > Dhi) {
-        // Scores are all equal: the stable sort keeps insertion order for the first Dscore, the rest shuffled.
-        let arr = [...peers]
-        arr = arr.slice(0, Dscore).concat(rng.shuffle(arr.slice(Dscore)))
-        let outbound = arr.slice(0, D).filter(p => this.outbound.get(p) === true).length
-        if (outbound < Dout) {
-          const rotate = (i: number): void => {
-            const p = arr[i]
-            for (let j = i; j > 0; j--) arr[j] = arr[j - 1]
-            arr[0] = p
-          }
-          if (outbound > 0) {
-            let have = outbound
-            for (let i = 1; i < D && have > 0; i++) if (this.outbound.get(arr[i]) === true) { rotate(i); have-- }
-          }
-          let need = D - outbound
-          for (let i = D; i < arr.length && need > 0; i++) if (this.outbound.get(arr[i]) === true) { rotate(i); need--; outbound++ }
-        }
-        for (const p of arr.slice(D)) prunePeer(p)
-      }
-      if (peers.size >= Dlo) {
-        const outbound = [...peers].filter(p => this.outbound.get(p) === true).length
-        if (outbound < Dout) {
-          let need = Dout - outbound
-          for (let i = 0; i < candidates.length && need > 0;) {
-            if (this.outbound.get(candidates[i]) === true) {
-              graft(candidates.splice(i, 1)[0])
-              need--
-            } else i++
-          }
-        }
-      }
-    }
-    this.emitGossip(gossipTo)
+    const { tograft, toprune, gossipTo } = maintainMeshes({
+      cfg: this.cfg,
+      rng: this.host.rng,
+      topics: this.topics,
+      mesh: this.mesh,
+      isOutbound: (p) => this.outbound.get(p) === true,
+      backedOff: (topic, p) => this.backedOff(topic, p),
+      addBackoff: (topic, p) => { this.addBackoff(topic, p, this.cfg.pruneBackoffMs) }
+    })
+    chooseGossip(this.cfg, this.host.rng, this.mcache, gossipTo, this.pendingGossip)
     for (const [id, topics] of tograft) {
       const prune = toprune.get(id)
       toprune.delete(id)
@@ -465,22 +414,6 @@ export class GossipRouter {
     this.mcache.shift()
   }
 
-  private emitGossip (gossipTo: Map<string, Set<number>>): void {
-    for (const [topic, candidates] of gossipTo) {
-      const ids = this.mcache.gossipIds(topic)
-      if (ids.length === 0 || candidates.size === 0) continue
-      this.host.rng.shuffle(ids)
-      let target = Math.max(this.cfg.Dlazy, this.cfg.gossipFactor * candidates.size)
-      let chosen = [...candidates]
-      if (target > chosen.length) target = chosen.length
-      else chosen = this.host.rng.shuffle(chosen).slice(0, target)
-      for (const id of chosen) {
-        const peerIds = ids.length > this.cfg.maxIHaveLength ? this.host.rng.shuffle(ids.slice()).slice(0, this.cfg.maxIHaveLength) : ids
-        push(this.pendingGossip, id, { topic, ids: peerIds })
-      }
-    }
-  }
-
   /** Sends one RPC, piggybacking pending IHAVE as the real router does. */
   private send (to: number, rpc: Rpc, kind: RpcKind): boolean {
     const gossip = this.pendingGossip.get(to)
@@ -490,12 +423,6 @@ export class GossipRouter {
     }
     return this.host.transmit(to, rpc, kind, framedBytes(rpcBytes(shapeOf(rpc))))
   }
-}
-
-function push<K, V> (m: Map<K, V[]>, k: K, v: V): void {
-  const a = m.get(k)
-  if (a === undefined) m.set(k, [v])
-  else a.push(v)
 }
 
 function shapeOf (rpc: Rpc): RpcShape {

@@ -12,7 +12,7 @@
  */
 
 /** An Ed25519 peer id as a multihash (identity hash of the protobuf public key). */
-export const PEER_ID_BYTES = 38
+const PEER_ID_BYTES = 38
 /** StrictSign message ids are `from` multihash ‖ 8-byte seqno. */
 export const MSG_ID_BYTES = PEER_ID_BYTES + 8
 const SEQNO_BYTES = 8
@@ -20,7 +20,7 @@ const SIGNATURE_BYTES = 64
 const YAMUX_HEADER = 12
 const NOISE_OVERHEAD = 2 + 16
 
-export function varintLen (n: number): number {
+function varintLen (n: number): number {
   let len = 1
   while (n >= 0x80) {
     n = Math.floor(n / 128)

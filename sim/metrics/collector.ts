@@ -15,7 +15,7 @@ import type { GossipMessage, Verdict } from '../gossip/router.js'
 import type { NetStats } from '../net/network.js'
 import type { RouterStats } from '../gossip/router.js'
 
-export type LossReason = 'loss' | 'partition' | 'closed' | 'down'
+type LossReason = 'loss' | 'partition' | 'closed' | 'down'
 
 export interface WriteTrack {
   id: number

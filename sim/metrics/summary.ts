@@ -89,7 +89,7 @@ export interface RunSummary {
   failures: string[]
 }
 
-export interface SummaryInput {
+interface SummaryInput {
   nodeCount: number
   bad: ReadonlySet<number>
   forbidden: ReadonlySet<string>
@@ -261,7 +261,7 @@ function topology (world: World): RunSummary['topology'] {
   }
 }
 
-export interface WriteOutcomes {
+interface WriteOutcomes {
   /** Stable latency of each write readable on every node it must reach. */
   latencies: number[]
   /** The same, for writes `whole(at)` accepts (issued while the network was whole). */

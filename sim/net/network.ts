@@ -73,10 +73,10 @@ export const DEFAULT_NET: Omit<NetConfig, 'latency'> = {
   redialMaxMs: 30_000
 }
 
-export type Direction = 'inbound' | 'outbound'
+type Direction = 'inbound' | 'outbound'
 
 /** What the network tells the nodes. */
-export interface NetEvents {
+interface NetEvents {
   connected: (node: number, peer: number, direction: Direction) => void
   disconnected: (node: number, peer: number) => void
 }

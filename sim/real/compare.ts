@@ -15,7 +15,7 @@ import { findScenario } from '../scenario/scenarios.js'
 import { round } from '../metrics/stats.js'
 import { runRealStack } from './real-stack.js'
 
-export const AGREEMENT_FACTOR = 1.5
+const AGREEMENT_FACTOR = 1.5
 
 export async function compareWithRealStack (o: SimOptions, progress?: Progress): Promise<RealStackComparison> {
   const opts: SimOptions = { ...o, nodes: [o.realNodes], rate: o.realRate }

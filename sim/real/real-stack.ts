@@ -34,7 +34,7 @@ import { preloadImage, syncedCursor } from '../preload.js'
 import type { SimOptions } from '../scenario/options.js'
 import { arrivals, makeOp } from '../workload.js'
 
-export interface RealStackResult {
+interface RealStackResult {
   nodes: number
   /** The memory transport's per-buffer latency used (the model's mean one-way delay). */
   latencyMs: number

@@ -14,7 +14,7 @@ import type { SimOptions } from '../scenario/options.js'
 import { nodeCommand, nodeSettings, type NodeSettings } from '../scenario/node-config.js'
 import type { Scenario } from '../scenario/scenario.js'
 
-export interface BarResult { name: string, limit: number, value: number, ok: boolean }
+interface BarResult { name: string, limit: number, value: number, ok: boolean }
 
 /** The real-stack comparison (filled by the real-stack runner). */
 export interface RealStackComparison {

@@ -79,7 +79,7 @@ export function logHistogramSvg (lower: number, edges: number[], counts: number[
   return frame(body, xLabel + ' (log scale)', 'writes')
 }
 
-export interface Series {
+interface Series {
   label: string
   points: Array<[number, number]>
 }

@@ -9,7 +9,7 @@ import { DEFAULT_CPU_COSTS } from '../cpu.js'
 import { parseLatency } from '../net/latency.js'
 import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
-export type OptionValue = string | number | boolean | number[]
+type OptionValue = string | number | boolean | number[]
 
 export interface SimOptions {
   scenario: string

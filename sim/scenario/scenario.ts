@@ -38,7 +38,7 @@ export interface Scenario {
   bars?: (opts: SimOptions) => BarSet[]
 }
 
-export interface Bar {
+interface Bar {
   name: string
   limit: number
   /** The report field the bar is checked against. */

@@ -13,7 +13,7 @@ export interface ErrorEnvelope {
   retryable: boolean
 }
 
-export interface ErrorReply {
+interface ErrorReply {
   statusCode: number
   body: ErrorEnvelope
   headers?: Record<string, string>

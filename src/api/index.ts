@@ -23,12 +23,8 @@
  * browser gets the store itself (`RawKv`).
  */
 export { buildApp } from './app.js'
-export type { ApiComponents, ApiInit } from './context.js'
-export { toErrorReply, ApiError, UnknownCidError, UnauthorizedError, ComponentUnavailableError } from './errors.js'
-export type { ErrorEnvelope, ErrorReply } from './errors.js'
-export type { RawKv } from './routes/kv-routes.js'
+export type { ApiInit } from './context.js'
+export type { ErrorEnvelope } from './errors.js'
 export { NodeMetrics } from './metrics/node-metrics.js'
 export { openServableCopy } from './file-serving/servable-copy.js'
 export { ByteCache, releaseCachedCopies } from './file-serving/byte-cache.js'
-export { SERVED_BY_HEADER } from './file-serving/remote-file.js'
-export type { MetricSources, WriteBatchFigures } from './metrics/node-metrics.js'

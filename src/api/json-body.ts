@@ -60,7 +60,7 @@ function inspect (root: unknown, surrogates: boolean): void {
 }
 
 /** Decodes and parses a JSON body; throws the 400 the client should get. */
-export function parseJsonBody (body: Buffer): unknown {
+function parseJsonBody (body: Buffer): unknown {
   if (body.length === 0) throw new ApiError(400, 'schema_violation', 'body is empty: send a JSON value')
   let text: string
   try {

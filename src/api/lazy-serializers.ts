@@ -13,10 +13,10 @@
 import { createRequire } from 'node:module'
 
 /** What Fastify hands a serializer compiler: a route's response schema and where it belongs. */
-export interface ResponseSchemaRoute { schema?: unknown, method?: string, url?: string, httpStatus?: string, contentType?: string }
-export type Serialize = (data: unknown) => string
-export type SerializerCompiler = (route: ResponseSchemaRoute) => Serialize
-export type SerializerFactory = (externalSchemas: unknown, serializerOpts: unknown) => SerializerCompiler
+interface ResponseSchemaRoute { schema?: unknown, method?: string, url?: string, httpStatus?: string, contentType?: string }
+type Serialize = (data: unknown) => string
+type SerializerCompiler = (route: ResponseSchemaRoute) => Serialize
+type SerializerFactory = (externalSchemas: unknown, serializerOpts: unknown) => SerializerCompiler
 
 const fromFastify = createRequire(createRequire(import.meta.url).resolve('fastify'))
 const serializerSelector = fromFastify('@fastify/fast-json-stringify-compiler') as () => SerializerFactory

@@ -9,7 +9,7 @@
 import type { Logger } from '../common/index.js'
 import type { RecordId, RecordReads } from '../records/index.js'
 
-export interface SweepFigures {
+interface SweepFigures {
   /** Keys under `file:` (every field of every root). */
   fileKeys: number
   /** Live roots that carry filePath, sizeByte and mtimeNano. */

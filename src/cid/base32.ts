@@ -27,7 +27,7 @@ export function encodeBase32Lower (bytes: Uint8Array): string {
 }
 
 /** Why a base32 body was refused. */
-export type Base32Failure = 'invalid base32 character' | 'uppercase base32 is not accepted' | 'invalid base32 length' | 'non-zero base32 trailing bits'
+type Base32Failure = 'invalid base32 character' | 'uppercase base32 is not accepted' | 'invalid base32 length' | 'non-zero base32 trailing bits'
 
 /**
  * Whether `s[start..]` is the canonical base32-lower spelling of some bytes:

@@ -6,13 +6,13 @@ import {
 import { inspectCid } from './parse-cid.js'
 
 /** Rank tiers (spec §2): utility for external retrieval, not cryptographic strength. */
-export const RANK_DAG_PB = 40
-export const RANK_CONTENT_DIGEST = 30
-export const RANK_NZB_POSTING = 25
-export const RANK_BITTORRENT = 20
-export const RANK_MIDHASH = 10
-export const RANK_LOCATOR = 5
-export const RANK_NONE = 0
+const RANK_DAG_PB = 40
+const RANK_CONTENT_DIGEST = 30
+const RANK_NZB_POSTING = 25
+const RANK_BITTORRENT = 20
+const RANK_MIDHASH = 10
+const RANK_LOCATOR = 5
+const RANK_NONE = 0
 
 const isBitTorrent = (code: number): boolean =>
   code === MH_BTIH_V1_FILE || code === MH_BTIH_V2_FILE || code === MH_BTIH_V2

@@ -19,18 +19,14 @@
  *   1 MiB sample. File-system errors (ENOENT, EACCES…) propagate unchanged.
  */
 export { parseCid, isCid, decodeCid, MAX_CID_STRING_LENGTH } from './parse-cid.js'
-export type { Cid, DecodedCid } from './parse-cid.js'
+export type { Cid } from './parse-cid.js'
 export { encodeCidV1 } from './encode-cid.js'
 export { encodeBase32Lower } from './base32.js'
-export {
-  cidRank, betterCid, canonicalCid, compareBytewise,
-  RANK_DAG_PB, RANK_CONTENT_DIGEST, RANK_NZB_POSTING, RANK_BITTORRENT, RANK_MIDHASH, RANK_LOCATOR, RANK_NONE
-} from './cid-rank.js'
+export { cidRank, betterCid, canonicalCid, compareBytewise } from './cid-rank.js'
 export {
   midhash256, midhash256FromSample, midhashCidFromDigest, midhashSampleRange, MIDHASH_SAMPLE_BYTES
 } from './midhash256.js'
-export type { MidhashOptions } from './midhash256.js'
 export { sha256FileCid } from './sha256-file-cid.js'
-export type { FileDigest, HashFileOptions } from './file-digest.js'
+export type { FileDigest } from './file-digest.js'
 export { InvalidCidError, ShortReadError, NotAFileError } from './errors.js'
 export * from './codes.js'

@@ -13,7 +13,7 @@ export const MIDHASH_SAMPLE_BYTES = 1_048_576
 /** midhash256 digests are SHA-256 output. */
 const DIGEST_BYTES = 32
 
-export interface MidhashOptions extends HashFileOptions {
+interface MidhashOptions extends HashFileOptions {
   /**
    * Total file size in bytes, when the caller already has it (the watcher's
    * directory walk does, as the Go original): the sample is taken for this

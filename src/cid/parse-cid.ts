@@ -8,7 +8,7 @@ import { InvalidCidError } from './errors.js'
 /** A strict MetaMesh CID string: CIDv1, multibase base32-lower (`b…`), canonical spelling. */
 export type Cid = Brand<string, 'Cid'>
 
-export interface DecodedCid {
+interface DecodedCid {
   version: 1
   codec: number
   mhCode: number
@@ -32,7 +32,7 @@ const B = 0x62 // 'b'
 const HEADER_CHARS = 16
 
 /** The header of a strict CID. */
-export interface CidHeader {
+interface CidHeader {
   codec: number
   mhCode: number
   digestLength: number

@@ -25,7 +25,7 @@ export class NotAFileError extends InvalidInputError {
   }
 }
 
-export type SpecialKind = 'fifo' | 'socket' | 'character device' | 'block device' | 'unknown'
+type SpecialKind = 'fifo' | 'socket' | 'character device' | 'block device' | 'unknown'
 
 export type LibraryEntry =
   | { kind: 'file', real: string, size: number, mtimeNs: bigint, viaLink: boolean }
@@ -34,7 +34,7 @@ export type LibraryEntry =
   | { kind: 'special', what: SpecialKind }
   | { kind: 'outside', target: string }
 
-export interface InspectOptions {
+interface InspectOptions {
   /**
    * The caller listed the parent folder itself (a walk that only descends
    * into real folders): skips resolving it. Otherwise the parent must

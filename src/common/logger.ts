@@ -14,7 +14,7 @@ export interface Logger {
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 }
 
-export interface LoggerOptions {
+interface LoggerOptions {
   level?: LogLevel
   name?: string
   /** Where lines go; defaults to process.stderr. */

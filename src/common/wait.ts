@@ -1,6 +1,6 @@
 import { AbortedError, TimeoutError } from './errors.js'
 
-export interface WaitOptions {
+interface WaitOptions {
   /** Deadline in milliseconds. */
   timeoutMs: number
   /** Named in the timeout error: what was waited for. */

@@ -21,7 +21,7 @@ export interface CheckpointWorkerData {
   hold: SharedArrayBuffer
 }
 
-export type StartOverMode = 'RESTART' | 'TRUNCATE'
+type StartOverMode = 'RESTART' | 'TRUNCATE'
 
 /** What the thread tells the store: a checkpoint that failed (it goes on looking), or how a start-over went. */
 export type CheckpointMessage =

@@ -60,7 +60,7 @@ import { WalHold } from './wal-hold.js'
  * automatic checkpoints on the main connection (and `journal_size_limit`
  * at `keepBytes`).
  */
-export interface CheckpointerOptions extends CheckpointTuning {
+interface CheckpointerOptions extends CheckpointTuning {
   path: string
   logger: Logger
   onFailure: () => void

@@ -45,7 +45,7 @@ interface Pending {
 
 type Outcome = { ok: true, value: unknown } | { ok: false, error: unknown }
 
-export interface GroupCommitOptions {
+interface GroupCommitOptions {
   st: Statements
   rows: RowWriter
   streams: Streams

@@ -42,13 +42,13 @@ interface StreamState {
   length: number | undefined
 }
 
-export type StreamSnapshot = Map<string, StreamState>
+type StreamSnapshot = Map<string, StreamState>
 
 const EV_PREFIX = 'ev:'
 const HWM_PREFIX = 'evhwm:'
 const LOW_PREFIX = 'evlow:'
 
-export interface StreamsOptions {
+interface StreamsOptions {
   /** Entries kept per stream. */
   retention: number
   /** Trim a stream after this many appends. */

@@ -24,7 +24,7 @@ export interface ServableFile {
 /** This node's own copy of the CID's bytes, or undefined. The caller closes `fh`. */
 export type LocalFileOpener = (cid: string) => Promise<ServableFile | undefined>
 
-export type OkHeader = Extract<BytesHeader, { ok: true }>
+type OkHeader = Extract<BytesHeader, { ok: true }>
 export type Refusal = Extract<BytesHeader, { ok: false }>
 
 /** An open range on a holder: its header, then its bytes. */

@@ -33,7 +33,7 @@ export interface BytesRequest {
   length: number
 }
 
-export type RefusalCode = 'busy' | 'not-found' | 'bad-request' | 'internal'
+type RefusalCode = 'busy' | 'not-found' | 'bad-request' | 'internal'
 
 export type BytesHeader =
   | {

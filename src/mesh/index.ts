@@ -16,13 +16,9 @@
  * fast.
  */
 export * from './protocol/index.js'
-export {
-  decodeMessage, encodeMessage, WireError, WIRE_VERSION, MAX_MESSAGE_BYTES, MAX_DECODED_BYTES, FRAME_LIMITS, PAGE_LIMITS
-} from './messages.js'
-export type { DecodeLimits, Message, PushMessage, PullMessage, SnapMessage, ChangesMessage, SnapshotMessage, ErrorMessage } from './messages.js'
+export { decodeMessage, encodeMessage, WireError, WIRE_VERSION, MAX_MESSAGE_BYTES, FRAME_LIMITS } from './messages.js'
+export type { Message } from './messages.js'
 export { RecordReplica } from './replica-store.js'
-export type { RecordReplicaOptions, MeshRecords } from './replica-store.js'
 export { StandaloneMesh } from './service.js'
-export { BYTES_PROTOCOL } from './bytes-wire.js'
-export type { ByteSource, LocalFileOpener, ServableFile, RemoteRange, Refusal, OkHeader, PeerByteFigures } from './bytes-service.js'
-export type { MeshService, MeshView, MeshPeerView, MeshMemberView, MeshJoinView } from './service.js'
+export type { ByteSource, LocalFileOpener, ServableFile, RemoteRange, PeerByteFigures } from './bytes-service.js'
+export type { MeshService, MeshView, MeshPeerView, MeshJoinView } from './service.js'

@@ -23,12 +23,12 @@ export const WIRE_VERSION = 1
 /** Largest message on the wire (a gossip frame or a pull page), compressed or not. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024
 /** Largest body after decompression: a page is built to about 1 MiB of keys and values, and JSON escaping can add to that. */
-export const MAX_DECODED_BYTES = 8 * 1024 * 1024
+const MAX_DECODED_BYTES = 8 * 1024 * 1024
 /** Most entries one message may carry (a page holds at most `pageKeys`, 20,000 by default). */
-export const MAX_MESSAGE_ENTRIES = 100_000
+const MAX_MESSAGE_ENTRIES = 100_000
 
 /** What a message may inflate to and how many entries it may carry; the decoder stops as soon as either is passed. */
-export interface DecodeLimits {
+interface DecodeLimits {
   maxInflatedBytes: number
   maxEntries: number
 }
@@ -42,7 +42,7 @@ export interface DecodeLimits {
  */
 export const FRAME_LIMITS: Readonly<DecodeLimits> = { maxInflatedBytes: MAX_MESSAGE_BYTES, maxEntries: 10_000 }
 /** Pull replies and requests: a peer answers what we asked for, in pages of about 1 MiB of keys and values. */
-export const PAGE_LIMITS: Readonly<DecodeLimits> = { maxInflatedBytes: MAX_DECODED_BYTES, maxEntries: MAX_MESSAGE_ENTRIES }
+const PAGE_LIMITS: Readonly<DecodeLimits> = { maxInflatedBytes: MAX_DECODED_BYTES, maxEntries: MAX_MESSAGE_ENTRIES }
 /** Bodies smaller than this are sent as they are: deflate saves nothing worth its CPU on them. */
 const COMPRESS_FROM_BYTES = 512
 /** Cursors and log ids are short opaque strings; anything longer is not ours. */
@@ -51,7 +51,7 @@ const FLAG_DEFLATE = 1
 const HLC_RE = /^[0-9a-f]{16}$/
 
 /** A push frame: entries its origin wrote, with the origin's frame sequence `(epoch, seq)`. */
-export interface PushMessage { t: 'push', origin: string, epoch: number, seq: number, entries: RemoteEntry[] }
+interface PushMessage { t: 'push', origin: string, epoch: number, seq: number, entries: RemoteEntry[] }
 /** Pull request: the changes of the peer's log after `cursor`, if `log` is still the peer's log. */
 export interface PullMessage { t: 'pull', log: string | null, cursor: string | null, maxBytes: number }
 /** Snapshot request: the peer's replicated range after position `after` (null: from the start). */
@@ -89,7 +89,7 @@ export interface RootsReplyMessage { t: 'rootsd', entries: RemoteEntry[], want: 
 export interface GiveMessage { t: 'give', entries: RemoteEntry[] }
 /** Reply to `give`: how many of its entries took a new version. */
 export interface TakenMessage { t: 'taken', applied: number }
-export type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
+type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
 export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number, clock?: number }
 
 export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage |

@@ -40,7 +40,7 @@ const WHOLE_PAGE = { rootsPerTransaction: Infinity, entriesPerTransaction: Infin
  */
 const BULK_FROM_ROOTS = 64
 
-export interface RecordReplicaOptions {
+interface RecordReplicaOptions {
   /** A fresh log id for a store that has none (injectable for deterministic runs). */
   newLogId?: () => string
   /** New roots in one page of a bulk transfer that start the bulk path (default 64, and half the page's; Infinity: never). */

@@ -12,7 +12,7 @@ import type { Logger } from '../common/index.js'
 import type { MeshJoinView, MeshPeerView, MeshView } from './service.js'
 
 /** How often a catch-up in progress is logged, in ms: often enough to see it move, rarely enough to read. */
-export const SYNC_PROGRESS_LOG_MS = 5_000
+const SYNC_PROGRESS_LOG_MS = 5_000
 
 interface Began { at: number, pages: number, bytes: number, mode: string }
 

@@ -20,7 +20,7 @@ import { defaultNodeUrl, fetchStatus, formatStatus, meshProblem, STATUS_OPTIONS,
 const COMMANDS = ['start', 'keygen', 'id', 'status', 'help'] as const
 type Command = typeof COMMANDS[number]
 
-export function cliUsage (): string {
+function cliUsage (): string {
   return [
     'Usage: meta-core <command> [options]     (npx meta-core … from a clone; npm start -- … runs the same)',
     '',

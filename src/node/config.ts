@@ -105,7 +105,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }
 ]
 
-export type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help', text: string }
+type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help', text: string }
 
 /**
  * Parses `argv` (without node, the script and the subcommand) over `env`.

@@ -32,7 +32,7 @@ import type { NodeStore } from '../records/index.js'
 /** Records moved per group commit: every write of a chunk shares one transaction. */
 const CHUNK = 500
 
-export interface AdoptOptions {
+interface AdoptOptions {
   /**
    * The peer id of this node's identity key file, when there is one: asked
    * only when the store's id is neither this node's current id nor the
@@ -42,7 +42,7 @@ export interface AdoptOptions {
 }
 
 /** What the start found: the records whose holder members moved, or the other node a copied store came from. */
-export interface AdoptResult { moved: number, copiedFrom?: string }
+interface AdoptResult { moved: number, copiedFrom?: string }
 
 /** Moves this node's holder members to its current id, or recognises a store copied from another node. */
 export async function adoptHolderId (store: NodeStore, log: Logger, opts: AdoptOptions = {}): Promise<number> {

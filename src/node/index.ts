@@ -9,9 +9,7 @@
  * start that fails half-way stops what it started; stop closes the store
  * last, after the API and the watcher are done with it.
  */
-export { parseConfig, parseNodeOptions, usage, isLoopback, ConfigError, OPTIONS } from './config.js'
-export type { NodeConfig, ParseResult } from './config.js'
+export { parseConfig, usage, isLoopback, ConfigError, OPTIONS } from './config.js'
+export type { NodeConfig } from './config.js'
 export { startNode } from './start-node.js'
-export type { RunningNode, StartOptions } from './start-node.js'
-export { PortUnavailableError } from './port-check.js'
-export { packageVersion } from './version.js'
+export type { RunningNode } from './start-node.js'

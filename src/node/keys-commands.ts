@@ -9,11 +9,11 @@ import { ConfigError, parseNodeOptions } from './config.js'
 import { optionLines, type OptionSpec } from './options.js'
 import type { Output } from './run-node.js'
 
-export const KEYGEN_OPTIONS: ReadonlyArray<OptionSpec<'ifMissing'>> = [
+const KEYGEN_OPTIONS: ReadonlyArray<OptionSpec<'ifMissing'>> = [
   { key: 'ifMissing', flag: 'if-missing', kind: { type: 'bool' }, def: 'false', help: 'when <path> already holds a swarm key, keep it and exit 0 (a deployment\'s first-start step); anything else there is still an error' }
 ]
 
-export const ID_OPTIONS: ReadonlyArray<OptionSpec<'create' | 'json'>> = [
+const ID_OPTIONS: ReadonlyArray<OptionSpec<'create' | 'json'>> = [
   { key: 'create', flag: 'create', kind: { type: 'bool' }, def: 'false', help: 'create the identity key when it does not exist yet (a node creates it on first start otherwise)' },
   { key: 'json', flag: 'json', kind: { type: 'bool' }, def: 'false', help: 'print {peerId, keyPath, addrs, swarmKey} as JSON' }
 ]

@@ -37,7 +37,7 @@ export interface OptionSpec<K extends string = string> {
   help: string
 }
 
-export interface ParsedOptions<K extends string> {
+interface ParsedOptions<K extends string> {
   values: Partial<Record<K, unknown>>
   /** Options set by a flag or a variable (not by their default). */
   explicit: Set<K>
@@ -57,7 +57,7 @@ export interface ParsedOptions<K extends string> {
  * so a command loads them only when it is given such an option: a
  * standalone node, `status` and `keygen` start without them.
  */
-export interface AddressChecks {
+interface AddressChecks {
   isPeerId: (id: string) => boolean
   multiaddrProblem: (a: string, dial: boolean) => string | undefined
 }

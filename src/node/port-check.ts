@@ -20,7 +20,7 @@ export class PortUnavailableError extends MetaCoreError {
 interface Listen { host: string, port: number, what: string, fix: string }
 
 /** The TCP host and port of a listen multiaddr (`/ip4/0.0.0.0/tcp/4001`, `/ip6/::/tcp/4001`); undefined for another kind. */
-export function tcpListenOf (addr: string): { host: string, port: number } | undefined {
+function tcpListenOf (addr: string): { host: string, port: number } | undefined {
   const m = /^\/(ip4|ip6)\/([^/]+)\/tcp\/(\d+)(\/|$)/.exec(addr)
   if (m === null) return undefined
   return { host: m[2], port: Number(m[3]) }

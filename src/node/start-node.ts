@@ -41,7 +41,7 @@ export interface RunningNode {
   stoppingStep: () => string | undefined
 }
 
-export interface StartOptions {
+interface StartOptions {
   logger?: Logger
   version?: string
   /** The built web page (default: the package's ui/dist). */

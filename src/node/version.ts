@@ -3,7 +3,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 /** The package's own folder (two levels above src/node), where package.json and ui/dist sit. */
-export function packageRoot (): string {
+function packageRoot (): string {
   return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 }
 

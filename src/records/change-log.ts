@@ -25,7 +25,7 @@ import { versionHlc, versionOrigin, type Version } from './versions.js'
 /** The stream name is the original's: SSE clients and cursors carry over. */
 export const META_EVENTS = 'meta:events'
 
-export type ChangeOp = 'set' | 'del'
+type ChangeOp = 'set' | 'del'
 
 /**
  * One mutation's changes, in the order they happen, as the mutation path

@@ -37,7 +37,7 @@ export const FP_READY = 'idx:fp/ready'
 export const FP_REBUILD = 'idx:fp/rebuild'
 
 /** Hex digits of a bucket: the tree in memory goes down to them. */
-export const BUCKET_DIGITS = 4
+const BUCKET_DIGITS = 4
 /** Hex digits of a position. */
 export const POSITION_DIGITS = 8
 const LEVELS = BUCKET_DIGITS + 1

@@ -9,7 +9,7 @@ export type HlcString = string
 
 const MAX_COUNTER = 0xffff
 
-export interface HlcParts { ms: number, counter: number }
+interface HlcParts { ms: number, counter: number }
 
 export function formatHlc (p: HlcParts): HlcString {
   return p.ms.toString(16).padStart(12, '0') + p.counter.toString(16).padStart(4, '0')

@@ -38,48 +38,33 @@
  * to this module), `record-store.ts` (the object that wires them together).
  */
 export { RecordStore } from './record-store.js'
-export { OWNED_FIELD_PREFIXES } from './local-writes.js'
 export { LOCATION_FIELDS, isLocationField } from './local-location.js'
 export { CLIENT_NAMESPACES, NotNodeLocalKeyError } from './local-store.js'
-export type { StoreIdentity } from './store-identity.js'
 export { isRecord } from './record-liveness.js'
-export type { Location } from './local-location.js'
 export { checkRemoteEntry, newEntryChecks, InvalidRemoteEntryError, ORIGIN_RE, MAX_REMOTE_KEY_BYTES } from './remote-entry.js'
-export type { RecordStoreOptions } from './record-store.js'
-export type { ApplyBatchOptions } from './remote-apply.js'
-export type { BulkPageOptions, BulkProgress } from './bulk-apply.js'
+export type { BulkProgress } from './bulk-apply.js'
 export { BULK_CARRY_KEY } from './bulk-apply.js'
-export type {
-  RecordDocument, RecordDocumentJson, ApplyResult, WriteResult, RemovePathResult, ReleaseResult, CachedCopyResult, LocalCopy, FileTuple
-} from './types.js'
-export type { ChangePage, ExportPage, PageOptions } from './change-feed.js'
-export type { RangeFingerprint, RootHash } from './fingerprints.js'
+export type { RecordDocument, ReleaseResult, LocalCopy } from './types.js'
+export type { ChangePage } from './change-feed.js'
 export type { RemoteEntry } from './remote-entry.js'
 export { META_EVENTS, presentChange, decodeChange } from './change-log.js'
-export type { ChangeOp, ChangeLogEntry, CommittedChange, ChangeListener } from './change-log.js'
-export type { RecordIndexer, FieldChange } from './mutation.js'
+export type { CommittedChange } from './change-log.js'
+export type { RecordIndexer } from './mutation.js'
 export { newRecordId, isRecordId, recordIdTime, encodeUuidV7, decodeRecordId, RecordIdMinter } from './record-id.js'
-export type { RecordId, RandomSource } from './record-id.js'
-export {
-  validateFieldPath, rejectDeprecatedField, checkWritableField, validateValue, cidMemberOf,
-  MAX_FIELD_LENGTH, MAX_FIELD_BYTES, MAX_VALUE_LENGTH
-} from './field-path.js'
+export type { RecordId } from './record-id.js'
+export { validateFieldPath, rejectDeprecatedField, checkWritableField, cidMemberOf, MAX_FIELD_BYTES, MAX_VALUE_LENGTH } from './field-path.js'
 export {
   InvalidFieldError, DeprecatedFieldError, InvalidValueError, UnknownRecordError, InvalidAddressError, SelfAliasError, LocationFieldError
 } from './errors.js'
 export { nest, flatten } from './flatten.js'
-export type { Nested } from './flatten.js'
-export { Hlc, formatHlc, parseHlc } from './hlc.js'
+export { formatHlc, parseHlc } from './hlc.js'
 export { ClockOutOfBoundError } from './clock-gate.js'
 export type { ClockGate, ClockRefusal } from './clock-gate.js'
-export type { HlcString } from './hlc.js'
-export { VersionMap, makeVersion, versionHlc, versionOrigin } from './versions.js'
+export { VersionMap, versionHlc, versionOrigin } from './versions.js'
 export type { Version } from './versions.js'
 export { classifyValue, generaliseField } from './schema-type.js'
-export type { FieldType } from './schema-type.js'
 export type {
-  Records, RecordReads, IndexedRecords, RecordWrites, FileRecords, Replication, EventStreams, ShownEntry,
-  LocalStore, LocalTx, SchemaCounter, FieldVersion, LibraryPage, ReplicaDigest
+  Records, RecordReads, IndexedRecords, FileRecords, Replication, EventStreams, ShownEntry, LocalStore, LocalTx, FieldVersion
 } from './surface.js'
 export { FILE_EVENTS } from './events.js'
 export { recordRows, countLiveRoots } from './rows.js'
@@ -89,5 +74,5 @@ export {
   KvClosedError, StorageError, compareEventIds, formatEventId, parseEventId
 } from '../kv/index.js'
 export type { EventId, EventIdParts, Tx } from '../kv/index.js'
-export { openNodeStore, ensureNodeId, recordsInUnversionedFile } from './open-store.js'
+export { openNodeStore } from './open-store.js'
 export type { NodeStore, NodeStoreOptions } from './open-store.js'

@@ -13,7 +13,7 @@ import { LOC, type Reader } from './layout.js'
 import type { FieldChange } from './mutation.js'
 
 export const LOCATION_FIELDS = ['filePath', 'sizeByte', 'mtimeNano'] as const
-export type LocationField = typeof LOCATION_FIELDS[number]
+type LocationField = typeof LOCATION_FIELDS[number]
 export type Location = Partial<Record<LocationField, string>>
 
 export function isLocationField (f: string): f is LocationField {

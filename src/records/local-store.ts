@@ -29,7 +29,7 @@ export const LAYER_NAMESPACES: readonly string[] = ['watch:', 'mesh:']
 export const CLIENT_NAMESPACES: readonly string[] = ['btmagnet:', 'searchcov:', 'nzb:']
 
 /** Whether `key` lies in one of `namespaces`. */
-export function inNamespaces (key: string, namespaces: readonly string[]): boolean {
+function inNamespaces (key: string, namespaces: readonly string[]): boolean {
   return typeof key === 'string' && namespaces.some(p => key.startsWith(p))
 }
 

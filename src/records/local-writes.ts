@@ -17,7 +17,7 @@ import { isRecordId, type RecordId } from './record-id.js'
 import type { WriteResult } from './types.js'
 
 /** Fields the store itself owns: a replacing write (`setFlat`) keeps them. */
-export const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
+const OWNED_FIELD_PREFIXES = ['filePath', 'sizeByte', 'mtimeNano', 'cids/', 'holders/']
 
 function isOwnedField (f: string): boolean {
   return OWNED_FIELD_PREFIXES.some(p => f === p || (p.endsWith('/') && f.startsWith(p)))

@@ -31,7 +31,7 @@ const LONE_SURROGATE = /\p{Cs}/u
 /** Examples named in the log: enough to find the rows, short enough for one line. */
 const MAX_EXAMPLES = 5
 
-export interface MalformedSweepReport {
+interface MalformedSweepReport {
   /** False when the store had been swept before (nothing was read). */
   ran: boolean
   /** Rows whose key was not UTF-8, deleted. */

@@ -66,7 +66,7 @@ export interface FieldChange {
   key?: string
 }
 
-export interface MutationOptions {
+interface MutationOptions {
   /** Root tombstone to apply before the changes (DeleteRoot, local or remote). */
   rootTombstone?: Version
   /**
@@ -78,7 +78,7 @@ export interface MutationOptions {
   remote?: boolean
 }
 
-export interface MutationResult {
+interface MutationResult {
   /** Keys whose value changed (set or deleted). */
   changed: number
   /** Keys whose version changed (value changes and version-only changes). */

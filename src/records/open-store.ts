@@ -32,7 +32,7 @@ export interface NodeStore {
  * The record layer's part of the schema gate: a file with no schema version
  * that holds records (or the root index) was written by an older meta-core.
  */
-export function recordsInUnversionedFile (r: KvReader): string | undefined {
+function recordsInUnversionedFile (r: KvReader): string | undefined {
   return r.any(FILE, prefixEnd(FILE)) || r.any(ROOTS, prefixEnd(ROOTS)) ? 'holds records' : undefined
 }
 

@@ -32,7 +32,7 @@ const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote 
  * of a batch repeat across its entries (a record's fields share them), so
  * each distinct one is parsed once.
  */
-export interface EntryChecks {
+interface EntryChecks {
   rids: Set<string>
   hlcs: Set<string>
   origins: Set<string>

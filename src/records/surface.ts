@@ -100,7 +100,7 @@ export interface IndexedRecords extends RecordReads {
   changedRootsSince: (after: EventId, limit: number) => Set<RecordId> | undefined
 }
 
-export interface RecordWrites {
+interface RecordWrites {
   mergeFlat: (addr: string, fields: Record<string, string>) => Promise<WriteResult>
   setFlat: (addr: string, fields: Record<string, string>) => Promise<WriteResult>
   setProperty: (addr: string, field: string, value: string) => Promise<WriteResult>

@@ -60,7 +60,7 @@ export function equalityProbes (folded: string): Probe[] {
 }
 
 /** The first VALUE_KEY_CHARS code points: what a value key holds of a longer value stored in full beside it. */
-export function valueKey (s: string): string {
+function valueKey (s: string): string {
   if (s.length <= VALUE_KEY_CHARS) return s
   const cps = [...s]
   return cps.length <= VALUE_KEY_CHARS ? s : cps.slice(0, VALUE_KEY_CHARS).join('')

@@ -54,7 +54,7 @@ export type WorkerReply =
   | { type: 'failed', seq: number, message: string }
 
 /** A job the index writer refused or could not finish; nothing of it was committed. */
-export class IndexJobError extends StorageError {}
+class IndexJobError extends StorageError {}
 
 const ENTRY = workerModule('index-worker', import.meta.url)
 

@@ -60,10 +60,8 @@ import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, Searc
 
 export type * from './types.js'
 export { InvalidSearchRequestError, SearchNotStartedError } from './errors.js'
-export { DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_LENGTH, MAX_FILTERS, MAX_FILTER_VALUES } from './normalize-request.js'
+export { MAX_LIMIT } from './normalize-request.js'
 export { fold } from './fold.js'
-export { HAY_FIELDS, DEFAULT_EXCLUDE_PREFIXES } from './matchers.js'
-export type { QueryPlan } from './indexed-search.js'
 
 /** Stores with at most this many roots are brought up to date synchronously at start (well under a second). */
 const SYNC_REPAIR_MAX_ROOTS = 2000

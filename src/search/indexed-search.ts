@@ -28,7 +28,7 @@ const VERIFY_BELOW = 256
 const SORT_POINT_READS_BELOW = 2000
 const LIST_FIELDS = ['title', 'fileName', 'filePath', 'type', 'year'] as const
 
-export interface IndexedSearchDeps {
+interface IndexedSearchDeps {
   kv: KvStore
   records: RecordReads
   fields: FieldIndex

@@ -185,7 +185,7 @@ export function phaseAtStart (m: Maintenance, job: JobKind, docs: number): Maint
 }
 
 /** What the index writer answered for a maintenance job (index-writer.ts JobResult), with what the index holds after it. */
-export interface StepResult { roots?: number, last?: string, done?: boolean, more?: boolean, docs: number, span: number }
+interface StepResult { roots?: number, last?: string, done?: boolean, more?: boolean, docs: number, span: number }
 
 /**
  * The phase once a job has committed. A rebuild ends when its step says

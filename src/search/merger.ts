@@ -7,7 +7,10 @@
  * job's outcome in the store. Its timers and progress lines run on an
  * injected clock, so tests run them in virtual time.
  *
- * The jobs, and when each is due: merge-plan.ts.
+ * The jobs, and when each is due: merge-plan.ts. Records arriving in bulk
+ * and the rebuild that follows them: bulk-follow.ts. Those waiting on the
+ * merger (writers at the backlog's bound, `whenIdle`, `whenReady`):
+ * merger-waiters.ts.
  *
  * Until a batch's roots are unstaged, queries check them on their kv rows,
  * and they are unstaged only once their entries are committed, so search
@@ -31,11 +34,13 @@
 import { AbortedError, silentLogger, systemClock, type Clock, type Logger } from '../common/index.js'
 import { KvClosedError, type SqlStatement, type Tx } from '../kv/index.js'
 import { countLiveRoots } from '../records/index.js'
+import { BulkFollow } from './bulk-follow.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexJob } from './index-worker-client.js'
 import { IndexWriterHost } from './index-writer-host.js'
 import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, type JobKind, type Maintenance, type PlanLimits, type PlanState } from './merge-plan.js'
 import { resolveMergerOptions, type MergerDeps, type MergerOptions, type ResolvedMergerOptions } from './merger-options.js'
+import { MergerWaiters } from './merger-waiters.js'
 import type { PendingBatch } from './pending-roots.js'
 import { ProgressLines } from './progress-lines.js'
 import { STATE_BULK, STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
@@ -48,12 +53,8 @@ type InFlight =
   | { kind: 'batch', gen: number, batch: PendingBatch, extra: string[][] }
   | { kind: Exclude<JobKind, 'batch'> }
 
-/** A rebuild following records arriving in bulk that has caught up with them steps again this long after more arrive (ms): steps of a few pages, not of one. */
-const FOLLOW_WAIT_MS = 500
 /** After a failed job, the next try waits this long (ms). */
 const RETRY_MS = 1000
-
-type Waiter = { resolve: () => void, reject: (e: unknown) => void }
 
 export class Merger {
   private readonly o: ResolvedMergerOptions
@@ -80,14 +81,9 @@ export class Merger {
   /** Document ids from the oldest live document's to the newest's. */
   private span: number
   private stopped = false
-  /** Records are arriving in bulk (a join): their roots are not staged, so the index is not trusted until the rebuild following them ends. */
-  private bulk = false
-  /** The bulk ended while a rebuild step was in flight: the rebuild stops following once that step has answered. */
-  private bulkEndPending = false
-  private followTimer: (() => void) | undefined
-  private writable: { promise: Promise<void>, resolve: () => void } | undefined
-  private idleWaiters: Waiter[] = []
-  private readyWaiters: Waiter[] = []
+  /** Records arriving in bulk (a join), and the rebuild following them (bulk-follow.ts). */
+  private readonly bulk: BulkFollow
+  private readonly waiters = new MergerWaiters()
   private readonly progress: ProgressLines
   /** Roots indexed from staged rows since start (tests and benchmarks read it). */
   merged = 0
@@ -111,58 +107,30 @@ export class Merger {
     }
     d.pending.onStaged = () => { this.schedule() }
     d.pending.gate = () => this.whenWritable()
-    d.pending.onBulk = () => {
-      if (this.stopped) return
-      if (!this.bulk) {
-        this.bulk = true
-        const m = this.maintenance
-        // The index is built as the records arrive, following them in key order on the writer's thread.
-        if (m.phase === 'rebuild') this.maintenance = { ...m, follow: true }
-        else this.startRebuild('records arriving in bulk', true)
-        this.log.info('search: records arriving in bulk; the index is built behind them, and searches read every record until it is complete')
-        return
-      }
-      this.wakeFollow()
-    }
-    d.pending.onBulkEnded = (ordered) => {
-      if (!this.bulk || this.stopped) return
-      this.bulk = false
-      const m = this.maintenance
-      // Records that arrived behind the rebuild's position (not in key order) are not behind it: start over.
-      if (!ordered || m.phase !== 'rebuild') { this.startRebuild('records arrived in bulk'); return }
-      if (this.inFlight.some(j => j.kind === 'rebuild')) {
-        // That step may have read the rows before the last page: its "none left" must not end the rebuild.
-        this.bulkEndPending = true
-        return
-      }
-      this.maintenance = { ...m, follow: false, caughtUp: false }
-      this.schedule()
-    }
-  }
-
-  /** A rebuild following a bulk apply that had caught up: it goes on once a little more has arrived. */
-  private wakeFollow (): void {
-    const m = this.maintenance
-    if (m.phase !== 'rebuild' || m.caughtUp !== true || this.followTimer !== undefined) return
-    this.followTimer = this.clock.schedule(FOLLOW_WAIT_MS, () => {
-      this.followTimer = undefined
-      const n = this.maintenance
-      if (n.phase !== 'rebuild' || n.caughtUp !== true || this.stopped) return
-      this.maintenance = { ...n, caughtUp: false }
-      this.schedule()
+    this.bulk = new BulkFollow({
+      clock: this.clock,
+      log: this.log,
+      maintenance: () => this.maintenance,
+      setMaintenance: (m) => { this.maintenance = m },
+      startRebuild: (reason, follow) => { this.startRebuild(reason, follow) },
+      rebuildInFlight: () => this.inFlight.some(j => j.kind === 'rebuild'),
+      schedule: () => { this.schedule() },
+      stopped: () => this.stopped
     })
+    d.pending.onBulk = () => { this.bulk.arrived() }
+    d.pending.onBulkEnded = (ordered) => { this.bulk.ended(ordered) }
   }
 
   /** False while a rebuild runs or records arrive in bulk: the structures are incomplete and queries read every record. */
   get trusted (): boolean {
-    return this.maintenance.phase !== 'rebuild' && !this.bulk
+    return this.maintenance.phase !== 'rebuild' && !this.bulk.active
   }
 
   /** The index is being built (a rebuild, or records arriving in bulk before one): how far the rebuild is. */
   get building (): { done: number, total: number } | undefined {
     const m = this.maintenance
     if (m.phase === 'rebuild') return { done: m.done, total: Math.max(m.total, m.done) }
-    return this.bulk ? { done: 0, total: 0 } : undefined
+    return this.bulk.active ? { done: 0, total: 0 } : undefined
   }
 
   /** The state merge-plan.ts decides on. */
@@ -177,7 +145,7 @@ export class Merger {
       docs: this.docs,
       orphanDocs: this.orphanDocs,
       span: this.span,
-      hurry: this.writable !== undefined || this.idleWaiters.length > 0,
+      hurry: this.waiters.hurry,
       stopped: this.stopped
     }
   }
@@ -192,7 +160,7 @@ export class Merger {
   startRebuild (reason: string, follow = false): void {
     const total = countLiveRoots(this.d.kv)
     this.maintenance = { phase: 'rebuild', cleared: false, after: '', done: 0, total, ...(follow ? { follow } : {}) }
-    this.bulkEndPending = false
+    this.bulk.rebuildStarted()
     this.log.info('search: rebuilding the index from the records', { reason, roots: total })
     this.schedule()
   }
@@ -205,7 +173,7 @@ export class Merger {
   async whenIdle (): Promise<void> {
     if (!this.hasWork()) return
     if (this.stopped) throw new AbortedError('search maintenance stopped')
-    const p = new Promise<void>((resolve, reject) => { this.idleWaiters.push({ resolve, reject }) })
+    const p = this.waiters.forIdle()
     this.schedule()
     await p
   }
@@ -214,17 +182,18 @@ export class Merger {
   async whenReady (): Promise<void> {
     if (this.trusted) return
     if (this.stopped) throw new AbortedError('search maintenance stopped')
-    await new Promise<void>((resolve, reject) => { this.readyWaiters.push({ resolve, reject }) })
+    await this.waiters.forReady()
   }
 
   /** A promise while writes must wait (the backlog is at its bound), else undefined. */
   whenWritable (): Promise<void> | undefined {
     if (this.stopped) return undefined
-    if (this.writable !== undefined) return this.writable.promise
+    const held = this.waiters.writers
+    if (held !== undefined) return held
     if (this.d.pending.size < this.o.backlogLimit) return undefined
-    this.writable = waiter()
+    const p = this.waiters.holdWriters()
     this.schedule()
-    return this.writable.promise
+    return p
   }
 
   /**
@@ -238,13 +207,8 @@ export class Merger {
     this.stopped = true
     this.timer?.cancel()
     this.timer = undefined
-    this.followTimer?.()
-    this.followTimer = undefined
-    this.writable?.resolve()
-    this.writable = undefined
-    const err = new AbortedError('search maintenance stopped')
-    for (const w of this.idleWaiters.splice(0)) w.reject(err)
-    for (const w of this.readyWaiters.splice(0)) w.reject(err)
+    this.bulk.stop()
+    this.waiters.abort(new AbortedError('search maintenance stopped'))
     try {
       if (!this.d.kv.isClosed) this.d.kv.writeSync(tx => { this.recordMark(tx) })
     } catch (e) {
@@ -294,28 +258,13 @@ export class Merger {
     switch (kind) {
       case 'clear': return { type: 'clear', id: this.d.indexId, gen: this.gen }
       case 'batch': {
-        const rids = this.takeFree(this.o.batchRoots)
+        const rids = this.d.pending.oldestFree(this.o.batchRoots)
         return rids.length === 0 ? undefined : { type: 'batch', rids: rids.sort(), gen: this.sentGen + 1 }
       }
       case 'rebuild': return this.maintenance.phase === 'rebuild' ? { type: 'rebuild', after: this.maintenance.after, n: this.o.batchRoots } : undefined
       case 'renumber': return { type: 'renumber', n: this.o.batchRoots }
       case 'sweep': return { type: 'sweep' }
     }
-  }
-
-  /**
-   * Up to `n` free staged roots, the longest staged first (the set keeps
-   * staging order). Never the whole set sorted: with a large backlog that
-   * would cost more than the batch, and an extension runs at every commit.
-   */
-  private takeFree (n: number): string[] {
-    const out: string[] = []
-    if (n <= 0) return out
-    for (const r of this.d.pending.freeRoots) {
-      out.push(r)
-      if (out.length >= n) break
-    }
-    return out
   }
 
   /** Once the hooks of the commit that called have all run: one message for every root it staged (each staged root calls). */
@@ -333,7 +282,7 @@ export class Merger {
     const worker = this.host.current
     const job = this.inFlight.length < 2 ? undefined : this.inFlight[this.inFlight.length - 1]
     if (worker === undefined || job?.kind !== 'batch') return
-    const rids = this.takeFree(this.o.batchRoots - job.batch.rids.size)
+    const rids = this.d.pending.oldestFree(this.o.batchRoots - job.batch.rids.size)
     if (rids.length === 0) return
     this.d.pending.extendBatch(job.batch, rids)
     job.extra.push(rids)
@@ -427,12 +376,9 @@ export class Merger {
     }
     const before = this.maintenance
     let after = phaseAfter(before, job.kind, r, this.d.bucketDocs)
-    if (job.kind === 'rebuild' && this.bulkEndPending) {
-      this.bulkEndPending = false
-      if (after.phase === 'rebuild') after = { ...after, follow: false, caughtUp: false }
-    }
+    if (job.kind === 'rebuild') after = this.bulk.afterRebuildStep(after)
     if (before.phase === 'rebuild' && after.phase !== 'rebuild') {
-      const bulk = this.bulk
+      const bulk = this.bulk.active
       this.d.kv.writeSync(tx => {
         this.recordMark(tx)
         // Records that arrived in bulk before this rebuild began are indexed now (unless more are arriving).
@@ -476,15 +422,8 @@ export class Merger {
 
   /** After a job: wakes writers and waiters, writes progress lines. */
   private settle (): void {
-    if (this.writable !== undefined && this.d.pending.size < this.o.backlogLimit * 0.75) {
-      this.writable.resolve()
-      this.writable = undefined
-    }
-    if (this.trusted) for (const w of this.readyWaiters.splice(0)) w.resolve()
-    if (!this.hasWork()) {
-      for (const w of this.idleWaiters.splice(0)) w.resolve()
-      if (!this.stopped) this.host.idle(() => !this.stopped && !this.hasWork())
-    }
+    const idle = this.waiters.settle(this.d.pending.size < this.o.backlogLimit * 0.75, this.trusted, () => !this.hasWork())
+    if (idle && !this.stopped) this.host.idle(() => !this.stopped && !this.hasWork())
     this.reportProgress()
   }
 
@@ -499,10 +438,4 @@ export class Merger {
         ? { what: 'backlog', pending: staged }
         : m.phase === 'renumber' ? { what: 'renumbering', moved: m.moved, most: m.most, span: this.span, docs: this.docs } : undefined)
   }
-}
-
-function waiter (): { promise: Promise<void>, resolve: () => void } {
-  let resolve!: () => void
-  const promise = new Promise<void>(r => { resolve = r })
-  return { promise, resolve }
 }

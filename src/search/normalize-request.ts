@@ -11,13 +11,13 @@ import { fold, splitFields, trimSpace } from './fold.js'
 import type { Criteria, FilterCriterion } from './matchers.js'
 import type { SearchRequest } from './types.js'
 
-export const DEFAULT_LIMIT = 100
+const DEFAULT_LIMIT = 100
 /** Largest page: a page is materialised as whole documents, so this bounds one response's work and size. */
 export const MAX_LIMIT = 1000
 /** Input bounds: generous for any real client, small enough that one request cannot plan for seconds. */
-export const MAX_QUERY_LENGTH = 4096
-export const MAX_FILTERS = 64
-export const MAX_FILTER_VALUES = 1000
+const MAX_QUERY_LENGTH = 4096
+const MAX_FILTERS = 64
+const MAX_FILTER_VALUES = 1000
 
 export interface Paging {
   limit: number
@@ -33,7 +33,7 @@ export interface SortOrder { field: string, desc: boolean }
 /** Longest sort field: a field path's limit, plus the `-`. */
 const MAX_SORT_LENGTH = 513
 
-export type NormalizedRequest =
+type NormalizedRequest =
   | { kind: 'hashId', hashId: string, paging: Paging }
   | { kind: 'criteria', criteria: Criteria, paging: Paging }
 

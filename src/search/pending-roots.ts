@@ -68,6 +68,21 @@ export class PendingRoots implements RecordIndexer {
     return this.free
   }
 
+  /**
+   * Up to `n` free staged roots, the longest staged first (the set keeps
+   * staging order). Never the whole set sorted: with a large backlog that
+   * would cost more than the batch, and an extension runs at every commit.
+   */
+  oldestFree (n: number): string[] {
+    const out: string[] = []
+    if (n <= 0) return out
+    for (const r of this.free) {
+      out.push(r)
+      if (out.length >= n) break
+    }
+    return out
+  }
+
   /** Reads the table into the mirror (at open). */
   load (): void {
     this.roots.clear()

@@ -51,7 +51,7 @@ import type { KvStore, SideFile } from '../kv/index.js'
 import { WHITESPACE_CHARS } from './fold.js'
 
 /** Bump when the entries, the FTS row format, the fold rule or the haystack change: a store with another marker is rebuilt. */
-export const FORMAT = 'search-4;docs;trigram-cs;fold-1;hay-dedup'
+const FORMAT = 'search-4;docs;trigram-cs;fold-1;hay-dedup'
 /**
  * Documents per bucket of the field index, as a power of two (4,096): a
  * document's entries are keyed under bucket `d >> shift` (see search_field).

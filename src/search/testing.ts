@@ -4,5 +4,4 @@
  * which the indexed search must answer exactly like.
  */
 export { referenceSearch } from './reference-search.js'
-export type { SearchInternals } from './types.js'
 export type { MergerOptions } from './merger-options.js'

@@ -22,7 +22,7 @@ export interface SearchInit {
 }
 
 /** What tests and benchmarks tune: none of it is a node option. */
-export interface SearchInternals {
+interface SearchInternals {
   /**
    * A store needing a rebuild at open with at most this many roots is rebuilt
    * before start settles; a larger one in the background (default 2000,

@@ -13,7 +13,7 @@ import path from 'node:path'
 import { Worker } from 'node:worker_threads'
 import { afterEach, describe, expect, it } from 'vitest'
 import Database from 'better-sqlite3'
-import { createLogger } from '../../src/common/index.js'
+import { createLogger, waitFor } from '../../src/common/index.js'
 import { openKv, type CheckpointTuning } from '../../src/kv/index.js'
 import { HOLD_READERS, WalHold } from '../../src/kv/wal-hold.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -226,6 +226,7 @@ describe('the checkpointer\'s thread', () => {
     const value = 'x'.repeat(1000)
     for (let i = 0; i < 400 && started() === 0; i++) {
       await kv.write(tx => { for (let j = 0; j < 16; j++) tx.put(`big/${i}/${j}`, value) })
+      // Pacing, not a wait for the event: the store looks at the WAL at most once per START_LOOK_MS, so the writes must span time.
       await new Promise(resolve => setTimeout(resolve, 5))
     }
     expect(started()).toBe(1)
@@ -233,6 +234,7 @@ describe('the checkpointer\'s thread', () => {
     // The thread works: past restartBytes (2 MiB) the WAL starts over.
     for (let i = 0; i < 2000 && !lines.some(l => l.includes('WAL started over')); i++) {
       await kv.write(tx => { for (let j = 0; j < 16; j++) tx.put(`more/${i}/${j}`, value) })
+      // Pacing: the thread checkpoints between the writes, and its log lines arrive as messages on this loop.
       await new Promise(resolve => setTimeout(resolve, 2))
     }
     expect(lines.some(l => l.includes('WAL started over'))).toBe(true)
@@ -320,6 +322,7 @@ describe('a reader that stays in the WAL', () => {
     const until = Date.now() + 15_000
     while (!warned() && Date.now() < until) {
       await kv.write(tx => { for (let i = 0; i < 64; i++) tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
+      // Pacing: the start-over attempts and their back-off run in time on the thread, between these writes.
       await new Promise(resolve => setTimeout(resolve, 5))
     }
     expect(warned()).toBe(true)
@@ -329,6 +332,7 @@ describe('a reader that stays in the WAL', () => {
     // next second sees two or three more (one every 70 ms or so without the back-off).
     const givenUp = (): number => lines.filter(l => l.includes('start-over given up')).length
     const before = givenUp()
+    // A fixed window on purpose: what is checked is a rate (attempts given up per second of writes), on a real thread.
     const second = Date.now() + 1000
     while (Date.now() < second) {
       await kv.write(tx => { for (let i = 0; i < 16; i++) tx.put(`k/${String(n++).padStart(9, '0')}`, value) })
@@ -338,9 +342,7 @@ describe('a reader that stays in the WAL', () => {
     // The reader leaves, and writes pause: the next looks give the file back (whatever its back-off, within 10 s).
     await leave()
     const wal = `${file}-wal`
-    const deadline = Date.now() + 10_000
-    while (fs.statSync(wal).size > 0 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 20))
-    expect(fs.statSync(wal).size).toBe(0)
+    await waitFor(() => fs.statSync(wal).size === 0, { timeoutMs: 10_000, intervalMs: 20, what: 'the WAL to start over once the reader left' })
     expect(kv.keys('k/', 'k0').length).toBe(n)
   }, 60_000)
 })

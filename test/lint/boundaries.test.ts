@@ -2,8 +2,10 @@
  * The lint rules encode the layer diagram: each forbidden import below must
  * be reported, each allowed one must pass. Linted with the project's own
  * boundary rules (eslint.config.js), by file path, so folders that do not
- * exist yet (sim/, ui/ for a new file) are covered the same way.
+ * exist yet (sim/, ui/ for a new file) are covered the same way. And no
+ * source file in src/ or sim/ is longer than MAX_LINES, but one.
  */
+import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { ESLint, type Linter } from 'eslint'
@@ -109,5 +111,31 @@ describe('import boundaries and source rules (eslint.config.js)', () => {
 
   it.each(ALLOWED)('allows in %s: %s', async (file, code) => {
     expect(await problems(file, code)).toEqual([])
+  })
+})
+
+/** The longest a source file in src/ or sim/ may be (lines, as `wc -l` counts them). */
+const MAX_LINES = 450
+/** The one file allowed past it: the per-peer pull state machine (check, changes, resync, reconcile), read as one. */
+const LONG_FILE = 'src/mesh/protocol/peer-sync.ts'
+
+describe('file length', () => {
+  it(`keeps every .ts file in src/ and sim/ within ${MAX_LINES} lines, but ${LONG_FILE}`, () => {
+    const files: string[] = []
+    const walk = (dir: string): void => {
+      for (const e of fs.readdirSync(path.join(root, dir), { withFileTypes: true })) {
+        const rel = `${dir}/${e.name}`
+        if (e.isDirectory()) walk(rel)
+        else if (e.name.endsWith('.ts')) files.push(rel)
+      }
+    }
+    walk('src')
+    walk('sim')
+    expect(files).toContain(LONG_FILE)
+    const long = files
+      .map(f => [f, fs.readFileSync(path.join(root, f), 'utf8').split('\n').length - 1] as const)
+      .filter(([f, n]) => n > MAX_LINES && f !== LONG_FILE)
+      .map(([f, n]) => `${f}: ${n} lines`)
+    expect(long).toEqual([])
   })
 })

@@ -34,6 +34,7 @@ async function runAndKill (db: string, delayMs: number): Promise<Map<string, num
           acks.set(m[1], Number(m[2]))
           if (acks.size === 1) {
             clearTimeout(deadline)
+            // A timer on purpose: the kill must land at a random moment of the writing, not at an event of it.
             setTimeout(() => { child.kill('SIGKILL'); resolve() }, delayMs)
           }
         }

@@ -35,6 +35,7 @@ async function runAndKill (db: string, seed: number, acks: number, delayMs: numb
       seen += d.toString().split('\n').filter(l => l.startsWith('ack ')).length
       if (seen >= acks) {
         clearTimeout(deadline)
+        // A timer on purpose: the kill must land anywhere in the merging (a seeded delay after the acks), not at an event of it.
         setTimeout(() => { child.kill('SIGKILL'); resolve() }, delayMs)
       }
     })

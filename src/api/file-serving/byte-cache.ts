@@ -41,7 +41,7 @@ export interface CacheWriter {
 }
 
 /** What makes the cache's entries holder members: the node's records and its holder id (`holders/<holderId>`). */
-export interface CacheHolding {
+interface CacheHolding {
   records: Pick<Records, 'holdCachedCopy' | 'releaseCachedCopy' | 'cachedCopies' | 'getDocument' | 'read'>
   holderId: string
 }

@@ -5,7 +5,7 @@
  * RFC allows for any Range request; serving multipart/byteranges buys media
  * clients nothing and would let one request ask for thousands of slices.
  */
-export type RangeDecision =
+type RangeDecision =
   | { kind: 'full' }
   | { kind: 'partial', start: number, end: number }
   | { kind: 'unsatisfiable' }

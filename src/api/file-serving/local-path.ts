@@ -43,7 +43,7 @@ export function checkClientRelative (rel: unknown): string {
   return path.posix.normalize(rel)
 }
 
-export type Resolved =
+type Resolved =
   | { kind: 'ok', real: string, rel: string }
   | { kind: 'missing' }
   | { kind: 'outside' }

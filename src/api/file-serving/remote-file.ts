@@ -33,7 +33,7 @@ import { decideRange } from './byte-range.js'
 import { planFileReply } from './send-file.js'
 import { StreamCheck } from './stream-check.js'
 
-export const SERVED_BY_HEADER = 'x-meta-core-served-by'
+const SERVED_BY_HEADER = 'x-meta-core-served-by'
 const HOLDERS_PREFIX = 'holders/'
 /** Longest wait on a busy holder's retry hint before asking it again. */
 const MAX_BUSY_WAIT_MS = 2_000

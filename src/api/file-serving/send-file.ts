@@ -34,7 +34,7 @@ function etagMatches (header: string, etag: string): boolean {
 }
 
 /** What the reply headers of a file are made of: the same for a local copy and a peer's. */
-export interface FileFacts {
+interface FileFacts {
   size: number
   mtimeMs: number
   /** A name for its content type (the path, or just the extension). */
@@ -42,7 +42,7 @@ export interface FileFacts {
 }
 
 /** The bytes a reply carries, once its headers and status are set. */
-export type ReplyPlan = { kind: 'not-modified' } | { kind: 'bytes', start: number, end: number, length: number }
+type ReplyPlan = { kind: 'not-modified' } | { kind: 'bytes', start: number, end: number, length: number }
 
 /**
  * Sets the file headers and status of `reply` for `req` (200, 206, 304;

@@ -23,7 +23,7 @@ import { findLocalCopy } from './local-copy.js'
 import { relativeOfStored } from './local-path.js'
 
 /** What this node recorded when it hashed the file at `rel` (relative to FILES_PATH). */
-export type RecordedFile = (rel: string) => { size: number, mtimeNs: string, cid: string } | undefined
+type RecordedFile = (rel: string) => { size: number, mtimeNs: string, cid: string } | undefined
 
 export async function openServableCopy (records: Records, filesPath: string, cid: string, recorded?: RecordedFile): Promise<ServableFile | undefined> {
   if (!isCid(cid) || decodeCid(cid)?.codec === CODEC_YT_VIDEO) return undefined

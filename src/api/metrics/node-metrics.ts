@@ -23,7 +23,7 @@ import type { Watcher } from '../../watcher/types.js'
 import { BytesMetrics } from './bytes-metrics.js'
 
 /** What the scrape-time figures are read from (bound by the API when it is built). */
-export interface MetricSources {
+interface MetricSources {
   records: Pick<RecordReads, 'countRecords'>
   mesh?: MeshService
   watcher?: Watcher
@@ -31,7 +31,7 @@ export interface MetricSources {
 }
 
 /** One group-commit transaction, as the store reports it (kv's BatchStats). */
-export interface WriteBatchFigures {
+interface WriteBatchFigures {
   writes: number
   failed: number
   durationMs: number

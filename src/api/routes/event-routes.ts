@@ -15,7 +15,7 @@ import { withErrors } from '../schemas.js'
  * everything, so the client gets a gap (when the start was trimmed) and
  * every retained entry.
  */
-export function startPosition (stream: string, header: string | string[] | undefined): StartPosition {
+function startPosition (stream: string, header: string | string[] | undefined): StartPosition {
   const raw = Array.isArray(header) ? header[0] : header
   const cursor = raw?.trim() ?? ''
   if (cursor === '') return { kind: 'new' }

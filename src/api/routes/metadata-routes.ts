@@ -44,7 +44,7 @@ const searchBody = {
   }
 } as const
 
-export const searchHit = {
+const searchHit = {
   type: 'object',
   properties: {
     hashId: { type: 'string' },

@@ -46,7 +46,7 @@ const CSP = "default-src 'self'; connect-src 'self' http: https:; img-src 'self'
   "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
 /** Reads every file of the built page; undefined when `dir` holds no index.html (the page was not built). */
-export function loadUiAssets (dir: string): Map<string, Asset> | undefined {
+function loadUiAssets (dir: string): Map<string, Asset> | undefined {
   if (!fs.existsSync(path.join(dir, 'index.html'))) return undefined
   const assets = new Map<string, Asset>()
   for (const name of fs.readdirSync(dir)) {

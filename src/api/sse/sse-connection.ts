@@ -33,7 +33,7 @@ export type StartPosition =
   /** `meta:events` with cursor 0 / 0-0: one `set` per existing record key, then the live tail. */
   | { kind: 'snapshot' }
 
-export interface SseConnectionOptions {
+interface SseConnectionOptions {
   events: EventStreams
   stream: string
   res: ServerResponse

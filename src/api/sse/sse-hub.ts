@@ -8,7 +8,7 @@ import type { Logger } from '../../common/index.js'
 import type { EventStreams, ShownEntry } from '../../records/index.js'
 import { SseConnection, type StartPosition } from './sse-connection.js'
 
-export interface SseHubOptions {
+interface SseHubOptions {
   events: EventStreams
   heartbeatMs: number
   log: Logger

@@ -18,7 +18,7 @@ import type { Libp2p, PeerId } from '@libp2p/interface'
 import type { Logger } from '../../common/index.js'
 import type { StoreDigest } from '../protocol/index.js'
 
-export const DIGEST_PROTOCOL = '/meta-core/digest/1.0.0'
+const DIGEST_PROTOCOL = '/meta-core/digest/1.0.0'
 /** A reply is a small JSON object; anything longer is not one. */
 const MAX_REPLY_BYTES = 512
 

@@ -48,7 +48,7 @@ export const MESH_SCORE_THRESHOLDS: Readonly<PeerScoreThresholds> = {
   opportunisticGraftThreshold: 3
 }
 
-export function meshTopicScoreParams (): TopicScoreParams {
+function meshTopicScoreParams (): TopicScoreParams {
   return {
     topicWeight: 1,
     timeInMeshWeight: 0.01,

@@ -23,7 +23,7 @@ export interface NodeIdentity {
   peerId: string
 }
 
-export interface PreparedIdentity {
+interface PreparedIdentity {
   identity: NodeIdentity
   /** Writes the key file if the identity is new (mode 0600, never over an existing file); a no-op otherwise. */
   persist: () => void

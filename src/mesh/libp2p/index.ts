@@ -6,10 +6,8 @@
  */
 import './polyfill.js'
 export { Libp2pMesh, DEFAULT_TARGET_PEERS } from './libp2p-mesh.js'
-export type { Libp2pMeshInit, GossipParams } from './libp2p-mesh.js'
-export type { RpcCounts } from './rpc-counters.js'
 export { prepareIdentity } from './identity.js'
-export type { NodeIdentity, PreparedIdentity } from './identity.js'
+export type { NodeIdentity } from './identity.js'
 export { newSwarmKeyText, parseSwarmKey, readSwarmKey, writeNewSwarmKey } from './swarm-key.js'
 export type { SwarmKey } from './swarm-key.js'
 export { MeshKeyError } from './errors.js'

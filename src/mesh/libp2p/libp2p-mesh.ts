@@ -92,7 +92,7 @@ export const DEFAULT_TARGET_PEERS = 8
 const OBSERVE_MS = 1_000
 
 /** The gossipsub parameters a simulation profile may set. */
-export type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | 'Dlazy' | 'heartbeatInterval' | 'floodPublish' | 'idontwantMinDataSize'>>
+type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | 'Dlazy' | 'heartbeatInterval' | 'floodPublish' | 'idontwantMinDataSize'>>
 
 /**
  * pnet's nonce exchange must finish within 1 s by default; dozens of nodes in

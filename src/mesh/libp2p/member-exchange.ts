@@ -17,7 +17,7 @@ import type { Connection, Libp2p, PeerId, Stream } from '@libp2p/interface'
 import type { Logger } from '../../common/index.js'
 import { isPeerId } from './addresses.js'
 
-export const MEMBERS_PROTOCOL = '/meta-core/members/1.0.0'
+const MEMBERS_PROTOCOL = '/meta-core/members/1.0.0'
 const MAX_REPLY_BYTES = 64 * 1024
 const MAX_LISTED = 64
 const MAX_ADDRS = 8
@@ -58,7 +58,7 @@ export async function requestMembers (node: Libp2p, peer: PeerId): Promise<Liste
   return parseMembers(bytes)
 }
 
-export function parseMembers (bytes: Uint8Array): ListedMember[] {
+function parseMembers (bytes: Uint8Array): ListedMember[] {
   let o: unknown
   try {
     o = JSON.parse(new TextDecoder().decode(bytes))

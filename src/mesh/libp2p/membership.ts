@@ -30,7 +30,7 @@ const MAX_RETRY_MS = 5 * 60_000
 /** Dials under way at once: enough to refill a node's connections in one tick, few enough not to storm a mesh that restarts together. */
 const MAX_PARALLEL = 4
 
-export interface MembershipInit {
+interface MembershipInit {
   selfId: string
   target: number
   blocked: ReadonlySet<string>

@@ -10,7 +10,7 @@
 import type { Libp2p } from 'libp2p'
 
 /** Names longer than this (in characters) are cut: a peer's label must not crowd a table. */
-export const MAX_NODE_NAME = 64
+const MAX_NODE_NAME = 64
 
 /** The agent version this node announces. */
 export function agentVersionOf (name: string | undefined): string {

@@ -25,7 +25,7 @@ import type { SendResult } from '@libp2p/utils'
 import type { Uint8ArrayList } from 'uint8arraylist'
 import { XSALSA20_KEY_BYTES, XSALSA20_NONCE_BYTES, XSalsa20 } from './xsalsa20.js'
 
-export interface PrivateNetworkInit {
+interface PrivateNetworkInit {
   /** The swarm key's 32 secret bytes. */
   secret: Uint8Array
   /** Deadline of the nonce exchange when the caller gives no abort signal (ms; pnet's default, 1 s). */

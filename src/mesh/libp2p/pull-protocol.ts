@@ -20,7 +20,7 @@ const MAX_STREAMS = 8
 /** Bytes of length prefix and framing allowed on top of a message. */
 const LP_SLACK = 16
 
-export type RequestHandler = (peer: string, body: Uint8Array) => Promise<Uint8Array>
+type RequestHandler = (peer: string, body: Uint8Array) => Promise<Uint8Array>
 
 /** Serves pulls: every request goes to `handler` with the authenticated remote peer id. */
 export async function handlePulls (node: Libp2p, handler: RequestHandler, log: Logger, timeoutMs: number): Promise<void> {

@@ -156,7 +156,7 @@ function assemble (): Uint8Array {
   return Uint8Array.from(bytes)
 }
 
-export interface SalsaSimd {
+interface SalsaSimd {
   /** The scratch memory (SIMD_SCRATCH_BYTES). */
   memory: Uint8Array
   /** XORs the keystream of block `lo + hi·2^32` onwards over `groups` × 256 bytes of `memory` from 0, in place. */

@@ -19,7 +19,7 @@ import { parseHlc } from '../../records/index.js'
 import type { ClockRefusal } from '../../records/index.js'
 import type { MeshRuntime, PeerKey } from './runtime.js'
 
-export interface ClockSample {
+interface ClockSample {
   /** Our wall clock minus the peer's at the sample (ms). */
   offsetMs: number
   /** Half the round trip: the true offset is within ±this. */

@@ -2,16 +2,12 @@
  * mesh/protocol: the replication core with no I/O of its own (see
  * runtime.ts for the runtime and store contracts it is driven through).
  */
-export { MeshCore, EPOCH_KEY } from './mesh-core.js'
-export type { MeshCoreInit, GossipVerdict } from './mesh-core.js'
+export { MeshCore } from './mesh-core.js'
+export type { GossipVerdict } from './gossip-intake.js'
 export { DEFAULT_MESH_OPTIONS, meshOptions } from './options.js'
 export type { MeshOptions } from './options.js'
 export { CURSOR_PREFIX } from './peer-sync.js'
-export { SequenceTracker } from './sequence.js'
-export type { SequenceVerdict } from './sequence.js'
 export type { MeshStatus, PeerStatus, SelfStatus, PeerCounters } from './status.js'
-export { ClockGuard } from './clock-guard.js'
-export type { ClockStatus, ClockSample } from './clock-guard.js'
 export type {
   MeshRuntime, ReplicaStore, ChangePage, RangePage, ApplyOutcome, BulkPage, StoreDigest, PeerKey, Cursor, RemoteEntry
 } from './runtime.js'

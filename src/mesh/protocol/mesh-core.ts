@@ -12,13 +12,14 @@
  *
  * Guarantees:
  * - Nothing from a peer touches the store before it passed `decodeMessage`
- *   and the checks here (origin = signer, record grammar, clock drift,
- *   sequence); a bad frame is refused whole and counted against its signer
- *   (or, for a signer we hold no state for, against the peer that relayed it).
+ *   and the checks of gossip-intake.ts (push frames) or of the pull
+ *   (peer-sync.ts, screen.ts); a bad frame is refused whole and counted
+ *   against its signer (or, for a signer we hold no state for, against the
+ *   peer that relayed it).
  * - State per signer (counters, frame sequence) exists only for connected
  *   peers and for signers of a valid frame, at most `maxSigners` of the
  *   latter; frames waiting to be applied are bounded per signer and in bytes
- *   over all of them.
+ *   over all of them (gossip-intake.ts).
  * - Remote entries are applied one frame or page per transaction, in
  *   arrival order, through one queue.
  * - Every handler catches per message: a bad or failing input is counted
@@ -26,44 +27,33 @@
  */
 import { silentLogger, type Logger } from '../../common/index.js'
 import { formatHlc } from '../../records/index.js'
-import { decodeMessage, encodeMessage, entryWeight, FRAME_LIMITS, WireError, type GiveMessage } from '../messages.js'
+import { decodeMessage, encodeMessage, WireError, type GiveMessage } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
+import { GossipIntake, type GossipVerdict, type PeerEntry } from './gossip-intake.js'
 import { PeerSync } from './peer-sync.js'
 import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
-import { SequenceTracker } from './sequence.js'
 import { errorReply, servePull, serveRecon, serveRoots, serveSnap } from './serve.js'
-import { emptyCounters, type MeshStatus, type PeerCounters, type PeerStatus } from './status.js'
+import { emptyCounters, type MeshStatus, type PeerStatus } from './status.js'
 import { TokenBucket } from './token-bucket.js'
-import { evictBeyond, touch } from './lru.js'
 import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
-/** gossipsub's three validation answers. */
-export type GossipVerdict = 'accept' | 'reject' | 'ignore'
-
-export const EPOCH_KEY = 'mesh:epoch'
+const EPOCH_KEY = 'mesh:epoch'
 /** When a round with a peer last ended caught up (wall ms): a node away past the tombstone horizon knows it at start. */
-export const LAST_CONTACT_KEY = 'mesh:last-contact'
+const LAST_CONTACT_KEY = 'mesh:last-contact'
 /** The last-contact row is written at most this often. */
 const CONTACT_WRITE_MS = 60_000
 /** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
-export const RESYNC_BUSY_RETRY_MS = 5_000
+const RESYNC_BUSY_RETRY_MS = 5_000
 
-export interface MeshCoreInit {
+interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
   selfId: PeerKey
   runtime: MeshRuntime
   store: ReplicaStore
   options?: Partial<MeshOptions>
   logger?: Logger
-}
-
-interface PeerEntry {
-  counters: PeerCounters
-  sync: PeerSync
-  bucket: TokenBucket | undefined
-  queued: number
 }
 
 export class MeshCore {
@@ -73,15 +63,13 @@ export class MeshCore {
   private readonly store: ReplicaStore
   private readonly log: Logger
   private readonly peers = new Map<PeerKey, PeerEntry>()
-  private readonly sequences: SequenceTracker
+  private readonly intake: GossipIntake
   private readonly blocked: Set<string>
   /** This node's clock against its peers': what refuses local writes while out of bound. */
   readonly clock: ClockGuard
   private pusher: Pusher | undefined
   private unsubscribe: (() => void) | undefined
   private applyQueue: Promise<void> = Promise.resolve()
-  /** Bytes of gossip entries (`entryWeight`) queued and not yet applied, all signers together. */
-  private queuedBytes = 0
   /** Store work the core started and has not seen finish: stop waits for it, drivers of virtual time too. */
   private readonly inflight = new Set<Promise<unknown>>()
   private state: 'new' | 'starting' | 'running' | 'stopped' = 'new'
@@ -98,8 +86,19 @@ export class MeshCore {
     this.store = init.store
     this.options = meshOptions(init.options)
     this.log = init.logger ?? silentLogger
-    this.sequences = new SequenceTracker(this.options.sequenceWindow, this.options.maxSigners)
     this.blocked = new Set(this.options.blockedPeers)
+    this.intake = new GossipIntake({
+      selfId: this.selfId,
+      options: this.options,
+      blocked: this.blocked,
+      peers: this.peers,
+      peer: (id) => this.peer(id),
+      screen: (entries, perEntry) => this.screen(entries, perEntry),
+      apply: async (entries) => { await this.enqueueApply(entries) },
+      pull: (sync) => { this.kick(sync, true) },
+      random: () => this.rt.random(),
+      log: this.log
+    })
     this.clock = new ClockGuard(this.rt, this.options, () => this.store.clock(), (c) => { this.clockChanged(c) })
   }
 
@@ -193,90 +192,17 @@ export class MeshCore {
 
   /**
    * A push frame from the gossip topic, signed by `signer` (authenticated by
-   * the adapter) and relayed to us by `relay`. Decides synchronously; the
-   * apply runs later through the queue.
+   * the adapter) and relayed to us by `relay`. Decides synchronously
+   * (gossip-intake.ts); the apply runs later through the queue.
    */
   onGossip (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey): GossipVerdict {
     try {
-      return this.gossip(signer, bytes, relay)
+      return this.state === 'running' ? this.intake.admit(signer, bytes, relay) : 'ignore'
     } catch (err) {
       // A bug here must not take the node down or punish the sender: drop the frame, pull repairs.
       this.log.error('gossip frame handling failed', { err, signer })
       return 'ignore'
     }
-  }
-
-  private gossip (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey): GossipVerdict {
-    if (this.state !== 'running') return 'ignore'
-    // A blocked origin's frames may reach us through honest peers: drop them without punishing the relay.
-    if (this.blocked.has(signer)) return 'ignore'
-    if (relay !== undefined && this.blocked.has(relay)) return 'reject'
-    if (signer === this.selfId) return 'ignore'
-    // State is kept for connected peers and for signers of a valid frame only: anyone in the mesh can sign
-    // with fresh keys, so a frame from a signer we do not know gets an entry only once it passed every check.
-    let p = this.peers.get(signer)
-    if (p !== undefined) this.heard(signer, p, bytes.length)
-    const refuse = (why: string, fields: Record<string, unknown> = {}, count?: (c: PeerCounters) => void): GossipVerdict => {
-      if (p !== undefined) {
-        p.counters.framesRejected++
-        count?.(p.counters)
-      } else if (relay !== undefined) {
-        const r = this.peers.get(relay)
-        if (r !== undefined) r.counters.relayedRejected++
-      }
-      this.log.debug('refused a frame', { signer, relay, why, ...fields })
-      return 'reject'
-    }
-    let m
-    try {
-      m = decodeMessage(bytes, FRAME_LIMITS)
-    } catch (err) {
-      return refuse(err instanceof WireError ? err.message : 'undecodable')
-    }
-    if (m.t !== 'push') return refuse(`a ${m.t} message on the gossip topic`)
-    if (m.origin !== signer || m.entries.some(e => e.origin !== signer)) {
-      return refuse('entries of another origin than the signer', {}, c => { c.forged++ })
-    }
-    const screened = this.screen(m.entries, false)
-    if ('bad' in screened) return refuse(screened.bad)
-    if (screened.drifted.length > 0) {
-      // Refused, but not the relay's fault, nor surely the signer's (our own clock may be behind): no penalty.
-      if (p !== undefined) {
-        p.counters.framesRejected++
-        p.counters.driftRefusals += screened.drifted.length
-      }
-      this.log.debug('refused a frame', { signer, why: 'entries too far ahead of our clock', entries: screened.drifted.length })
-      return 'ignore'
-    }
-    const verdict = this.sequences.classify(m.origin, m.epoch, m.seq)
-    if (verdict === 'replay') return refuse('frame sequence already seen', { epoch: m.epoch, seq: m.seq }, c => { c.replays++ })
-    if (p === undefined) {
-      p = this.peer(signer)
-      this.heard(signer, p, bytes.length)
-      // Connected peers stay: their number is libp2p's to bound.
-      evictBeyond(this.peers, this.options.maxSigners, q => q.sync.connected, q => { q.sync.stop() })
-    }
-    const weight = m.entries.reduce((n, e) => n + entryWeight(e), 0)
-    if (p.queued >= this.options.maxQueuedFrames || this.queuedBytes + weight > this.options.maxQueuedBytes) {
-      // Not the frame's fault: leave it unrecorded and pull instead of queueing without bound.
-      p.counters.framesDropped++
-      this.pullSoon(signer, relay)
-      return 'ignore'
-    }
-    this.sequences.record(m.origin, m.epoch, m.seq)
-    if (verdict === 'gap') this.pullSoon(signer, relay)
-    const entry = p
-    entry.queued++
-    this.queuedBytes += weight
-    this.enqueueApply(screened.ok).finally(() => { entry.queued--; this.queuedBytes -= weight }).catch(() => {})
-    return 'accept'
-  }
-
-  /** Counts a frame from a signer we hold state for, and makes it the most recently heard. */
-  private heard (signer: PeerKey, p: PeerEntry, bytes: number): void {
-    p.counters.framesIn++
-    p.counters.frameBytesIn += bytes
-    touch(this.peers, signer, p)
   }
 
   private screen (entries: readonly RemoteEntry[], perEntry: boolean): Screened {
@@ -300,21 +226,6 @@ export class MeshCore {
     // The queue goes on after a failed apply (the store was closing, say): the pull path repairs what it missed.
     this.applyQueue = run.catch((err: unknown) => { this.log.warn('applying remote entries failed', { err }) })
     await this.track(run)
-  }
-
-  /** Pulls from the origin if it is a direct peer, else from the relay, else from a random connected peer. */
-  private pullSoon (origin: PeerKey, relay?: PeerKey): void {
-    const connected = (k: PeerKey | undefined): PeerEntry | undefined => {
-      const p = k === undefined ? undefined : this.peers.get(k)
-      return p?.sync.connected === true ? p : undefined
-    }
-    let target = connected(origin) ?? connected(relay)
-    if (target === undefined) {
-      const all = [...this.peers.values()].filter(p => p.sync.connected)
-      if (all.length === 0) return
-      target = all[Math.floor(this.rt.random() * all.length)]
-    }
-    this.kick(target.sync, true)
   }
 
   private kick (sync: PeerSync, urgent = false): void {

@@ -36,7 +36,10 @@
  * Every reply carries the peer's wall clock: with the request's round trip
  * it is a sample of our clock's offset to the peer (clock-guard.ts).
  */
-import { decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type Message, type PullMessage, type RequestMessage, type SnapMessage, type SnapshotMessage } from '../messages.js'
+import {
+  decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type PullMessage, type ReconMessage, type ReconReplyMessage,
+  type RequestMessage, type RootsMessage, type RootsReplyMessage, type SnapMessage, type SnapshotMessage, type TakenMessage
+} from '../messages.js'
 import type { MeshOptions } from './options.js'
 import { reconcile } from './reconcile.js'
 import type { BulkPage, Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
@@ -56,9 +59,9 @@ interface CursorState {
 }
 
 /** Where a request left, for the clock sample its reply gives (clock-guard.ts). */
-export interface SentMark { wall: number, mono: number }
+interface SentMark { wall: number, mono: number }
 
-export interface PeerSyncDeps {
+interface PeerSyncDeps {
   rt: MeshRuntime
   store: ReplicaStore
   opts: MeshOptions
@@ -82,6 +85,11 @@ export interface PeerSyncDeps {
 }
 
 type Step = 'more' | 'done' | 'stop' | 'reconcile'
+
+/** The reply each request is answered with. */
+type ReplyTo<R extends RequestMessage> = R extends PullMessage ? ChangesMessage : R extends SnapMessage ? SnapshotMessage
+  : R extends ReconMessage ? ReconReplyMessage : R extends RootsMessage ? RootsReplyMessage : TakenMessage
+const REPLY_TYPE = { pull: 'changes', snap: 'snapshot', recon: 'recond', roots: 'rootsd', give: 'taken' } as const
 
 export class PeerSync {
   connected = false
@@ -238,26 +246,26 @@ export class PeerSync {
   }
 
   /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
-  private async page<T extends 'changes' | 'snapshot'> (req: PullMessage | SnapMessage, want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+  private async page<R extends PullMessage | SnapMessage> (req: R): Promise<ReplyTo<R> | undefined> {
     const a = this.ahead
     this.ahead = undefined
     // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
-    if (a !== undefined && a.at === positionOf(req)) return await (a.reply as Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined>)
-    return await this.ask(req, want)
+    if (a !== undefined && a.at === positionOf(req)) return await (a.reply as Promise<ReplyTo<R> | undefined>)
+    return await this.ask(req)
   }
 
   /** Asks for a page now, to be taken by the step that needs it (page()). */
-  private askAhead (req: PullMessage | SnapMessage, want: 'changes' | 'snapshot'): void {
+  private askAhead (req: PullMessage | SnapMessage): void {
     if (this.stopped || !this.connected) return
-    this.ahead = { at: positionOf(req), reply: this.ask(req, want) }
+    this.ahead = { at: positionOf(req), reply: this.ask(req) }
   }
 
   private async changesStep (s: CursorState): Promise<Step> {
-    const reply = await this.page({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes }, 'changes')
+    const reply = await this.page({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes })
     if (reply === undefined || this.stopped) return 'stop'
     // More to come from where this page ends: ask for it now; the peer prepares it while this one is applied.
     if (!reply.gap && reply.next !== null && reply.next !== reply.head && reply.next !== s.cursor) {
-      this.askAhead({ t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }, 'changes')
+      this.askAhead({ t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes })
     }
     if (reply.gap) {
       this.d.log('peer cannot serve our cursor: reconciling', { peer: this.peer, cursor: s.cursor })
@@ -278,10 +286,10 @@ export class PeerSync {
 
   private async snapStep (s: CursorState): Promise<Step> {
     const snap = s.snap ?? { log: null, head: null, after: null }
-    const reply = await this.page({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+    const reply = await this.page({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes })
     if (reply === undefined || this.stopped) return 'stop'
     if (reply.next !== null && (snap.after === null || reply.log === snap.log)) {
-      this.askAhead({ t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes }, 'snapshot')
+      this.askAhead({ t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes })
     }
     let next = snap
     if (snap.after === null) {
@@ -312,8 +320,8 @@ export class PeerSync {
    */
   private async checkStep (s: CursorState): Promise<Step> {
     const top = this.d.store.rangeFingerprint('')
-    const reply = await this.askAny({ t: 'recon', ranges: [{ p: '', fp: top.fp, n: top.roots }] })
-    if (reply?.t !== 'recond') return reply === undefined ? 'stop' : 'more'
+    const reply = await this.ask({ t: 'recon', ranges: [{ p: '', fp: top.fp, n: top.roots }] })
+    if (reply === undefined) return 'stop'
     if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return 'more'
     this.d.counters.reconcilesEqual++
     this.d.contact()
@@ -335,7 +343,7 @@ export class PeerSync {
     let parked = s.parked
     try {
       const outcome = await reconcile(this.d.store, {
-        ask: async (m) => await this.askAny(m),
+        ask: async (m) => await this.ask(m),
         apply: async (entries) => { parked = await this.applyPage(entries, parked) },
         alive: () => !this.stopped && this.connected && !this.yielded,
         staleBefore: this.d.staleBefore(),
@@ -369,39 +377,6 @@ export class PeerSync {
     this.d.log('peer does not reconcile: full resync', { peer: this.peer })
     await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
     return 'more'
-  }
-
-  /** A reconciliation request: the decoded reply, or undefined when it failed or was refused (counted and logged). */
-  private async askAny (req: RequestMessage): Promise<Message | undefined> {
-    let bytes: Uint8Array
-    const sent = this.d.mark()
-    try {
-      bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
-    } catch (err) {
-      this.d.counters.pullFailures++
-      this.d.log('reconciliation request failed', { peer: this.peer, err })
-      return undefined
-    }
-    try {
-      const m = decodeMessage(bytes)
-      this.d.counters.bytesIn += bytes.length
-      if (m.t === 'error') {
-        if (m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
-        this.d.counters.pullFailures++
-        if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
-        if (m.code === 'bad-request' && req.t === 'recon') this.noRecon = true
-        this.d.log('peer refused a reconciliation request', { peer: this.peer, code: m.code, message: m.message })
-        return undefined
-      }
-      const want = req.t === 'recon' ? 'recond' : req.t === 'roots' ? 'rootsd' : 'taken'
-      if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
-      if ((m.t === 'recond' || m.t === 'rootsd') && m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
-      return m
-    } catch (err) {
-      this.d.counters.framesRejected++
-      this.d.log('bad reply from peer', { peer: this.peer, err })
-      return undefined
-    }
   }
 
   /** Tries the parked entries again: those our clock now accepts are applied, the rest stay. */
@@ -457,30 +432,39 @@ export class PeerSync {
     return all.slice(0, keep)
   }
 
-  private async ask<T extends 'changes' | 'snapshot'> (req: Parameters<typeof encodeMessage>[0], want: T): Promise<(T extends 'changes' ? ChangesMessage : SnapshotMessage) | undefined> {
+  /**
+   * Sends a request and waits for its reply: undefined when the request
+   * failed, the peer refused it (a busy refusal's hint says when the next
+   * round runs) or the reply is not the one expected (each counted and
+   * logged). Replies carrying the peer's clock give a clock sample.
+   */
+  private async ask<R extends RequestMessage> (req: R): Promise<ReplyTo<R> | undefined> {
+    const what = req.t === 'pull' || req.t === 'snap' ? 'pull request' : 'reconciliation request'
     let bytes: Uint8Array
     const sent = this.d.mark()
     try {
       bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
     } catch (err) {
       this.d.counters.pullFailures++
-      this.d.log('pull request failed', { peer: this.peer, err })
+      this.d.log(`${what} failed`, { peer: this.peer, err })
       return undefined
     }
     try {
       const m = decodeMessage(bytes)
       if (m.t === 'error') {
+        if (m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
         this.d.counters.pullFailures++
         if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
-        this.d.log('peer refused a pull', { peer: this.peer, code: m.code, message: m.message })
+        if (m.code === 'bad-request' && req.t === 'recon') this.noRecon = true
+        this.d.log(`peer refused a ${what}`, { peer: this.peer, code: m.code, message: m.message })
         return undefined
       }
+      const want = REPLY_TYPE[req.t]
       if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
-      const clock = (m as ChangesMessage | SnapshotMessage).clock
-      if (clock !== undefined) this.d.clockSample(this.peer, sent, clock)
-      this.d.counters.pagesIn++
+      if ('clock' in m && m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
+      if (what === 'pull request') this.d.counters.pagesIn++
       this.d.counters.bytesIn += bytes.length
-      return m as T extends 'changes' ? ChangesMessage : SnapshotMessage
+      return m as ReplyTo<R>
     } catch (err) {
       this.d.counters.framesRejected++
       this.d.log('bad reply from peer', { peer: this.peer, err })

@@ -16,7 +16,7 @@ import type { MeshRuntime, RemoteEntry } from './runtime.js'
 /** Raw bytes of entries per frame before encoding: far enough under the 1 MiB frame limit that deflate never matters. */
 const FRAME_ENTRY_BYTES = 256 * 1024
 
-export interface PushStats {
+interface PushStats {
   framesOut: number
   bytesOut: number
   publishFailures: number

@@ -41,9 +41,9 @@ import { entryWeight, MAX_RECON_RANGES, MAX_RECON_ROOTS } from '../messages.js'
 import type { RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** A side holding at most this many roots in a differing range lists them rather than split it. */
-export const LEAF_ROOTS = 16
+const LEAF_ROOTS = 16
 /** A responder sent a list answers with the roots that differ when it holds at most this many there; past it, it splits the range. */
-export const LIST_MAX_ROOTS = 64
+const LIST_MAX_ROOTS = 64
 /** Hex digits of a root's hash in a list (64 bits). */
 const ITEM_HASH_DIGITS = 16
 const POSITION_DIGITS = 8
@@ -54,7 +54,7 @@ const ITEM_BYTES = 48
 /** Roots found to differ before their keys are compared (the range walk pauses meanwhile). */
 const EXCHANGE_ROOTS = 1_024
 
-export interface ReconcileLimits {
+interface ReconcileLimits {
   /** About how many bytes of JSON a reconciliation message may take (requests and replies). */
   messageBytes: number
   /** About how many bytes of keys and values a `roots` exchange or a `give` carries. */
@@ -131,7 +131,7 @@ export function answerRecon (store: ReplicaStore, m: ReconMessage, limits: Recon
  * The initiator's side of the range walk: the ranges still to send, and the
  * roots found to differ. `next` builds a request, `take` reads its reply.
  */
-export class RangeWalk {
+class RangeWalk {
   private queue: ReconRange[]
   private sent: ReconRange[] = []
   /** Roots found to differ and not yet handed out by `takeDiffering`. */
@@ -291,7 +291,7 @@ export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: Recon
 
 // ------------------------------------------------------------------ the initiator
 
-export interface ReconcileIo {
+interface ReconcileIo {
   /** Sends a request and resolves with the decoded reply (undefined: failed or refused, already counted). */
   ask: (m: RequestMessage) => Promise<Message | undefined>
   /** Screens and applies entries from the peer (as a pulled page). */

@@ -19,7 +19,7 @@ import type { PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
  */
 export type Screened = { ok: RemoteEntry[], drifted: RemoteEntry[], dropped: number, forged: number } | { bad: string }
 
-export interface ScreenContext {
+interface ScreenContext {
   perEntry: boolean
   /** Our wall clock (runtime ms). */
   now: number

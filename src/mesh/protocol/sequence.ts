@@ -19,7 +19,7 @@
  */
 import { evictBeyond, touch } from './lru.js'
 
-export type SequenceVerdict = 'next' | 'gap' | 'replay'
+type SequenceVerdict = 'next' | 'gap' | 'replay'
 
 interface OriginSequence {
   epoch: number

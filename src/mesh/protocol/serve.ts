@@ -55,8 +55,6 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
   })
 }
 
-export { MAX_MESSAGE_BYTES }
-
 /**
  * A reconciliation request (reconcile.ts): the log id and head are read
  * before the fingerprints, in the same turn, so a peer whose ranges end

@@ -4,6 +4,6 @@
  * that come and go). Tests use it; the simulator may build on it.
  */
 export { VirtualMesh } from './virtual-mesh.js'
-export type { MeshEndpoint, LinkModel, VirtualMeshOptions, NetworkCounters } from './virtual-mesh.js'
+export type { LinkModel } from './virtual-mesh.js'
 export { VirtualClock } from './virtual-clock.js'
 export { prng } from './prng.js'

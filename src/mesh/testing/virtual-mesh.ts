@@ -13,13 +13,13 @@
  * after each virtual event the driver lets that work finish, waiting until
  * no node reports itself busy, before it moves time on.
  */
-import type { GossipVerdict } from '../protocol/mesh-core.js'
+import type { GossipVerdict } from '../protocol/gossip-intake.js'
 import type { MeshRuntime, PeerKey } from '../protocol/runtime.js'
 import { prng } from './prng.js'
 import { VirtualClock } from './virtual-clock.js'
 
 /** What the virtual network drives on each node: a MeshCore fits. */
-export interface MeshEndpoint {
+interface MeshEndpoint {
   onGossip: (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey) => GossipVerdict
   handleRequest: (peer: PeerKey, bytes: Uint8Array) => Promise<Uint8Array>
   peerConnected: (peer: PeerKey) => void
@@ -38,13 +38,13 @@ export interface LinkModel {
   requestLoss: number
 }
 
-export interface VirtualMeshOptions extends Partial<LinkModel> {
+interface VirtualMeshOptions extends Partial<LinkModel> {
   seed: number
   /** Virtual wall clock at the start (ms since 1970). */
   startMs?: number
 }
 
-export interface NetworkCounters {
+interface NetworkCounters {
   framesPublished: number
   framesDelivered: number
   frameBytesDelivered: number
