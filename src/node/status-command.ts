@@ -56,7 +56,7 @@ interface NodeStatus {
   watcher: { enabled: boolean, isScanning: boolean, fileCount: number, progress?: { filesPending?: number } } | null
 }
 
-interface StatusReport { url: string, health: Health, status: NodeStatus, mesh: MeshView }
+export interface StatusReport { url: string, health: Health, status: NodeStatus, mesh: MeshView }
 
 /** Why a status could not be had, in a sentence for the operator. */
 export class StatusError extends Error {}
