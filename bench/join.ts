@@ -1,212 +1,92 @@
 /**
- * Join benchmark (issue 42): a fresh node joins a peer holding N records of
- * ~40 fields (bench/lib/synthetic.ts), real nodes over libp2p TCP on
- * 127.0.0.1 (`startNode`: store, search, mesh, HTTP API; watcher off).
+ * Join benchmark (issue 42): how a node joins a mesh and reconciles with
+ * it, real nodes (`startNode`: store, search, mesh over libp2p TCP on
+ * 127.0.0.1, HTTP API; watcher off), every figure beside a baseline
+ * measured in the same run. One command runs every phase, in this order
+ * (JOIN_ONLY=fresh,equal,... runs some of them):
  *
- * - Peer A runs in a child process (`--peer` mode), so the two nodes do not
- *   share one event loop, as on two machines (they share the machine's two
- *   cores). Its store is filled before it starts, in bulk: the records as a
- *   peer's entries through `records.applyBatch` in transactions of 2,000
- *   roots, no search attached; then the node starts and search builds its
- *   index (a rebuild); A reports ready once that is done, so no work of A's
- *   own runs during the join. With BENCH_KEEP=1 A's folder is kept under
- *   .bench-tmp/join-peer-N and reused.
- * - The ceiling: the same `file:` rows (root ids minted as A's were, the same
- *   fields and values, in key order) into a bare SQLite table (`k TEXT PRIMARY KEY, v` WITHOUT ROWID, 32 rows per
- *   INSERT, 10,000 rows per transaction, WAL, synchronous NORMAL), measured
- *   before and after the join in the same run; the figure is the mean. The
- *   rows are generated a transaction's worth at a time, off the clock.
- * - Node B starts with an empty store, bootstrapping to A; the clock runs
- *   from its start until (1) B has pulled A's head (no resync under way, the
+ * - fresh (figure 1): a fresh node B joins peer A holding N records of ~40
+ *   fields (bench/lib/synthetic.ts). A runs in a child process
+ *   (bench/lib/join-host.ts), so the two nodes do not share one event loop,
+ *   as on two machines (they share the machine's two cores). Its store is
+ *   filled before it starts, in bulk: the records as a peer's entries
+ *   through `records.applyBatch` in transactions of 2,000 roots, no search
+ *   attached; then the node starts and search builds its index; A reports
+ *   ready once that is done, so no work of A's own runs during the join.
+ *   With BENCH_KEEP=1 A's folder is kept under .bench-tmp/join-peer-N and
+ *   reused (no phase writes to A's store: the phases that write use copies).
+ *   B starts with an empty store, bootstrapping to A; the clock runs from
+ *   its start until (1) B has pulled A's head (no resync under way, the
  *   cursor at A's head) and its digest equals A's, and (2) search answers
- *   from a complete index (search.whenIdle settled) and a query for the last
- *   record by an exact field and by a title word finds it. `seconds` is the
- *   later of the two. B's log (info) goes to stderr with a `B:` prefix.
- * - Bytes on the wire: the bytes of the pull replies B took (as counted by
- *   its mesh core) against the raw size of the range (the `file:` rows' keys
- *   and values) and against it with the `ver:` rows.
+ *   from a complete index (search.whenIdle settled) and a query for the
+ *   last record by an exact field and by a title word finds it. `seconds`
+ *   is the later of the two. B's log (info) goes to stderr with a `B:`
+ *   prefix. Bytes: the pull replies B took (as its mesh core counts them)
+ *   against the raw size of the range (the `file:` rows' keys and values)
+ *   and against it with the `ver:` rows. Baselines: the bare-kv ceiling (the
+ *   same `file:` rows, root ids minted as A's were, in key order, into a bare
+ *   SQLite table, 32 rows per INSERT, 10,000 rows per transaction, WAL,
+ *   synchronous NORMAL; before and after the join, the mean) and a second
+ *   fresh node joining with the bulk path off (`bulkJoin: false`: every page
+ *   through the write path, search staging each record).
+ * - equal (figure 4), diff (figure 3), missed (figure 2): two copies of A's
+ *   stopped store meeting through a byte-counting relay: bench/lib/join-meet.ts.
+ * - digest: `GET /api/mesh/digest` latency and the event loop's largest
+ *   stall under writes: bench/lib/join-digest.ts.
+ * - busy: a fresh node joins a copy of A that keeps writing: bench/lib/join-busy.ts.
+ * - sustained (figure 5): 3 nodes writing, the offered rate stepped up:
+ *   bench/lib/join-sustained.ts.
  *
- * - The baseline, in the same run: a second fresh node joins the same peer
- *   with the bulk path off (`bulkJoin: false`: every page through the
- *   write path, search staging each record and writers waiting on its
- *   backlog, as before the bulk path existed).
- *
- * Env: JOIN_RECORDS (169000; smaller for a quick run), JOIN_TIMEOUT_S (900:
- * past it the run reports how far B got), JOIN_BASELINE_TIMEOUT_S (400; 0
- * skips the baseline), BENCH_NO_DOC=1 (leave
- * docs/benchmarks.md alone), BENCH_KEEP=1 (keep and reuse A's store).
+ * Env: JOIN_RECORDS (169000; smaller for a quick run), JOIN_ONLY (phases,
+ * comma-separated; all by default), JOIN_TIMEOUT_S (900: past it a join
+ * reports how far it got; also the meetings' bound), JOIN_BASELINE_TIMEOUT_S
+ * (400; 0 skips the page-path join), JOIN_MISSED (1000 writes),
+ * JOIN_MISSED_RETENTION (500 log entries on P for the trimmed case),
+ * JOIN_DIGEST_REQUESTS (2000), JOIN_DIGEST_LOAD_S (10), JOIN_DIGEST_WRITE_RATE
+ * (100 records/s), JOIN_BUSY_RATE (100 records/s), JOIN_BUSY_AFTER_S (10),
+ * JOIN_BUSY_RETENTION (the node's default when unset), JOIN_SUSTAINED_RATES
+ * (250,500,1000,2000,3000 records/s mesh-wide), JOIN_SUSTAINED_STEP_S (20),
+ * JOIN_SUSTAINED_DRAIN_S (15), JOIN_SUSTAINED_SOLO (10000 records for the
+ * lone node's rate), JOIN_SUSTAINED_ALL=1 (every step even past one that
+ * did not keep up), JOIN_NODE_LOG (the child nodes' log level on stderr,
+ * warn by default), JOIN_PEER_NODE_ARGS (more node flags for the child
+ * processes, e.g. --cpu-prof), BENCH_NO_DOC=1 (leave docs/benchmarks.md
+ * alone; a run of some phases only leaves it alone too), BENCH_KEEP=1 (keep
+ * and reuse A's store).
  */
 import '../src/mesh/libp2p/polyfill.js'
-import { spawn } from 'node:child_process'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import readline from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import Database from 'better-sqlite3'
 import { createLogger, waitFor } from '../src/common/index.js'
-import { prefixEnd } from '../src/kv/index.js'
 import type { RunningNode } from '../src/node/index.js'
-import { formatHlc, newRecordId, openNodeStore, type RemoteEntry } from '../src/records/index.js'
 import { startMeshNode, swarmKeyIn } from '../test/helpers/mesh-nodes.js'
+import { busyJoin } from './lib/join-busy.js'
+import { joinCeiling } from './lib/join-data.js'
+import { digestFigures } from './lib/join-digest.js'
+import type { HostReady } from './lib/join-host.js'
+import { MeetPair } from './lib/join-meet.js'
+import { NodeProc } from './lib/join-proc.js'
+import { PHASES, parsePhases, phaseMarkdown } from './lib/join-report.js'
+import { sustained } from './lib/join-sustained.js'
 import { BENCH_KEEP, machineLine, report } from './lib/report.js'
 import { syntheticRecord } from './lib/synthetic.js'
 
 const N = Number(process.env.JOIN_RECORDS ?? 169_000)
+const ONLY = parsePhases(process.env.JOIN_ONLY)
 const TIMEOUT_S = Number(process.env.JOIN_TIMEOUT_S ?? 900)
 const BASELINE_TIMEOUT_S = Number(process.env.JOIN_BASELINE_TIMEOUT_S ?? 400)
+const env = (name: string, def: number): number => Number(process.env[name] ?? def)
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TMP = path.join(ROOT, '.bench-tmp')
-const PRELOAD_ROOTS = 2000
-const ROWS_PER_STATEMENT = 32
-const ROWS_PER_TX = 10_000
-/** Bump when the generated records change, so a kept peer store of the old shape is not reused. */
-const DATA_VERSION = 1
 
 const log = (msg: string): void => { process.stderr.write(`bench:join: ${msg}\n`) }
 const r2 = (x: number): number => Math.round(x * 100) / 100
 const r3 = (x: number): number => Math.round(x * 1000) / 1000
 const f0 = (x: number): string => Math.round(x).toLocaleString('en-US')
 
-/** Root ids and versions of the records, the same in the peer and in the ceiling (versions in the past, one ms apart). */
-function rootOf (i: number, baseMs: number): { rid: string, hlc: string } {
-  return { rid: newRecordId(baseMs + i), hlc: formatHlc({ ms: baseMs + i, counter: 0 }) }
-}
-
-function entriesOf (from: number, to: number, baseMs: number): RemoteEntry[] {
-  const out: RemoteEntry[] = []
-  for (let i = from; i < to; i++) {
-    const { rid, hlc } = rootOf(i, baseMs)
-    const r = syntheticRecord(i)
-    for (const f in r.fields) out.push({ key: `file:${rid}/${f}`, value: r.fields[f], hlc, origin: 'bench-origin' })
-  }
-  return out
-}
-
-// ---------------------------------------------------------------- peer A (child process)
-
-async function peerMain (dir: string, swarmKey: string): Promise<void> {
-  const marker = path.join(dir, `ready-${N}-v${DATA_VERSION}`)
-  const dbPath = path.join(dir, 'db', 'meta-core.db')
-  if (!fs.existsSync(marker)) {
-    fs.rmSync(dir, { recursive: true, force: true })
-    // A first start makes the identity and the store; then the records go in with the node stopped.
-    const first = await startMeshNode({ dir, swarmKey, antiEntropyMs: 600_000 })
-    const peerId = first.mesh.peerId
-    await first.stop()
-    const s = openNodeStore({ path: dbPath, nodeId: peerId })
-    const baseMs = Date.now() - N - 120_000
-    const t0 = performance.now()
-    for (let from = 0; from < N; from += PRELOAD_ROOTS) {
-      await s.records.applyBatch(entriesOf(from, Math.min(N, from + PRELOAD_ROOTS), baseMs), { rootsPerTransaction: PRELOAD_ROOTS, entriesPerTransaction: Infinity })
-    }
-    s.close()
-    process.stderr.write(`bench:join: peer: ${N} records written in ${((performance.now() - t0) / 1000).toFixed(1)} s\n`)
-  }
-  const t1 = performance.now()
-  const a = await startMeshNode({ dir, swarmKey, antiEntropyMs: 600_000 })
-  await a.search.whenIdle()
-  const searchSeconds = (performance.now() - t1) / 1000
-  fs.writeFileSync(marker, '')
-  let fileBytes = 0
-  let verBytes = 0
-  let keys = 0
-  for (const [k, v] of a.store.kv.iterate('file:', prefixEnd('file:'))) { fileBytes += Buffer.byteLength(k) + Buffer.byteLength(v); keys++ }
-  for (const [k, v] of a.store.kv.iterate('ver:', prefixEnd('ver:'))) verBytes += Buffer.byteLength(k) + Buffer.byteLength(v)
-  const d = a.mesh.digest()
-  const head = a.store.kv.streamHead('meta:events') ?? null
-  const sample = a.store.records.listRoots({ limit: 1, after: undefined })
-  process.stdout.write(JSON.stringify({
-    ready: true, addr: a.mesh.status().self.addrs[0], peerId: a.mesh.peerId, digest: d.digest, keys: d.keys, head, fileBytes, verBytes, fileKeys: keys,
-    records: a.store.records.countRecords(), searchStartSeconds: r2(searchSeconds), firstRoot: sample[0] ?? null
-  }) + '\n')
-  const rl = readline.createInterface({ input: process.stdin })
-  for await (const line of rl) {
-    if (line.trim() === 'stop') break
-  }
-  await a.stop()
-  process.exit(0)
-}
-
-// ---------------------------------------------------------------- the ceiling
-
-/** The same rows as A's `file:` rows (root ids minted the same way, the same fields and values), generated a transaction's worth at a time off the clock. */
-function ceilingRows (from: number, to: number, baseMs: number): Array<[string, string]> {
-  const rows: Array<[string, string]> = []
-  for (let i = from; i < to; i++) {
-    const { rid } = rootOf(i, baseMs)
-    const r = syntheticRecord(i)
-    const fields = Object.keys(r.fields).sort()
-    for (const f of fields) rows.push([`file:${rid}/${f}`, r.fields[f]])
-  }
-  return rows
-}
-
-function ceiling (dir: string): { seconds: number, recordsPerSecond: number } {
-  fs.rmSync(dir, { recursive: true, force: true })
-  fs.mkdirSync(dir, { recursive: true })
-  const db = new Database(path.join(dir, 'bare.db'))
-  db.pragma('journal_mode = WAL')
-  db.pragma('synchronous = NORMAL')
-  db.exec('CREATE TABLE kv (k TEXT PRIMARY KEY, v TEXT) WITHOUT ROWID')
-  const many = db.prepare(`INSERT INTO kv (k, v) VALUES ${Array.from({ length: ROWS_PER_STATEMENT }, () => '(?, ?)').join(', ')}`)
-  const one = db.prepare('INSERT INTO kv (k, v) VALUES (?, ?)')
-  const baseMs = Date.now() - N - 120_000
-  let ms = 0
-  const perTx = Math.max(1, Math.round(ROWS_PER_TX / 40))
-  for (let from = 0; from < N; from += perTx) {
-    const rows = ceilingRows(from, Math.min(N, from + perTx), baseMs)
-    const t0 = performance.now()
-    const end = rows.length
-    db.transaction(() => {
-      let j = 0
-      for (; j + ROWS_PER_STATEMENT <= end; j += ROWS_PER_STATEMENT) {
-        const args: string[] = []
-        for (let x = j; x < j + ROWS_PER_STATEMENT; x++) args.push(rows[x][0], rows[x][1])
-        many.run(...args)
-      }
-      for (; j < end; j++) one.run(rows[j][0], rows[j][1])
-    })()
-    ms += performance.now() - t0
-  }
-  const seconds = ms / 1000
-  db.close()
-  fs.rmSync(dir, { recursive: true, force: true })
-  return { seconds, recordsPerSecond: N / seconds }
-}
-
-// ---------------------------------------------------------------- the join (parent)
-
-interface PeerReady { addr: string, peerId: string, digest: string, keys: number, head: string | null, fileBytes: number, verBytes: number, fileKeys: number, records: number, searchStartSeconds: number }
-
-async function startPeer (dir: string, key: string): Promise<{ ready: PeerReady, stop: () => Promise<void> }> {
-  // JOIN_PEER_NODE_ARGS: more node flags for the peer's process (e.g. --cpu-prof).
-  const extra = (process.env.JOIN_PEER_NODE_ARGS ?? '').split(' ').filter(a => a !== '')
-  const child = spawn(process.execPath, [...extra, '--import', 'tsx', fileURLToPath(import.meta.url), '--peer', dir, key], {
-    cwd: ROOT, env: { ...process.env }, stdio: ['pipe', 'pipe', 'inherit']
-  })
-  const exited = new Promise<void>(resolve => { child.once('exit', () => { resolve() }) })
-  const rl = readline.createInterface({ input: child.stdout })
-  const ready = await new Promise<PeerReady>((resolve, reject) => {
-    rl.on('line', line => {
-      try {
-        const m = JSON.parse(line) as PeerReady & { ready?: boolean }
-        if (m.ready === true) resolve(m)
-      } catch {
-        process.stderr.write(`peer: ${line}\n`)
-      }
-    })
-    child.once('exit', code => { reject(new Error(`the peer exited (${String(code)}) before it was ready`)) })
-  })
-  return {
-    ready,
-    stop: async () => {
-      child.stdin.write('stop\n')
-      await Promise.race([exited, new Promise(resolve => setTimeout(resolve, 20_000))])
-      if (child.exitCode === null) child.kill('SIGKILL')
-    }
-  }
-}
+// ---------------------------------------------------------------- figure 1: B joins A (B in this process)
 
 interface JoinResult {
   done: boolean
@@ -223,7 +103,7 @@ interface JoinResult {
   joinStatus?: unknown
 }
 
-async function join (peer: PeerReady, key: string, dir: string, bulk: boolean, timeoutS: number): Promise<JoinResult> {
+async function join (peer: HostReady, key: string, dir: string, bulk: boolean, timeoutS: number): Promise<JoinResult> {
   const logger = createLogger({ level: 'info', write: l => { process.stderr.write(`B${bulk ? '' : ' (page path)'}: ${l}\n`) } })
   const t0 = performance.now()
   const b: RunningNode = await startMeshNode({ dir, swarmKey: key, bootstrap: [peer.addr], antiEntropyMs: 600_000, logger, bulkJoin: bulk })
@@ -281,6 +161,65 @@ async function join (peer: PeerReady, key: string, dir: string, bulk: boolean, t
   return out
 }
 
+
+interface Raw { fileBytes: number, verBytes: number, keys: number }
+
+/** Figure 1 and its baselines: the ceiling, B joining by the bulk path, B0 by the page path, the ceiling again. */
+async function fresh (a: NodeProc, key: string, dir: string): Promise<Record<string, unknown>> {
+  const raw = await a.call<Raw>('raw')
+  const c1 = joinCeiling(path.join(dir, 'bare'), N)
+  log(`ceiling (before): ${f0(c1.recordsPerSecond)} records/s`)
+  const j = await join(a.ready, key, path.join(dir, 'b'), true, TIMEOUT_S)
+  fs.rmSync(path.join(dir, 'b'), { recursive: true, force: true })
+  const base = BASELINE_TIMEOUT_S > 0 ? await join(a.ready, key, path.join(dir, 'b0'), false, BASELINE_TIMEOUT_S) : undefined
+  fs.rmSync(path.join(dir, 'b0'), { recursive: true, force: true })
+  const c2 = joinCeiling(path.join(dir, 'bare'), N)
+  log(`ceiling (after): ${f0(c2.recordsPerSecond)} records/s`)
+  const ceilingRate = (c1.recordsPerSecond + c2.recordsPerSecond) / 2
+  const rate = j.seconds === null ? null : N / j.seconds
+  const digestRate = j.digestSeconds === null ? null : N / j.digestSeconds
+  return {
+    fieldsPerRecord: r2(raw.keys / N),
+    replicatedKeys: a.ready.keys,
+    rawFileBytes: raw.fileBytes,
+    rawVersionBytes: raw.verBytes,
+    join: j,
+    pagePath: base === undefined ? null : { ...base, recordsPerSecond: base.seconds === null ? null : Math.round(N / base.seconds), fractionOfCeiling: base.seconds === null ? null : r3(N / base.seconds / ceilingRate) },
+    speedup: base?.seconds == null || j.seconds === null ? null : r2(base.seconds / j.seconds),
+    recordsPerSecond: rate === null ? null : Math.round(rate),
+    digestRecordsPerSecond: digestRate === null ? null : Math.round(digestRate),
+    ratioToRaw: r3(j.bytes / raw.fileBytes),
+    ratioToRawWithVersions: r3(j.bytes / (raw.fileBytes + raw.verBytes)),
+    ceiling: { before: Math.round(c1.recordsPerSecond), after: Math.round(c2.recordsPerSecond), recordsPerSecond: Math.round(ceilingRate) },
+    fractionOfCeiling: rate === null ? null : r3(rate / ceilingRate),
+    target: { seconds: 60, recordsPerSecond: 2800, met: j.seconds !== null && j.seconds <= 60 && N / j.seconds >= 2800 }
+  }
+}
+
+function freshMarkdown (out: any): string[] {
+  const j: JoinResult = out.join
+  const base: JoinResult | null = out.pagePath
+  const ceilingRate = out.ceiling.recordsPerSecond
+  const row = (name: string, x: JoinResult, timeoutS: number): string => {
+    const last = x.samples[x.samples.length - 1]
+    const xr = x.seconds === null ? null : N / x.seconds
+    return `| ${name} | ${x.done ? `**${x.seconds} s** (${x.digestSeconds} s / ${x.searchSeconds} s)` : `not done in ${timeoutS} s (${f0(x.recordsAtEnd)} records on B; digest ${x.digestSeconds ?? '—'} s)`} | ${xr === null ? (last === undefined ? '—' : `${f0(last.records / last.s)} (when stopped)`) : `**${f0(xr)}**`} | ${xr === null ? '—' : `${(xr / ceilingRate * 100).toFixed(1)} %`} | ${f0(x.bytes)} | ${r3(x.bytes / out.rawFileBytes)}× | ${r3(x.bytes / (out.rawFileBytes + out.rawVersionBytes))}× |`
+  }
+  return [
+    `**1. A fresh node joins**: B joins a peer A holding ${f0(N)} records of ~${out.fieldsPerRecord} fields (bench/lib/synthetic.ts; ${f0(out.replicatedKeys)} versioned keys), A in a child process (its store filled in bulk before it starts, its search index built before the clock starts), B in the benchmark's process; the two cores are shared by both nodes and by search's index writers. The clock runs from B's start until B has pulled A's head with a digest equal to A's, and search answers from a complete index (a query by an exact field and one by a title word find the last record). Ceiling: the same \`file:\` rows into a bare SQLite table (32 rows per INSERT, 10,000 rows per transaction), before and after the join, the mean of the two.`,
+    '',
+    `${f0(N)} records, ${f0(out.rawFileBytes)} bytes of \`file:\` keys and values (${f0(out.rawVersionBytes)} more in \`ver:\` rows). Bare-kv ceiling: **${f0(ceilingRate)} records/s** (${f0(out.ceiling.before)} before, ${f0(out.ceiling.after)} after).`,
+    '',
+    '| B joins by | ready (digest equal / search built) | records/s | of the ceiling | bytes on the wire | of the raw range | with `ver:` rows |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    row('the bulk path (the node as it ships)', j, TIMEOUT_S),
+    ...(base === null ? [] : [row('the page path (bulk path off: each page through the write path, search staging every record; same build otherwise)', base, BASELINE_TIMEOUT_S)]),
+    '',
+    `Target (issue 42): ready in ≤ 60 s (≥ 2,800 records/s): ${out.target.met ? '**met**' : '**not met**'}; bytes ≤ 1.2× the raw range: ${out.ratioToRaw <= 1.2 ? '**met**' : '**not met**'}. While B joined, ${j.searchWhileJoining.answered} searches through B's service answered and ${j.searchWhileJoining.failed} failed (one every 2 s). ${j.pages} pages pulled, ${j.resyncs} resync.`,
+    ''
+  ]
+}
+
 async function main (): Promise<void> {
   const loadBefore = os.loadavg()[0]
   const dir = path.join(TMP, `join-${process.pid}`)
@@ -288,70 +227,76 @@ async function main (): Promise<void> {
   fs.mkdirSync(dir, { recursive: true })
   const key = swarmKeyIn(dir)
   const peerDir = BENCH_KEEP ? path.join(TMP, `join-peer-${N}`) : path.join(dir, 'a')
-  // A kept peer folder carries its swarm key: B must use the same one.
-  const peerKey = BENCH_KEEP ? (fs.existsSync(path.join(peerDir, '..', `join-peer-${N}.key`)) ? path.join(peerDir, '..', `join-peer-${N}.key`) : (fs.copyFileSync(key, path.join(peerDir, '..', `join-peer-${N}.key`)), path.join(peerDir, '..', `join-peer-${N}.key`))) : key
-  log(`starting peer A with ${N} records`)
-  const t0 = performance.now()
-  const peer = await startPeer(peerDir, peerKey)
-  log(`peer A ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (search on A: ${peer.ready.searchStartSeconds} s)`)
-  const c1 = ceiling(path.join(dir, 'bare'))
-  log(`ceiling (before): ${f0(c1.recordsPerSecond)} records/s`)
-  const j = await join(peer.ready, peerKey, path.join(dir, 'b'), true, TIMEOUT_S)
-  fs.rmSync(path.join(dir, 'b'), { recursive: true, force: true })
-  const base = BASELINE_TIMEOUT_S > 0 ? await join(peer.ready, peerKey, path.join(dir, 'b0'), false, BASELINE_TIMEOUT_S) : undefined
-  fs.rmSync(path.join(dir, 'b0'), { recursive: true, force: true })
-  const c2 = ceiling(path.join(dir, 'bare'))
-  log(`ceiling (after): ${f0(c2.recordsPerSecond)} records/s`)
-  await peer.stop()
-  if (!BENCH_KEEP) fs.rmSync(dir, { recursive: true, force: true })
-  const loadAfter = os.loadavg()[0]
-  const ceilingRate = (c1.recordsPerSecond + c2.recordsPerSecond) / 2
-  const rate = j.seconds === null ? null : N / j.seconds
-  const digestRate = j.digestSeconds === null ? null : N / j.digestSeconds
-  const out = {
-    records: N,
-    fieldsPerRecord: r2(peer.ready.fileKeys / N),
-    replicatedKeys: peer.ready.keys,
-    rawFileBytes: peer.ready.fileBytes,
-    rawVersionBytes: peer.ready.verBytes,
-    join: j,
-    pagePath: base === undefined ? null : { ...base, recordsPerSecond: base.seconds === null ? null : Math.round(N / base.seconds), fractionOfCeiling: base.seconds === null ? null : r3(N / base.seconds / ceilingRate) },
-    speedup: base?.seconds == null || j.seconds === null ? null : r2(base.seconds / j.seconds),
-    recordsPerSecond: rate === null ? null : Math.round(rate),
-    digestRecordsPerSecond: digestRate === null ? null : Math.round(digestRate),
-    ratioToRaw: r3(j.bytes / peer.ready.fileBytes),
-    ratioToRawWithVersions: r3(j.bytes / (peer.ready.fileBytes + peer.ready.verBytes)),
-    ceiling: { before: Math.round(c1.recordsPerSecond), after: Math.round(c2.recordsPerSecond), recordsPerSecond: Math.round(ceilingRate) },
-    fractionOfCeiling: rate === null ? null : r3(rate / ceilingRate),
-    target: { seconds: 60, recordsPerSecond: 2800, met: j.seconds !== null && j.seconds <= 60 },
-    loadAverage: { before: r2(loadBefore), after: r2(loadAfter) }
+  // A kept peer folder carries its swarm key: every node must use the same one.
+  const keptKey = path.join(TMP, `join-peer-${N}.key`)
+  if (BENCH_KEEP && !fs.existsSync(keptKey)) fs.copyFileSync(key, keptKey)
+  const peerKey = BENCH_KEEP ? keptKey : key
+  const out: Record<string, any> = { records: N, phases: ONLY }
+  const needsA = ONLY.some(p => p !== 'sustained')
+  if (needsA) {
+    log(`starting peer A with ${N} records`)
+    const t0 = performance.now()
+    const a = await NodeProc.start({ label: 'A', dir: peerDir, swarmKey: peerKey, build: N })
+    log(`peer A ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    try {
+      if (ONLY.includes('fresh')) Object.assign(out, await fresh(a, peerKey, dir))
+    } finally {
+      await a.stop()
+    }
   }
-  const row = (name: string, x: JoinResult, timeoutS: number): string => {
-    const last = x.samples[x.samples.length - 1]
-    const xr = x.seconds === null ? null : N / x.seconds
-    return `| ${name} | ${x.done ? `**${x.seconds} s** (${x.digestSeconds} s / ${x.searchSeconds} s)` : `not done in ${timeoutS} s (${f0(x.recordsAtEnd)} records on B; digest ${x.digestSeconds ?? '—'} s)`} | ${xr === null ? (last === undefined ? '—' : `${f0(last.records / last.s)} (when stopped)`) : `**${f0(xr)}**`} | ${xr === null ? '—' : `${(xr / ceilingRate * 100).toFixed(1)} %`} | ${f0(x.bytes)} | ${r3(x.bytes / peer.ready.fileBytes)}× | ${r3(x.bytes / (peer.ready.fileBytes + peer.ready.verBytes))}× |`
+  if (ONLY.some(p => ['equal', 'diff', 'missed', 'digest', 'busy'].includes(p))) {
+    const pair = new MeetPair({ baseDir: peerDir, workDir: path.join(dir, 'meet'), swarmKey: peerKey, records: N, log, timeoutS: TIMEOUT_S })
+    try {
+      if (ONLY.includes('equal')) { out.equal = await pair.equal(); log(`equal: ${JSON.stringify(out.equal)}`) }
+      if (ONLY.includes('diff')) { out.diff = await pair.diff(); log(`diff: ${JSON.stringify(out.diff)}`) }
+      if (ONLY.includes('missed')) {
+        const writes = env('JOIN_MISSED', 1000)
+        const trimmed = await pair.missed({ writes, from: 0, trimmed: true, retention: env('JOIN_MISSED_RETENTION', 500) })
+        log(`missed (trimmed): ${JSON.stringify(trimmed)}`)
+        const cursorPull = await pair.missed({ writes, from: writes, trimmed: false, retention: 0 })
+        log(`missed (cursor pull): ${JSON.stringify(cursorPull)}`)
+        out.missed = { trimmed, cursorPull }
+      }
+      if (ONLY.includes('digest')) {
+        const p = await pair.startP()
+        out.digest = await digestFigures(p, { requests: env('JOIN_DIGEST_REQUESTS', 2000), loadSeconds: env('JOIN_DIGEST_LOAD_S', 10), writeRate: env('JOIN_DIGEST_WRITE_RATE', 100), firstRecord: N + 2_000_000 })
+        log(`digest: ${JSON.stringify(out.digest)}`)
+        await pair.stop()
+      }
+      if (ONLY.includes('busy')) {
+        const retention = process.env.JOIN_BUSY_RETENTION === undefined ? undefined : Number(process.env.JOIN_BUSY_RETENTION)
+        const p = await pair.startP(retention === undefined ? {} : { streamRetention: retention, trimEvery: Math.max(1, Math.round(retention / 5)) })
+        const idle = out.join?.digestSeconds == null ? null : { seconds: out.join.digestSeconds as number, records: N }
+        const b = await busyJoin(p, { dir, swarmKey: peerKey, existing: pair.unchanged(), writeRate: env('JOIN_BUSY_RATE', 100), firstRecord: N + 5_000_000, afterSeconds: env('JOIN_BUSY_AFTER_S', 10), timeoutS: TIMEOUT_S, idle, log })
+        out.busy = { ...b, retention: retention === undefined ? 'the default (100,000 entries)' : `${retention} entries` }
+        log(`busy: ${JSON.stringify({ ...out.busy, samples: undefined })}`)
+        await pair.stop()
+      }
+    } finally {
+      await pair.close()
+    }
   }
+  if (ONLY.includes('sustained')) {
+    const rates = (process.env.JOIN_SUSTAINED_RATES ?? '250,500,1000,2000,3000').split(',').map(Number)
+    out.sustained = await sustained({ dir: path.join(dir, 'sustained'), rates, stepSeconds: env('JOIN_SUSTAINED_STEP_S', 20), drainSeconds: env('JOIN_SUSTAINED_DRAIN_S', 15), soloRecords: env('JOIN_SUSTAINED_SOLO', 10_000), allSteps: process.env.JOIN_SUSTAINED_ALL === '1', log })
+  }
+  fs.rmSync(dir, { recursive: true, force: true })
+  out.loadAverage = { before: r2(loadBefore), after: r2(os.loadavg()[0]) }
   const md = [
     '## Join (`npm run bench:join`)',
     '',
-    `${machineLine()}. A fresh node B joins a peer A holding ${f0(N)} records of ~${out.fieldsPerRecord} fields (bench/lib/synthetic.ts; ${f0(out.replicatedKeys)} versioned keys), real nodes over libp2p TCP on 127.0.0.1 (store, search, mesh, HTTP API; watcher off), A in a child process (its store filled in bulk before it starts, its search index built before the clock starts), B in the benchmark's process; the two cores are shared by both nodes and by search's index writers. The clock runs from B's start until B has pulled A's head with a digest equal to A's, and search answers from a complete index (a query by an exact field and one by a title word find the last record). Ceiling: the same \`file:\` rows into a bare SQLite table (32 rows per INSERT, 10,000 rows per transaction), before and after the join, the mean of the two. Load average (1 min) ${out.loadAverage.before} → ${out.loadAverage.after}.`,
+    `${machineLine()}. Real nodes over libp2p TCP on 127.0.0.1 (store, search, mesh, HTTP API; watcher off); every figure beside a baseline measured in the same run. Load average (1 min) ${out.loadAverage.before} → ${out.loadAverage.after}.`,
     '',
-    `${f0(N)} records, ${f0(peer.ready.fileBytes)} bytes of \`file:\` keys and values (${f0(peer.ready.verBytes)} more in \`ver:\` rows). Bare-kv ceiling: **${f0(ceilingRate)} records/s** (${f0(out.ceiling.before)} before, ${f0(out.ceiling.after)} after).`,
-    '',
-    '| B joins by | ready (digest equal / search built) | records/s | of the ceiling | bytes on the wire | of the raw range | with `ver:` rows |',
-    '|---|---|---:|---:|---:|---:|---:|',
-    row('the bulk path (the node as it ships)', j, TIMEOUT_S),
-    ...(base === undefined ? [] : [row('the page path (bulk path off: each page through the write path, search staging every record; same build otherwise)', base, BASELINE_TIMEOUT_S)]),
-    '',
-    `Target (issue 42): ready in ≤ 60 s (≥ 2,800 records/s) ${out.target.met ? 'met' : 'not met'}; bytes ≤ 1.2× the raw range ${out.ratioToRaw <= 1.2 ? 'met' : 'not met'}. While B joined, ${j.searchWhileJoining.answered} searches through B's service answered and ${j.searchWhileJoining.failed} failed (one every 2 s). ${j.pages} pages pulled, ${j.resyncs} resync.`
+    ...(out.join === undefined ? [] : freshMarkdown(out)),
+    ...phaseMarkdown(out)
   ]
+  if (ONLY.length < PHASES.length && process.env.BENCH_NO_DOC !== '1') {
+    log(`docs/benchmarks.md left alone: only ${ONLY.join(', ')} ran`)
+    process.env.BENCH_NO_DOC = '1'
+  }
   report('join', out, md.join('\n'))
 }
 
-if (process.argv[2] === '--peer') {
-  await peerMain(process.argv[3], process.argv[4])
-} else {
-  await main()
-  // Whatever a stopped node's libraries leave scheduled must not keep the run open.
-  process.exit(0)
-}
+await main()
+// Whatever a stopped node's libraries leave scheduled must not keep the run open.
+process.exit(0)

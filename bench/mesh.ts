@@ -27,10 +27,10 @@ import '../src/mesh/libp2p/polyfill.js'
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { prefixEnd } from '../src/kv/index.js'
 import type { RunningNode } from '../src/node/index.js'
 import { p2pAddr, startMeshNode, swarmKeyIn, waitConnected } from '../test/helpers/mesh-nodes.js'
 import { waitFor } from '../src/common/index.js'
+import { rawRange } from './lib/raw-range.js'
 import { machineLine, percentile, report } from './lib/report.js'
 import { syntheticRecord } from './lib/synthetic.js'
 
@@ -181,15 +181,6 @@ async function live (): Promise<Record<string, unknown>> {
 
 // ---------------------------------------------------------------- 2 and 3. catch-up
 
-function rawRange (n: RunningNode): { fileBytes: number, verBytes: number, keys: number } {
-  let fileBytes = 0
-  let verBytes = 0
-  let keys = 0
-  for (const [k, v] of n.store.kv.iterate('file:', prefixEnd('file:'))) { fileBytes += Buffer.byteLength(k) + Buffer.byteLength(v); keys++ }
-  for (const [k, v] of n.store.kv.iterate('ver:', prefixEnd('ver:'))) verBytes += Buffer.byteLength(k) + Buffer.byteLength(v)
-  return { fileBytes, verBytes, keys }
-}
-
 /** Starts a node that bootstraps to `peer` and times it until it has pulled `peer`'s head. */
 async function catchUpFrom (peer: RunningNode, dir: string, key: string): Promise<{ node: RunningNode, seconds: number, bytes: number, pages: number, resyncs: number }> {
   const head = peer.store.kv.streamHead('meta:events')
@@ -217,7 +208,7 @@ async function catchUp (): Promise<Record<string, unknown>> {
   }
   const sourceSeconds = (performance.now() - t0) / 1000
   log(`source ready in ${sourceSeconds.toFixed(1)} s`)
-  const raw = rawRange(a)
+  const raw = rawRange(a.store.kv)
 
   // 3. A fresh node joins.
   const bDir = path.join(TMP, 'b')
