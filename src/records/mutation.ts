@@ -48,11 +48,18 @@ export interface RecordIndexer {
   /**
    * Inside each transaction of a bulk apply (bulk-apply.ts), once, instead
    * of the per-record hooks above for its records: the indexer takes its
-   * derived work as deferred (it rebuilds from the rows later).
+   * derived work as deferred (it rebuilds from the rows later). `roots`: the
+   * first and last root (in key order) the transaction applies.
    */
-  onBulkApply?: (tx: Tx) => void
+  onBulkApply?: (tx: Tx, roots: BulkRoots) => void
   /** A bulk apply has ended (its last page is committed; `ordered`: every transaction's roots came after the previous one's): the deferred work may be completed now. */
   onBulkEnd?: (ordered: boolean) => void
+}
+
+/** The roots of one bulk transaction, in key order: its first and its last. */
+export interface BulkRoots {
+  first: RecordId
+  last: RecordId
 }
 
 const NO_INDEXERS: readonly RecordIndexer[] = []
@@ -104,12 +111,12 @@ export class Mutator {
   }
 
   /**
-   * Runs `fn` (inside the write `tx`) as a bulk apply: each indexer is told
-   * once (onBulkApply) and none of the record changes `fn` makes reach the
-   * per-record hooks.
+   * Runs `fn` (inside the write `tx`) as a bulk apply of `roots`: each
+   * indexer is told once (onBulkApply) and none of the record changes `fn`
+   * makes reach the per-record hooks.
    */
-  inBulk<T> (tx: Tx, fn: () => T): T {
-    for (const ix of this.indexers) ix.onBulkApply?.(tx)
+  inBulk<T> (tx: Tx, roots: BulkRoots, fn: () => T): T {
+    for (const ix of this.indexers) ix.onBulkApply?.(tx, roots)
     this.bulk = true
     try {
       return fn()

@@ -141,17 +141,18 @@ export class RemoteApplier {
 
   /**
    * The merge of applyBatch in one transaction, roots in key order, as a
-   * bulk apply: the indexers are told once (RecordIndexer.onBulkApply) and
-   * not per record, and the write does not wait for their backlog. `also`
-   * runs in the same transaction after the roots (the bulk path's own
-   * bookkeeping).
+   * bulk apply: the indexers are told once (RecordIndexer.onBulkApply, with
+   * its first and last root) and not per record, and the write does not
+   * wait for their backlog. `also` runs in the same transaction after the
+   * roots (the bulk path's own bookkeeping).
    */
   async applyBulk (entries: readonly RemoteEntry[], also?: (tx: Tx) => void): Promise<ApplyResult> {
     const p = this.prepare(entries)
     const total = entries.length - p.refused
     const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     const applied = await this.ctx.kv.write(tx => {
-      const n = roots.length === 0 ? 0 : this.ctx.mutator.inBulk(tx, () => this.applyRoots(tx, roots, entries, p.maxHlc))
+      const span = roots.length === 0 ? undefined : { first: roots[0][0], last: roots[roots.length - 1][0] }
+      const n = span === undefined ? 0 : this.ctx.mutator.inBulk(tx, span, () => this.applyRoots(tx, roots, entries, p.maxHlc))
       also?.(tx)
       return n
     })

@@ -32,9 +32,10 @@ export const recordRows = {
   /** Every root in a group of two or more, with its canonical root. */
   groupedRoots: (r: RowReader): Array<[RecordId, RecordId]> =>
     r.range(GRP, prefixEnd(GRP)).map(([k, v]) => [k.slice(GRP.length) as RecordId, v as RecordId]),
-  /** Live roots (canonical or not) after `after`, in id order. */
-  liveRoots: (r: RowReader, after: string | undefined, limit: number): RecordId[] =>
-    r.keys(after === undefined ? ROOTS : `${ROOTS}${after}\u0000`, prefixEnd(ROOTS), limit).map(k => k.slice(ROOTS.length) as RecordId),
+  /** Live roots (canonical or not) after `after`, up to `upTo` included when given, in id order. */
+  liveRoots: (r: RowReader, after: string | undefined, limit: number, upTo?: string): RecordId[] =>
+    r.keys(after === undefined ? ROOTS : `${ROOTS}${after}\u0000`, upTo === undefined ? prefixEnd(ROOTS) : `${ROOTS}${upTo}\u0000`, limit)
+      .map(k => k.slice(ROOTS.length) as RecordId),
   /** Visible records (a group counts once), as the counter holds it. */
   visibleCount: (r: RowReader): number => Number(r.get(COUNT_ROOTS) ?? '0')
 }

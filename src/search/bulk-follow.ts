@@ -7,9 +7,21 @@
  * `FOLLOW_WAIT_MS` after more arrive. When the bulk ends the rebuild stops
  * following and finishes; records that arrived out of key order, or a bulk
  * ending with no rebuild under way, start a rebuild over.
+ *
+ * While it follows, a step goes no further than the last root the bulk has
+ * committed (`upTo`). Other writes land between the bulk's transactions (a
+ * busy peer's gossip): their roots are staged and indexed by batches, and
+ * may lie anywhere, far ahead of the bulk's (new records) or just past a
+ * transaction's last root (before the root a page holds back); a step that
+ * took them would move the rebuild's position past roots the bulk has not
+ * brought yet, and those would never be indexed. Records arriving behind
+ * the position (a join resumed after a restart, whose rebuild at open went
+ * on ahead; pages out of key order) take it back (merge-plan.ts
+ * `phaseOnBulk`), also when a step in flight answers with a position past
+ * them.
  */
 import type { Clock, Logger } from '../common/index.js'
-import type { Maintenance } from './merge-plan.js'
+import { phaseOnBulk, type Maintenance } from './merge-plan.js'
 
 /** A rebuild following records arriving in bulk that has caught up with them steps again this long after more arrive (ms): steps of a few pages, not of one. */
 const FOLLOW_WAIT_MS = 500
@@ -32,24 +44,56 @@ export class BulkFollow {
   active = false
   /** The bulk ended while a rebuild step was in flight: the rebuild stops following once that step has answered. */
   private endPending = false
+  /** The last root the bulk has committed (the greatest): a step following it goes no further. */
+  private frontier: string | undefined
+  /** The first root of transactions committed while a rebuild step was in flight (the smallest): applied to the step's answer. */
+  private backTo: string | undefined
+  /** The rebuild went back while a step was in flight: that step's "none left" does not hold for the roots it went back to. */
+  private wentBack = false
   private timer: (() => void) | undefined
 
   constructor (private readonly h: BulkFollowHost) {}
 
-  /** Records arrived in bulk (PendingRoots.onBulk). */
-  arrived (): void {
+  /** How far a step of the rebuild may go now: the bulk's last root while it follows the bulk, else undefined (to the end). */
+  get upTo (): string | undefined {
+    const m = this.h.maintenance()
+    return m.phase === 'rebuild' && m.follow === true ? this.frontier : undefined
+  }
+
+  /** Records arrived in bulk (PendingRoots.onBulk), the transaction's roots from `first` to `last`. */
+  arrived (first: string, last: string): void {
     const h = this.h
     if (h.stopped()) return
     if (this.active) {
-      this.wake()
+      if (last > (this.frontier ?? '')) this.frontier = last
+      if (this.back(first)) h.schedule()
+      else this.wake()
       return
     }
     this.active = true
+    this.frontier = last
     const m = h.maintenance()
     // The index is built as the records arrive, following them in key order on the writer's thread.
-    if (m.phase === 'rebuild') h.setMaintenance({ ...m, follow: true })
-    else h.startRebuild('records arriving in bulk', true)
+    if (m.phase === 'rebuild') {
+      h.setMaintenance({ ...m, follow: true })
+      this.back(first)
+    } else {
+      h.startRebuild('records arriving in bulk', true)
+    }
     h.log.info('search: records arriving in bulk; the index is built behind them, and searches read every record until it is complete')
+  }
+
+  /** The rebuild steps back before `first` if its position is past it (now, and again when the step in flight answers); true if it did now. */
+  private back (first: string): boolean {
+    const h = this.h
+    const inFlight = h.rebuildInFlight()
+    if (inFlight && (this.backTo === undefined || first < this.backTo)) this.backTo = first
+    const m = h.maintenance()
+    const n = phaseOnBulk(m, first)
+    if (n === m) return false
+    h.setMaintenance(n)
+    if (inFlight) this.wentBack = true
+    return true
   }
 
   /** The bulk ended (PendingRoots.onBulkEnded); `ordered`: every record arrived in key order. */
@@ -57,6 +101,7 @@ export class BulkFollow {
     const h = this.h
     if (!this.active || h.stopped()) return
     this.active = false
+    this.frontier = undefined
     const m = h.maintenance()
     // Records that arrived behind the rebuild's position (not in key order) are not behind it: start over.
     if (!ordered || m.phase !== 'rebuild') { h.startRebuild('records arrived in bulk', false); return }
@@ -69,16 +114,25 @@ export class BulkFollow {
     h.schedule()
   }
 
-  /** A rebuild starts over: an end of the bulk pending for the one before no longer applies. */
+  /** A rebuild starts over: an end of the bulk pending for the one before no longer applies, nor a step back. */
   rebuildStarted (): void {
     this.endPending = false
+    this.backTo = undefined
+    this.wentBack = false
   }
 
-  /** The phase after a rebuild step answered, with the end of the bulk taken in if it came meanwhile. */
+  /** The phase after a rebuild step answered, with what came meanwhile taken in: records behind its position, the end of the bulk. */
   afterRebuildStep (after: Maintenance): Maintenance {
-    if (!this.endPending) return after
+    let m = after
+    if (this.backTo !== undefined) {
+      const n = phaseOnBulk(m, this.backTo)
+      m = this.wentBack && n.phase === 'rebuild' ? { ...n, caughtUp: false } : n
+      this.backTo = undefined
+      this.wentBack = false
+    }
+    if (!this.endPending) return m
     this.endPending = false
-    return after.phase === 'rebuild' ? { ...after, follow: false, caughtUp: false } : after
+    return m.phase === 'rebuild' ? { ...m, follow: false, caughtUp: false } : m
   }
 
   stop (): void {

@@ -16,7 +16,7 @@ import type { IndexInfo } from './search-schema.js'
 export type IndexJob =
   | { type: 'batch', rids: string[], gen: number }
   | { type: 'clear', id: string, gen: number }
-  | { type: 'rebuild', after: string, n: number }
+  | { type: 'rebuild', after: string, n: number, upTo?: string }
   | { type: 'sweep' }
   | { type: 'renumber', n: number }
 

@@ -39,7 +39,7 @@ function run (job: IndexJob): JobResult {
       return { ...writer.batch(rids, job.gen), extra }
     }
     case 'clear': return writer.clear(job.id, job.gen)
-    case 'rebuild': return writer.rebuildStep(job.after, job.n)
+    case 'rebuild': return writer.rebuildStep(job.after, job.n, job.upTo)
     case 'sweep': return writer.sweepStep()
     case 'renumber': return writer.renumberStep(job.n)
   }

@@ -139,13 +139,18 @@ export class IndexWriter {
     return this.result()
   }
 
-  /** Indexes up to `n` live roots after `after` ('' from the first); the step that finds none left writes the format marker. */
-  rebuildStep (after: string, n: number): JobResult {
+  /**
+   * Indexes up to `n` live roots after `after` ('' from the first), and no
+   * root past `upTo` when given (a rebuild following records arriving in
+   * bulk goes no further than they have come). The step that finds none
+   * left, with no such bound, writes the format marker.
+   */
+  rebuildStep (after: string, n: number, upTo?: string): JobResult {
     let rids: string[] = []
     this.db.transaction(() => {
-      rids = recordRows.liveRoots(this.r, after === '' ? undefined : after, n)
+      rids = recordRows.liveRoots(this.r, after === '' ? undefined : after, n, upTo)
       if (rids.length > 0) this.index(rids)
-      else this.st.infoPut.run(STATE_FORMAT, this.marker)
+      else if (upTo === undefined) this.st.infoPut.run(STATE_FORMAT, this.marker)
     })
     return { ...this.result(), roots: rids.length, done: rids.length === 0, ...(rids.length === 0 ? {} : { last: rids[rids.length - 1] }) }
   }

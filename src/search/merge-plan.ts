@@ -8,9 +8,12 @@
  * - `rebuild`: the structures are emptied (`cleared` once the clear job
  *   has committed), then every live root is indexed again, a step at a
  *   time after `after`; queries read every record meanwhile. While records
- *   arrive in bulk in key order (`follow`: a join) it follows them: a step
- *   that finds no root left waits (`caughtUp`) for more instead of ending;
- *   it ends at the first such step after the bulk ended;
+ *   arrive in bulk in key order (`follow`: a join) it follows them, no
+ *   further than the last root they have brought (other writes meanwhile,
+ *   indexed by batches, may be far ahead of it): a step that finds no root
+ *   left waits (`caughtUp`) for more instead of ending; it ends at the first
+ *   such step after the bulk ended; records arriving behind its position
+ *   take it back (phaseOnBulk);
  * - `renumber`: a round that re-indexes the oldest documents' roots under
  *   new ids (`moved` of at most `most`); `thenSweep` when it interrupted a
  *   sweep, which goes on after it;
@@ -213,6 +216,19 @@ export function phaseAfter (m: Maintenance, job: JobKind, r: StepResult, bucketD
     }
     case 'sweep': return m.phase === 'sweep' && r.more !== true ? { phase: 'none' } : m
   }
+}
+
+/**
+ * Records arrived in bulk, the first of them `first`: a rebuild whose
+ * position is at or past it (a resumed join whose pages come again, a
+ * rebuild at open that went on ahead, pages out of key order) steps back to
+ * just before it and goes on from there (the roots it indexes again are
+ * indexed twice, which changes nothing); otherwise the phase stays.
+ */
+export function phaseOnBulk (m: Maintenance, first: string): Maintenance {
+  if (m.phase !== 'rebuild' || m.after === '' || first > m.after) return m
+  // The roots after `first` without its last character include it (and at most the few that differ from it only there).
+  return { ...m, after: first.slice(0, -1), caughtUp: false }
 }
 
 /** The thread died: a sweep or a renumbering round starts over on the next thread; a rebuild goes on. */

@@ -117,7 +117,7 @@ export class Merger {
       schedule: () => { this.schedule() },
       stopped: () => this.stopped
     })
-    d.pending.onBulk = () => { this.bulk.arrived() }
+    d.pending.onBulk = (first, last) => { this.bulk.arrived(first, last) }
     d.pending.onBulkEnded = (ordered) => { this.bulk.ended(ordered) }
   }
 
@@ -156,10 +156,10 @@ export class Merger {
 
   // ------------------------------------------------------------ control
 
-  /** Empties the structures and indexes every live root again, in the background. */
+  /** Empties the structures and indexes every live root again, in the background (following records arriving in bulk, if they are). */
   startRebuild (reason: string, follow = false): void {
     const total = countLiveRoots(this.d.kv)
-    this.maintenance = { phase: 'rebuild', cleared: false, after: '', done: 0, total, ...(follow ? { follow } : {}) }
+    this.maintenance = { phase: 'rebuild', cleared: false, after: '', done: 0, total, ...(follow || this.bulk.active ? { follow: true } : {}) }
     this.bulk.rebuildStarted()
     this.log.info('search: rebuilding the index from the records', { reason, roots: total })
     this.schedule()
@@ -261,7 +261,11 @@ export class Merger {
         const rids = this.d.pending.oldestFree(this.o.batchRoots)
         return rids.length === 0 ? undefined : { type: 'batch', rids: rids.sort(), gen: this.sentGen + 1 }
       }
-      case 'rebuild': return this.maintenance.phase === 'rebuild' ? { type: 'rebuild', after: this.maintenance.after, n: this.o.batchRoots } : undefined
+      case 'rebuild': {
+        if (this.maintenance.phase !== 'rebuild') return undefined
+        const upTo = this.bulk.upTo
+        return { type: 'rebuild', after: this.maintenance.after, n: this.o.batchRoots, ...(upTo === undefined ? {} : { upTo }) }
+      }
       case 'renumber': return { type: 'renumber', n: this.o.batchRoots }
       case 'sweep': return { type: 'sweep' }
     }

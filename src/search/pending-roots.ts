@@ -19,7 +19,7 @@
  * rolls back never reaches it.
  */
 import type { KvStore, SqlStatement, Tx } from '../kv/index.js'
-import type { RecordId, RecordIndexer } from '../records/index.js'
+import type { BulkRoots, RecordId, RecordIndexer } from '../records/index.js'
 import type { Excluder } from './matchers.js'
 import { STATE_BULK } from './search-schema.js'
 
@@ -40,8 +40,8 @@ export class PendingRoots implements RecordIndexer {
   /** Told whenever group membership may have changed (the group cache drops itself). */
   groupsChanged: () => void = () => {}
 
-  /** Told after a bulk apply's transaction commits (the merger stops trusting the index). */
-  onBulk: () => void = () => {}
+  /** Told after a bulk apply's transaction commits, with its first and last root (the merger stops trusting the index). */
+  onBulk: (first: string, last: string) => void = () => {}
   /** Told when a bulk apply has ended (`ordered`: its records came in key order), so the merger completes the index. */
   onBulkEnded: (ordered: boolean) => void = () => {}
 
@@ -139,14 +139,14 @@ export class PendingRoots implements RecordIndexer {
     return this.gate()
   }
 
-  onBulkApply (tx: Tx): void {
+  onBulkApply (tx: Tx, roots: BulkRoots): void {
     // The group cache reloads from the committed rows on next use: groups may change under a bulk apply too.
     this.groupsChanged()
     if (!this.bulkMarked) this.st.bulkMark.run()
     tx.afterCommit(() => {
       this.bulkMarked = true
       this.groupsChanged()
-      this.onBulk()
+      this.onBulk(roots.first, roots.last)
     })
   }
 

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest'
 import {
-  hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, renumberDue, sweepDue,
+  hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, phaseOnBulk, renumberDue, sweepDue,
   type Maintenance, type PlanLimits, type PlanState
 } from '../../src/search/merge-plan.js'
 
@@ -120,6 +120,19 @@ describe('phases', () => {
     expect(nextJob(state({ maintenance: caught, span: 500_000, orphanDocs: 50_000 }), limits)).toBeUndefined()
     // Once it no longer follows (the bulk ended), a step that finds none left ends it.
     expect(phaseAfter({ ...following, follow: false }, 'rebuild', { ...r, roots: 0, done: true }, 4096)).toEqual(NONE)
+  })
+
+  it('records arriving in bulk behind a rebuild\'s position take it back to just before the first of them', () => {
+    const at = (after: string): Maintenance => ({ ...REBUILD, cleared: true, follow: true, after, caughtUp: true })
+    // Behind it, or at it: back to a position the next step starts before the first root (and goes on from there).
+    const back = phaseOnBulk(at('01K5ZZ'), '01K5AB')
+    expect(back).toEqual({ ...at('01K5A'), caughtUp: false })
+    expect('01K5AB' > (back as { after: string }).after && `${(back as { after: string }).after}\u0000` <= '01K5AB').toBe(true)
+    expect(phaseOnBulk(at('01K5AB'), '01K5AB')).toEqual({ ...at('01K5A'), caughtUp: false })
+    // Ahead of it, a rebuild from the first root, or no rebuild: nothing changes.
+    expect(phaseOnBulk(at('01K5AB'), '01K5AC')).toEqual(at('01K5AB'))
+    expect(phaseOnBulk(at(''), '01K5AB')).toEqual(at(''))
+    expect(phaseOnBulk(NONE, '01K5AB')).toBe(NONE)
   })
 
   it('a renumbering round: until a step moves nothing, the documents have moved, or the span is down', () => {
