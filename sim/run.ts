@@ -7,7 +7,7 @@
  * beside it.
  */
 import { scaledCosts } from './cpu.js'
-import { Prng } from './engine/prng.js'
+import { Prng } from '../src/mesh/testing/index.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'

@@ -5,7 +5,7 @@
  * counting. Nodes take their turn in index order; a node already at its
  * target dials nobody. The model and the real-stack mode use the same plan.
  */
-import type { Prng } from '../engine/prng.js'
+import type { Prng } from '../../src/mesh/testing/index.js'
 
 /** Dials as [from, to] pairs: each unordered pair at most once. */
 export function planConnections (rng: Prng, nodes: readonly number[], target: number): Array<[number, number]> {

@@ -6,7 +6,7 @@
  */
 import { DEFAULT_GOSSIP_DEGREE, gossipDout } from '../../src/mesh/gossip-degree.js'
 import { DEFAULT_CPU_COSTS } from '../cpu.js'
-import { parseLatency } from '../net/latency.js'
+import { parseLatency } from '../../src/mesh/testing/index.js'
 import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
 type OptionValue = string | number | boolean | number[]

@@ -8,6 +8,7 @@
  * simulator (`sim/`) are others.
  */
 import type { ClockGate, RemoteEntry } from '../../records/index.js'
+import type { GossipVerdict } from './gossip-intake.js'
 
 export type { RemoteEntry }
 
@@ -54,7 +55,9 @@ export interface MeshRuntime {
 }
 
 /**
- * What the adapter that drives the core guarantees about its inputs:
+ * What a runtime drives on the core (`MeshCore` is one): `request` reaches
+ * the peer's `handleRequest`, a published frame its `onGossip`. What the
+ * adapter guarantees about these inputs:
  * - `onGossip(signer, …)`: `signer` is authenticated (gossipsub StrictSign:
  *   the message's signature was verified against `signer`'s public key), so
  *   a frame whose origin is not `signer` is a forgery. `relay` (the peer it
@@ -64,6 +67,12 @@ export interface MeshRuntime {
  * - `peerConnected`/`peerDisconnected` are called once per transition.
  * Inputs may arrive in any interleaving; the core tolerates duplicates.
  */
+export interface MeshEndpoint {
+  onGossip: (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey) => GossipVerdict
+  handleRequest: (peer: PeerKey, bytes: Uint8Array) => Promise<Uint8Array>
+  peerConnected: (peer: PeerKey) => void
+  peerDisconnected: (peer: PeerKey) => void
+}
 
 /** One page of a store's change log. */
 export interface ChangePage {
