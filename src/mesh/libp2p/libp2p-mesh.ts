@@ -27,7 +27,7 @@ import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { silentLogger, type Logger } from '../../common/index.js'
 import type { MeshRecords } from '../replica-store.js'
-import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
+import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type RuntimeProbe, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import { logSyncProgress } from '../sync-progress-log.js'
 import { joinView, type MeshService, type MeshView } from '../service.js'
@@ -84,6 +84,8 @@ export interface Libp2pMeshInit {
   targetPeers?: number
   /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
   unreachableRemindMs?: number
+  /** Tests: a hold on the runtime the core is given and on what libp2p drives (runtime.ts, the runtime contract suite). */
+  probe?: RuntimeProbe
 }
 
 /** A node's default connection target: a few more than gossipsub's mesh degree (6), so its mesh has peers to choose from. */
@@ -192,7 +194,7 @@ export class Libp2pMesh implements MeshService {
     node.services.pubsub.addEventListener('subscription-change', (evt) => {
       if (evt.detail.subscriptions.some(s => s.topic === this.topic && s.subscribe)) publisher.peerSubscribed()
     })
-    const runtime: MeshRuntime = {
+    const base: MeshRuntime = {
       now: () => Date.now(),
       monotonic: () => performance.now(),
       random: Math.random,
@@ -205,32 +207,35 @@ export class Libp2pMesh implements MeshService {
       publish: (frame) => { publisher.send(frame) },
       request: async (peer, body, { timeoutMs }) => await requestPull(node, peerIdFromString(peer), body, timeoutMs)
     }
+    const runtime = this.init.probe?.runtime?.(base) ?? base
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
     this.core = core
-    await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
+    // What libp2p drives: the core, or what a test's probe put in front of it.
+    const inbound = this.init.probe?.endpoint?.(core) ?? core
+    await handlePulls(node, async (peer, body) => await inbound.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
     await handleDigests(node, () => this.digest(), () => this.replica.clock(), this.log, this.opts.requestTimeoutMs)
     this.byteProtocol = new BytesProtocol(node, this.init.localFiles, { ...DEFAULT_BYTES_LIMITS, ...this.init.bytesLimits }, this.log.child('bytes'))
     await this.byteProtocol.start()
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
-      return VERDICT[core.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
+      return VERDICT[inbound.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
     })
     node.services.pubsub.subscribe(this.topic)
     const peerLog = new PeerLog(this.log.child('peers'))
     node.addEventListener('peer:connect', (evt) => {
       const conn = node.getConnections(evt.detail)[0]
       peerLog.connected(evt.detail.toString(), conn?.remoteAddr.toString(), conn?.direction)
-      core.peerConnected(evt.detail.toString())
+      inbound.peerConnected(evt.detail.toString())
     })
     node.addEventListener('peer:disconnect', (evt) => {
       peerLog.disconnected(evt.detail.toString())
-      core.peerDisconnected(evt.detail.toString())
+      inbound.peerDisconnected(evt.detail.toString())
     })
     await core.start()
     for (const p of node.getPeers()) {
       peerLog.connected(p.toString(), node.getConnections(p)[0]?.remoteAddr.toString(), node.getConnections(p)[0]?.direction)
-      core.peerConnected(p.toString())
+      inbound.peerConnected(p.toString())
     }
     this.observer = setInterval(() => { peerLog.observe(core.status().peers) }, OBSERVE_MS)
     this.observer.unref()

@@ -34,6 +34,9 @@ export type Cursor = string
  *   its reply bytes; it rejects when the peer is unreachable, the stream
  *   fails, the reply is over `MAX_MESSAGE_BYTES`, or `timeoutMs` passes.
  *   Its result is the only way a reply reaches the core.
+ * - `now` is whole milliseconds; `monotonic` never goes back.
+ * test/mesh/runtime.contract.test.ts holds the libp2p adapter, the virtual
+ * mesh and the simulator's nodes to this.
  */
 export interface MeshRuntime {
   /** Wall-clock milliseconds since 1970 (virtual in a simulation). */
@@ -72,6 +75,18 @@ export interface MeshEndpoint {
   handleRequest: (peer: PeerKey, bytes: Uint8Array) => Promise<Uint8Array>
   peerConnected: (peer: PeerKey) => void
   peerDisconnected: (peer: PeerKey) => void
+}
+
+/**
+ * A test's hold on a runtime: what the core is given (`runtime`: wrap or
+ * capture it) and what the runtime drives on this node (`endpoint`: the
+ * core by default). The libp2p adapter (`Libp2pMeshInit.probe`) and the
+ * simulator's nodes take one, so one contract suite runs against every
+ * runtime (test/mesh/runtime.contract.test.ts); a node sets none.
+ */
+export interface RuntimeProbe {
+  runtime?: (rt: MeshRuntime) => MeshRuntime
+  endpoint?: (core: MeshEndpoint) => MeshEndpoint
 }
 
 /** One page of a store's change log. */
