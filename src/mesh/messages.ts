@@ -54,13 +54,18 @@ const HLC_RE = /^[0-9a-f]{16}$/
 interface PushMessage { t: 'push', origin: string, epoch: number, seq: number, entries: RemoteEntry[] }
 /** Pull request: the changes of the peer's log after `cursor`, if `log` is still the peer's log. */
 export interface PullMessage { t: 'pull', log: string | null, cursor: string | null, maxBytes: number }
-/** Snapshot request: the peer's replicated range after position `after` (null: from the start). */
-export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number }
+/**
+ * Snapshot request: the peer's replicated range after position `after` (null: from the start).
+ * `split` (first page only): also give about this many equal slices of the range (`splits`), so a
+ * joining node can copy them from several peers; peers that predate it ignore it.
+ */
+export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number, split?: number }
 /** Pull reply. `gap`: the cursor cannot be served (trimmed, older than the tombstone horizon, or another log): resync. */
 export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean, clock?: number }
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
 /** `records`: on a range's first page, how many records the peer holds (the joining node's time left); absent from older peers. */
-export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number }
+/** `splits`: when asked (`split`), the positions that cut the range into slices of about equal roots, in increasing order. */
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number, splits?: string[] }
 /**
  * A range of a reconciliation (reconcile.ts): the roots whose position
  * starts with hex prefix `p` (0 to 8 digits), given either by their
@@ -100,6 +105,8 @@ export type RequestMessage = PullMessage | SnapMessage | ReconMessage | RootsMes
 export const MAX_RECON_RANGES = 8192
 /** Most roots one reconciliation message lists (in its ranges and its diff together), and most roots a `roots` request names. */
 export const MAX_RECON_ROOTS = 50_000
+/** Split positions a snapshot reply may carry (a range cut into at most 64 slices). */
+export const MAX_SPLITS = 63
 
 const ERROR_CODES: readonly ErrorCode[] = ['busy', 'blocked', 'bad-request', 'internal']
 
@@ -153,9 +160,9 @@ function body (m: Message): unknown {
   switch (m.t) {
     case 'push': return { t: m.t, o: m.origin, e: m.epoch, s: m.seq, b: encodeBlock(m.entries) }
     case 'pull': return { t: m.t, l: m.log, c: m.cursor, m: m.maxBytes }
-    case 'snap': return { t: m.t, a: m.after, m: m.maxBytes }
+    case 'snap': return { t: m.t, a: m.after, m: m.maxBytes, s: m.split }
     case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap, w: m.clock }
-    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock, c: m.records }
+    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock, c: m.records, x: m.splits }
     case 'recon': return { t: m.t, r: m.ranges.map(rangeBody) }
     case 'recond': return { t: m.t, l: m.log, h: m.head, r: m.ranges.map(rangeBody), d: m.diff, k: m.taken, w: m.clock }
     case 'roots': return { t: m.t, i: m.rids, b: encodeBlock(m.entries) }
@@ -235,14 +242,21 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
     }
     case 'pull':
       return { t: 'pull', log: optToken(o.l, 'log'), cursor: optToken(o.c, 'cursor'), maxBytes: pageSize(o.m) }
-    case 'snap':
-      return { t: 'snap', after: optToken(o.a, 'after', MAX_REMOTE_KEY_BYTES), maxBytes: pageSize(o.m) }
+    case 'snap': {
+      const m: SnapMessage = { t: 'snap', after: optToken(o.a, 'after', MAX_REMOTE_KEY_BYTES), maxBytes: pageSize(o.m) }
+      if (o.s !== undefined && o.s !== null) {
+        m.split = count(o.s, 'split')
+        if (m.split < 1 || m.split > MAX_SPLITS + 1) throw new WireError('split out of range')
+      }
+      return m
+    }
     case 'changes':
       if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
       return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }, o.w)
     case 'snapshot': {
       const m: SnapshotMessage = withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
       if (o.c !== undefined) m.records = count(o.c, 'records')
+      if (o.x !== undefined && o.x !== null) m.splits = splitList(o.x)
       return m
     }
     case 'recon':
@@ -392,6 +406,14 @@ function token (x: unknown, what: string, max = MAX_TOKEN_LENGTH): string {
 
 function optToken (x: unknown, what: string, max = MAX_TOKEN_LENGTH): string | null {
   return x === null ? null : token(x, what, max)
+}
+
+/** The positions a range is split at: increasing, at most MAX_SPLITS. */
+function splitList (x: unknown): string[] {
+  if (!Array.isArray(x) || x.length > MAX_SPLITS) throw new WireError('splits must be a list of at most ' + String(MAX_SPLITS))
+  const out = x.map(k => token(k, 'split', MAX_REMOTE_KEY_BYTES))
+  for (let i = 1; i < out.length; i++) if (out[i] <= out[i - 1]) throw new WireError('splits must increase')
+  return out
 }
 
 function count (x: unknown, what: string): number {

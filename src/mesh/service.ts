@@ -37,6 +37,17 @@ export interface MeshPeerView extends PeerCounters {
   lagMs: number
   /** Its entries refused for clock drift and kept aside, retried every round. */
   parked: number
+  /**
+   * The last evidence that it was up (ISO 8601): now while connected; else
+   * the latest of its connection to this node dropping, a frame it signed
+   * reaching this node, and its member entry (a connected peer naming it,
+   * a run before). Null: none known.
+   */
+  lastSeenAt: string | null
+  /** When a frame it signed last reached this node, relayed or direct (ISO 8601, since this node started), or null. */
+  lastHeardAt: string | null
+  /** When this node was last connected to it (ISO 8601): now while connected, else when the connection dropped; null: never. */
+  lastConnectedAt: string | null
 }
 
 /** A member of the mesh this node knows the addresses of (kept across restarts, node-local). */
@@ -45,9 +56,9 @@ export interface MeshMemberView {
   /** The addresses it announced (identify) or a peer told us (member exchange). */
   addrs: string[]
   connected: boolean
-  /** When it was last connected to this node or to a peer that told us (ISO 8601). */
+  /** The last evidence that it was up (ISO 8601): now while connected to this node; else when that connection dropped, a connected peer last named it, or a frame it signed last reached this node. */
   lastSeenAt: string
-  /** When it was last connected to this node (ISO 8601), or null: only heard of. */
+  /** When it was last connected to this node (ISO 8601): now while connected, else when the connection dropped; null: only heard of. */
   lastConnectedAt: string | null
   /** Failed dials in a row (0 when the last one worked or none was needed). */
   dialFailures: number

@@ -7,8 +7,10 @@
  * 1 when it cannot be reached, refuses the token, reports degraded, or is
  * in a mesh and reaches none of its peers. Peers known only as signers of
  * gossip relayed by others are shown as such, not as disconnected; a peer
- * that left, with when it was last seen. A join under way shows as a
- * progress bar with the share done and the time left.
+ * that left, with when it was last seen, or, when its frames still reach
+ * the node through other peers, with when it was last heard; its lag as of
+ * its last sync. A join under way shows as a progress bar with the share
+ * done and the time left.
  */
 import type { MeshJoinView, MeshPeerView, MeshView } from '../mesh/index.js'
 import { optionLines, type OptionSpec } from './options.js'
@@ -123,7 +125,7 @@ export function formatStatus (r: StatusReport): string {
       const seen = new Map(members.map(x => [x.peerId, x.lastSeenAt]))
       for (const p of m.peers) {
         const gossip = viaGossip(p)
-        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now), gossip ? '-' : peerLag(p), gossip ? '-' : ago(p.lastSyncAt, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now), gossip ? '-' : peerLag(p), gossip ? '-' : lastSync(p, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
       if (gossipOnly > 0) lines.push('', GOSSIP_NOTE)
@@ -142,18 +144,43 @@ function viaGossip (p: MeshPeerView): boolean {
 /** Said under the table when a peer is known only through relayed gossip (the page says it in the cell's title). */
 export const GOSSIP_NOTE = 'via gossip: known only as the signer of frames other peers relayed; its changes reach this node through them (no connection to it, nothing to catch up with)'
 
+/** What the connection wording reads of a peer; the times are absent from an older node. */
+type PeerConnectionFields = Pick<MeshPeerView, 'connected' | 'via'> & Partial<Pick<MeshPeerView, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt'>>
+
+/**
+ * True when the peer is not connected and a frame it signed reached the
+ * node after its connection to it dropped (or it never had one): its
+ * changes come through other peers. The page decides with the same rule
+ * (`heardSinceLeft` in ui/src/format.ts).
+ */
+export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenAt'>): boolean {
+  if (p.connected || p.lastHeardAt == null) return false
+  return p.lastConnectedAt == null || Date.parse(p.lastHeardAt) > Date.parse(p.lastConnectedAt)
+}
+
 /**
  * How a peer reaches the node: `connected`; `via gossip` for a signer known
- * only through frames other peers relayed; else `disconnected`, with when
- * it was last seen (its member entry's `lastSeenAt`: connected to this
- * node, or to a peer that said so) when the node knows. The web page says
- * the same (`formatPeerConnection` in ui/src/format.ts, its times in its
- * own rounding).
+ * only through frames other peers relayed (with when one last came); for
+ * one that was connected and is not, `disconnected, its changes reach us
+ * via gossip (last heard …)` when its frames reached the node since it
+ * left, else `disconnected, last seen …` (the peer's `lastSeenAt`: when
+ * the connection dropped, a frame it signed came, or a peer named it; from
+ * an older node, its member entry's, `memberSeenAt`). The web page says the
+ * same (`formatPeerConnection` in ui/src/format.ts, its times in its own
+ * rounding).
  */
-export function peerConnection (p: Pick<MeshPeerView, 'connected' | 'via'>, lastSeenAt: string | undefined, now: number): string {
+export function peerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now: number): string {
   if (p.connected) return 'connected'
-  if (p.via === 'gossip') return 'via gossip'
-  return lastSeenAt === undefined ? 'disconnected' : `disconnected, last seen ${ago(lastSeenAt, now)}`
+  const heard = p.lastHeardAt ?? null
+  if (p.via === 'gossip') return heard === null ? 'via gossip' : `via gossip, last heard ${ago(heard, now)}`
+  if (heardSinceLeft(p)) return `disconnected, its changes reach us via gossip (last heard ${ago(heard, now)})`
+  const seen = p.lastSeenAt ?? memberSeenAt
+  return seen === undefined ? 'disconnected' : `disconnected, last seen ${ago(seen, now)}`
+}
+
+/** LAST SYNC: when a pull from the peer last applied a page; `before start` for one synced only in an earlier run (it has a cursor). */
+function lastSync (p: Pick<MeshPeerView, 'cursor' | 'lastSyncAt'>, now: number): string {
+  return p.lastSyncAt === null && p.cursor !== null ? 'before start' : ago(p.lastSyncAt, now)
 }
 
 /**
@@ -192,13 +219,20 @@ export function meshProblem (r: StatusReport): string | undefined {
 }
 
 /**
- * A peer's catch-up lag in words. The web page words it the same way
- * (`formatPeerLag` in ui/src/format.ts, which cannot import this file; a
- * test holds the two equal): change one, change both.
+ * A peer's catch-up lag in words. A peer that is not connected is not
+ * pulled from: its lag is said as of its last sync (`was caught up when
+ * last synced`), or that there was none (`never synced`; `not synced since
+ * start` for one synced only in an earlier run). The web page words it the
+ * same way (`formatPeerLag` in ui/src/format.ts, which cannot import this
+ * file; a test holds the two equal): change one, change both.
  */
 export function peerLag (p: Pick<MeshPeerView, 'connected' | 'cursor' | 'behind' | 'resyncing' | 'lastSyncAt' | 'lagMs'>): string {
   if (p.resyncing) return `full resync, ${duration(p.lagMs)}`
-  if (p.cursor === null && p.lastSyncAt === null) return p.connected ? `first sync, ${duration(p.lagMs)}` : 'never synced'
+  if (!p.connected) {
+    if (p.lastSyncAt === null) return p.cursor === null ? 'never synced' : 'not synced since start'
+    return p.behind ? 'was behind when last synced' : 'was caught up when last synced'
+  }
+  if (p.cursor === null && p.lastSyncAt === null) return `first sync, ${duration(p.lagMs)}`
   if (!p.behind) return 'caught up'
   return `behind ${duration(p.lagMs)}`
 }

@@ -90,12 +90,15 @@ describe('membership', () => {
       return peers.some((p: any) => p.peerId === a.mesh.peerId && p.framesIn > 0)
     }, { timeoutMs: 15_000, intervalMs: 200, what: 'a frame of A to reach C through B' })
     const peers = (await getJson(c, '/api/mesh')).body.peers
-    expect(peers.find((p: any) => p.peerId === a.mesh.peerId)).toMatchObject({ via: 'gossip', connected: false })
+    const relayed = peers.find((p: any) => p.peerId === a.mesh.peerId)
+    expect(relayed).toMatchObject({ via: 'gossip', connected: false, lastConnectedAt: null })
+    // Heard moments ago, through B.
+    expect(Date.now() - Date.parse(relayed.lastHeardAt)).toBeLessThan(5_000)
     expect(peers.find((p: any) => p.peerId === b.mesh.peerId)).toMatchObject({ via: 'direct', connected: true })
     const shown = await status(c)
     expect(shown.code).toBe(0)
     const row = shown.out.split('\n').find(l => l.split(/\s+/).includes(a.mesh.peerId)) // the NAME column comes first
-    expect(row).toMatch(/via gossip\s+-\s/)
+    expect(row).toMatch(/via gossip, last heard (\d+ ms|[\d.]+ s) ago\s+-\s/)
     expect(shown.out).not.toMatch(new RegExp(`${a.mesh.peerId}\\s+disconnected`))
 
     // With B gone, C reaches nobody: status says so and fails.

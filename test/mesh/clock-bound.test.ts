@@ -39,7 +39,7 @@ describe('the clock bound', () => {
     // The monotonic clock tells the step at once, before any pull measures it.
     expect(a.core.status().self.clock).toMatchObject({ inBound: false, outOfBound: 2 })
     await expect(write(c, 0, 'stepped')).rejects.toBeInstanceOf(ClockOutOfBoundError)
-    await expect(write(c, 0, 'stepped')).rejects.toThrow(/clock is off by 36\d{5} ms/)
+    await expect(write(c, 0, 'stepped')).rejects.toThrow(/clock is off by 3[56]\d{5} ms/)
     // The others write on; their entries reach A without dragging A's HLC to its stepped clock.
     const fromB = await write(c, 1, 'fromb')
     await c.mesh.runFor(3_000)

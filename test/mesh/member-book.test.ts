@@ -1,7 +1,9 @@
 /**
  * The member book on a real store: kept in the node-local keys (not in the
  * digest, not in the change log), read back after a reopen, bounded, and
- * forgiving of what it cannot read.
+ * forgiving of what it cannot read. A member's last-seen time is when its
+ * connection dropped (not when it opened), or a frame it signed came, and
+ * survives a reopen.
  */
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
@@ -49,6 +51,49 @@ describe('MemberBook', () => {
     junk.load(replica, T0)
     expect(junk.size).toBe(0)
     store.close()
+  })
+
+  it('keeps a member seen until its connection dropped, and later when a frame it signed came, across a reopen', async () => {
+    const file = path.join(t.dir, 'left.db')
+    let store = openNodeStore({ path: file, nodeId: 'self', backgroundCheckpoint: false })
+    try {
+      let replica = new RecordReplica(store.records)
+      const book = new MemberBook('self', tcp)
+      book.connected('A', ['/ip4/10.0.0.1/tcp/4001'], T0)
+      book.heard('B', ['/ip4/10.0.0.2/tcp/4001'], T0)
+      await book.save(replica, T0)
+      // Connected at T0, dropped at T0 + 10 min: seen (and connected) until then.
+      book.left('A', T0 + 600_000)
+      book.left('unknown', T0 + 600_000) // no entry, no address: nothing to keep
+      expect(book.get('A')).toEqual({ addrs: ['/ip4/10.0.0.1/tcp/4001'], lastSeen: T0 + 600_000, lastConnected: T0 + 600_000 })
+      // A drop is saved without anything else changing (a node that dies later keeps it).
+      await book.save(replica, T0 + 600_000)
+      const saved = new MemberBook('self', tcp)
+      saved.load(replica, T0 + 600_000)
+      expect(saved.get('A')?.lastConnected).toBe(T0 + 600_000)
+      // A frame it signed, relayed after it left: seen then, never connected since.
+      book.seen('A', T0 + 900_000)
+      book.seen('B', T0 + 700_000)
+      book.seen('nobody', T0 + 900_000)
+      expect(book.get('A')).toEqual({ addrs: ['/ip4/10.0.0.1/tcp/4001'], lastSeen: T0 + 900_000, lastConnected: T0 + 600_000 })
+      expect(book.get('B')?.lastConnected).toBeNull()
+      expect(book.get('nobody')).toBeUndefined()
+      // An older time never moves it back.
+      book.seen('A', T0 + 1_000)
+      expect(book.get('A')?.lastSeen).toBe(T0 + 900_000)
+      book.touch()
+      await book.save(replica, T0 + 900_000)
+      store.close()
+
+      store = openNodeStore({ path: file, nodeId: 'self', backgroundCheckpoint: false })
+      replica = new RecordReplica(store.records)
+      const again = new MemberBook('self', tcp)
+      again.load(replica, T0 + 1_000_000)
+      expect(again.get('A')).toEqual({ addrs: ['/ip4/10.0.0.1/tcp/4001'], lastSeen: T0 + 900_000, lastConnected: T0 + 600_000 })
+      expect(again.get('B')).toEqual({ addrs: ['/ip4/10.0.0.2/tcp/4001'], lastSeen: T0 + 700_000, lastConnected: null })
+    } finally {
+      store.close()
+    }
   })
 
   it('holds at most MAX_MEMBERS members of MAX_ADDRS addresses, and forgets one unseen for a week', async () => {

@@ -7,27 +7,13 @@
  * anti-entropy check sends nothing else while they are equal.
  */
 import { afterEach, describe, expect, it } from 'vitest'
-import type { PeerStatus } from '../../src/mesh/index.js'
-import { newRecordId, type RemoteEntry } from '../../src/records/index.js'
+import { newRecordId } from '../../src/records/index.js'
+import { peerStatus, records } from '../helpers/cluster-records.js'
 import { virtualCluster, type VirtualCluster } from '../helpers/virtual-cluster.js'
 
 let cluster: VirtualCluster | undefined
 afterEach(async () => { await cluster?.close(); cluster = undefined })
 
-function peerStatus (c: VirtualCluster, i: number, peer: string): PeerStatus {
-  const p = c.nodes[i].core.status().peers.find(x => x.peerId === peer)
-  if (p === undefined) throw new Error(`no status for ${peer}`)
-  return p
-}
-
-function records (n: number, hlc: string, origin: string): RemoteEntry[] {
-  const out: RemoteEntry[] = []
-  for (let i = 0; i < n; i++) {
-    const rid = newRecordId()
-    for (const f of ['title', 'year', 'note']) out.push({ key: `file:${rid}/${f}`, value: `${f} ${i} ${'x'.repeat(40)}`, hlc, origin })
-  }
-  return out
-}
 
 describe('reconciliation in the pull', () => {
   it('a fresh node joining a peer that keeps writing, with a small log retention, finishes without starting over', async () => {

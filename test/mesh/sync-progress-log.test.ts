@@ -11,7 +11,7 @@ import { logSyncProgress } from '../../src/mesh/sync-progress-log.js'
 
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
-    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: null, behind: false, resyncing: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0, parked: 0,
+    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: null, behind: false, resyncing: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0, parked: 0, lastSeenAt: null, lastHeardAt: null, lastConnectedAt: null,
     framesIn: 0, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 0, bytesIn: 0,
     pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 0, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
   }

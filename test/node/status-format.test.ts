@@ -2,10 +2,12 @@
  * `meta-core status`'s table (formatStatus) from `/health`, `/status` and
  * `/api/mesh` answers as a node gives them: a join under way as a progress
  * bar line with the share done and the time left, a join over as what it
- * brought; a peer that left as disconnected with when it was last seen and
- * when it last synced (not a bare `disconnected` beside `caught up`); a peer
- * known only through relayed gossip as such, with the note saying its
- * changes reach the node through its peers.
+ * brought; a peer that left as disconnected with when it was last seen (its
+ * connection dropping, not opening) and its lag as of its last sync (not a
+ * bare `disconnected` beside `caught up`); one that left but whose frames
+ * still come relayed as reaching the node via gossip, with when it was
+ * last heard; a peer known only through relayed gossip as such, with the
+ * note saying its changes reach the node through its peers.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import type { MeshJoinView, MeshPeerView, MeshView } from '../../src/mesh/index.js'
@@ -17,6 +19,7 @@ const at = (msAgo: number): string => new Date(NOW - msAgo).toISOString()
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
     peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200), caughtUpAt: at(4_200), lagMs: 0, parked: 0,
+    lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0),
     framesIn: 3, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 2, bytesIn: 0,
     pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
   }
@@ -77,22 +80,44 @@ describe('meta-core status: what is true of each peer', () => {
   beforeEach(() => { vi.useFakeTimers({ toFake: ['Date'] }); vi.setSystemTime(NOW) })
   afterEach(() => { vi.useRealTimers() })
 
-  it('says a peer that left is disconnected, when it was last seen and when it last synced', () => {
-    const gone = peer({ peerId: '12D3KooWgone', name: 'kitchen', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000) })
-    const members = [{ peerId: '12D3KooWgone', addrs: [], connected: false, lastSeenAt: at(180_000), lastConnectedAt: at(600_000), dialFailures: 2 }]
+  it('says a peer that left is disconnected, when it was last seen (its connection dropping) and its lag as of its last sync', () => {
+    // Connected ten minutes ago, dropped three minutes ago: last seen when it dropped; its last frame came before that.
+    const gone = peer({ peerId: '12D3KooWgone', name: 'kitchen', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000), lastSeenAt: at(180_000), lastConnectedAt: at(180_000), lastHeardAt: at(190_000) })
+    const members = [{ peerId: '12D3KooWgone', addrs: [], connected: false, lastSeenAt: at(180_000), lastConnectedAt: at(180_000), dialFailures: 2 }]
     const out = formatStatus(report([peer({}), gone], NO_JOIN, members))
-    expect(rowOf(out, '12D3KooWgone')).toMatch(/^kitchen\s+12D3KooWgone\s+disconnected, last seen 3 min 0 s ago\s+caught up\s+3 min 5 s ago\s+3\s/)
+    expect(rowOf(out, '12D3KooWgone')).toMatch(/^kitchen\s+12D3KooWgone\s+disconnected, last seen 3 min 0 s ago\s+was caught up when last synced\s+3 min 5 s ago\s+3\s/)
     expect(rowOf(out, '12D3KooWpeer')).toMatch(/\sconnected\s+caught up\s+4\.2 s ago\s/)
-    // Without a member entry the node knows no more than that it is gone; never synced says so.
-    const never = peer({ peerId: '12D3KooWnever', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 40_000 })
+    const behind = peer({ peerId: '12D3KooWbehind', connected: false, behind: true, lagMs: 200_000, lastSyncAt: at(185_000), caughtUpAt: at(190_000), lastSeenAt: at(180_000), lastConnectedAt: at(180_000), lastHeardAt: null })
+    expect(rowOf(formatStatus(report([peer({}), behind], NO_JOIN)), '12D3KooWbehind')).toMatch(/\sdisconnected, last seen 3 min 0 s ago\s+was behind when last synced\s+3 min 5 s ago\s/)
+    // A node that knows nothing of it but that it is gone says so; never synced says so.
+    const never = peer({ peerId: '12D3KooWnever', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 40_000, lastSeenAt: null, lastHeardAt: null, lastConnectedAt: null })
     expect(rowOf(formatStatus(report([peer({}), never], NO_JOIN)), '12D3KooWnever')).toMatch(/\sdisconnected\s+never synced\s+never\s/)
+    // Synced only in an earlier run (a cursor, no sync since start): not "never".
+    const earlier = peer({ peerId: '12D3KooWearlier', connected: false, behind: true, lastSyncAt: null, caughtUpAt: null, lagMs: 40_000, lastSeenAt: at(7_200_000), lastConnectedAt: at(7_200_000), lastHeardAt: null })
+    expect(rowOf(formatStatus(report([peer({}), earlier], NO_JOIN)), '12D3KooWearlier')).toMatch(/\sdisconnected, last seen 2 h 0 min ago\s+not synced since start\s+before start\s/)
     expect(out).not.toContain(GOSSIP_NOTE)
   })
 
-  it('says a signer heard only through relayed gossip reaches the node through its peers: no lag, no sync of its own', () => {
-    const relayed = peer({ peerId: '12D3KooWrelayed', name: null, via: 'gossip', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 90_000, pagesIn: 0, pagesServed: 0 })
+  it('says a peer that left but whose frames still come through other peers reaches the node via gossip, with when it was last heard', () => {
+    const relayed = peer({ peerId: '12D3KooWaround', name: 'hall', connected: false, lastSyncAt: at(600_000), caughtUpAt: at(600_000), lastConnectedAt: at(600_000), lastHeardAt: at(4_000), lastSeenAt: at(4_000) })
     const out = formatStatus(report([peer({}), relayed], NO_JOIN))
-    expect(rowOf(out, '12D3KooWrelayed')).toMatch(/^-\s+12D3KooWrelayed\s+via gossip\s+-\s+-\s+3\s/)
+    expect(rowOf(out, '12D3KooWaround')).toMatch(/^hall\s+12D3KooWaround\s+disconnected, its changes reach us via gossip \(last heard 4\.0 s ago\)\s+was caught up when last synced\s+10 min 0 s ago\s/)
+    // Heard last before it left: that is no evidence its changes still come; last seen says all there is.
+    const quiet = { ...relayed, lastHeardAt: at(601_000), lastSeenAt: at(600_000) }
+    expect(rowOf(formatStatus(report([peer({}), quiet], NO_JOIN)), '12D3KooWaround')).toMatch(/\sdisconnected, last seen 10 min 0 s ago\s+was caught up/)
+  })
+
+  it('reads an older node that gives no times of its own: last seen from the member entry', () => {
+    const older = peer({ peerId: '12D3KooWolder', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000) })
+    for (const k of ['lastSeenAt', 'lastHeardAt', 'lastConnectedAt'] as const) delete (older as Partial<MeshPeerView>)[k]
+    const members = [{ peerId: '12D3KooWolder', addrs: [], connected: false, lastSeenAt: at(180_000), lastConnectedAt: at(600_000), dialFailures: 2 }]
+    expect(rowOf(formatStatus(report([peer({}), older], NO_JOIN, members)), '12D3KooWolder')).toMatch(/\sdisconnected, last seen 3 min 0 s ago\s+was caught up when last synced\s/)
+  })
+
+  it('says a signer heard only through relayed gossip reaches the node through its peers: no lag, no sync of its own', () => {
+    const relayed = peer({ peerId: '12D3KooWrelayed', name: null, via: 'gossip', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 90_000, pagesIn: 0, pagesServed: 0, lastConnectedAt: null, lastHeardAt: at(2_000), lastSeenAt: at(2_000) })
+    const out = formatStatus(report([peer({}), relayed], NO_JOIN))
+    expect(rowOf(out, '12D3KooWrelayed')).toMatch(/^-\s+12D3KooWrelayed\s+via gossip, last heard 2\.0 s ago\s+-\s+-\s+3\s/)
     expect(lineOf(out, 'mesh')).toContain('1 peers (1 connected), 1 heard via gossip')
     expect(out.split('\n').slice(-1)[0]).toBe(GOSSIP_NOTE)
     expect(GOSSIP_NOTE).toMatch(/its changes reach this node through them/)

@@ -3,10 +3,10 @@
  * has it: A holds a small WebM in its library, C (meshed with A, no copy)
  * shows the record with a <video> that loads its metadata through C's
  * `/file/<cid>` (streamed from A), seeks to the middle and plays from
- * there, and the page names A as the node the bytes come from. The
- * record's holders list A by its name, with the link that plays the file
- * through C; C's node panel counts the record but no file of its own, A's
- * its one file.
+ * there, and the page names A (its name beside its id) as the node the
+ * bytes come from. The record's holders list A by its name, with the link
+ * that plays the file through C; C's node panel counts the record but no
+ * file of its own, A's its one file.
  */
 import crypto from 'node:crypto'
 import fs from 'node:fs'
@@ -83,7 +83,10 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     })
     expect(played.error).toBeNull()
     expect(played.at).toBeGreaterThanOrEqual(played.from - 0.05)
-    expect(await page.locator('.served-by').textContent()).toContain(peerA)
+    // The node the bytes come from, by its name beside its short id (the whole id in the title), as the holders are.
+    const servedBy = page.getByTestId('served-by')
+    await expect.poll(async () => await servedBy.textContent()).toMatch(/^Streamed from node living-room 12D3Ko\w{0,4}…\w+, which holds the file/)
+    expect(await servedBy.locator('.node-label').getAttribute('title')).toBe(peerA)
     // The holders: A by the name it announced, beside its short id (the whole id in the title), and one
     // link that plays the file through C (C picks the holder: GET /file/<cid> takes no choice of one).
     const holders = page.getByTestId('holders')

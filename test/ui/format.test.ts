@@ -5,14 +5,16 @@
  * changing one without the other fails here.
  */
 import { describe, expect, it } from 'vitest'
-import { duration, peerLag } from '../../src/node/status-command.js'
-import { formatMs, formatPeerConnection, formatPeerLag, type PeerLagFields } from '../../ui/src/format.js'
+import { duration, heardSinceLeft as statusHeardSinceLeft, peerLag } from '../../src/node/status-command.js'
+import { formatMs, formatPeerConnection, formatPeerLag, heardSinceLeft, type PeerLagFields } from '../../ui/src/format.js'
 
 const synced = { connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: '2026-11-30T20:00:00.000Z', lagMs: 0 }
 
 const CASES: Array<[string, PeerLagFields, string]> = [
   ['a peer whose head the last pull reached', synced, 'caught up'],
-  ['caught up, then disconnected', { ...synced, connected: false }, 'caught up'],
+  ['caught up, then disconnected', { ...synced, connected: false }, 'was caught up when last synced'],
+  ['behind, then disconnected', { ...synced, connected: false, behind: true, lagMs: 185_000 }, 'was behind when last synced'],
+  ['synced before the node started, not since, and gone', { ...synced, connected: false, behind: true, lastSyncAt: null, lagMs: 40_000 }, 'not synced since start'],
   ['behind for 3 s', { ...synced, behind: true, lagMs: 3_049 }, 'behind 3.0 s'],
   ['behind for under a second', { ...synced, behind: true, lagMs: 420 }, 'behind 420 ms'],
   ['behind for minutes', { ...synced, behind: true, lagMs: 185_000 }, 'behind 3 min 5 s'],
@@ -37,13 +39,35 @@ describe('peer lag wording', () => {
     expect([formatMs(950), formatMs(4_200), formatMs(185_000), formatMs(7_800_000), formatMs(273_600_000)]).toEqual(['950 ms', '4.2 s', '3 min 5 s', '2 h 10 min', '3 d 4 h'])
   })
 
-  it('says how a peer reaches the node as /api/mesh does: connected, via gossip, or disconnected and when last seen', () => {
+  it('says how a peer reaches the node as /api/mesh does: connected, via gossip, or disconnected and when last seen or heard', () => {
     const now = Date.parse('2026-12-01T12:00:00Z')
-    expect(formatPeerConnection({ connected: true, via: 'direct' }, '2026-12-01T11:00:00Z', now)).toBe('connected')
+    expect(formatPeerConnection({ connected: true, via: 'direct', lastSeenAt: '2026-12-01T12:00:00Z', lastHeardAt: null, lastConnectedAt: '2026-12-01T12:00:00Z' }, '2026-12-01T11:00:00Z', now)).toBe('connected')
     // A signer known only through relayed frames is not "disconnected": its changes reach us through others.
     expect(formatPeerConnection({ connected: false, via: 'gossip' }, undefined, now)).toBe('via gossip')
+    expect(formatPeerConnection({ connected: false, via: 'gossip', lastHeardAt: '2026-12-01T11:59:40Z', lastConnectedAt: null }, undefined, now)).toBe('via gossip, last heard 20 s ago')
+    // Gone: last seen when its connection dropped (the peer's own time before the member entry's).
+    const gone = { connected: false, via: 'direct' as const, lastSeenAt: '2026-12-01T11:57:00Z', lastHeardAt: '2026-12-01T11:56:00Z', lastConnectedAt: '2026-12-01T11:57:00Z' }
+    expect(formatPeerConnection(gone, '2026-12-01T11:00:00Z', now)).toBe('disconnected, last seen 3 min ago')
+    // Its frames came after it left: through other peers.
+    const around = { ...gone, lastHeardAt: '2026-12-01T11:59:56Z', lastSeenAt: '2026-12-01T11:59:56Z' }
+    expect(formatPeerConnection(around, undefined, now)).toBe('disconnected, its changes reach us via gossip (last heard just now)')
+    // An older node gives no times of its own: the member entry's last seen; no `via` either: taken as direct.
     expect(formatPeerConnection({ connected: false, via: 'direct' }, '2026-12-01T11:57:00Z', now)).toBe('disconnected, last seen 3 min ago')
-    // An older node says no `via`: taken as direct, as meta-core status takes it.
     expect(formatPeerConnection({ connected: false }, undefined, now)).toBe('disconnected')
+  })
+
+  it('decides whether a peer\'s changes reach the node through others as meta-core status does', () => {
+    const t = (s: number): string => new Date(Date.parse('2026-12-01T12:00:00Z') + s * 1000).toISOString()
+    const cases = [
+      { connected: true, lastHeardAt: t(5), lastConnectedAt: t(0) },
+      { connected: false, lastHeardAt: t(5), lastConnectedAt: t(0) },
+      { connected: false, lastHeardAt: t(0), lastConnectedAt: t(5) },
+      { connected: false, lastHeardAt: t(5), lastConnectedAt: t(5) },
+      { connected: false, lastHeardAt: t(5), lastConnectedAt: null },
+      { connected: false, lastHeardAt: null, lastConnectedAt: null },
+      { connected: false }
+    ]
+    expect(cases.map(c => heardSinceLeft(c))).toEqual([false, true, false, false, true, false, false])
+    for (const c of cases) expect(statusHeardSinceLeft(c)).toBe(heardSinceLeft(c))
   })
 })

@@ -66,11 +66,17 @@ export type PeerLagFields = Pick<MeshPeer, 'connected' | 'cursor' | 'behind' | '
  * A peer's catch-up lag in the words of `meta-core status` (mirrors its
  * `peerLag`, held equal by test/ui/format.test.ts): `caught up`, `behind 3.0 s`,
  * `full resync, 12.4 s`, `first sync, 950 ms` for a connected peer never
- * synced yet, `never synced` for one that is not connected.
+ * synced yet. One not connected is not pulled from: `was caught up when
+ * last synced` (or `was behind …`), `never synced`, or `not synced since
+ * start` for one synced only before the node started.
  */
 export function formatPeerLag (p: PeerLagFields): string {
   if (p.resyncing) return `full resync, ${formatMs(p.lagMs)}`
-  if (p.cursor === null && p.lastSyncAt === null) return p.connected ? `first sync, ${formatMs(p.lagMs)}` : 'never synced'
+  if (!p.connected) {
+    if (p.lastSyncAt === null) return p.cursor === null ? 'never synced' : 'not synced since start'
+    return p.behind ? 'was behind when last synced' : 'was caught up when last synced'
+  }
+  if (p.cursor === null && p.lastSyncAt === null) return `first sync, ${formatMs(p.lagMs)}`
   if (!p.behind) return 'caught up'
   return `behind ${formatMs(p.lagMs)}`
 }
@@ -109,15 +115,35 @@ export function readableValue (field: string, value: string): string | undefined
   return undefined
 }
 
+/** What the connection wording reads of a peer (the times are absent from an older node). */
+type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt'>
+
+/**
+ * True when the peer is not connected and a frame it signed reached the
+ * node after its connection to it dropped (or it never had one): its
+ * changes come through other peers. Mirrors `heardSinceLeft` of
+ * src/node/status-command.ts (held equal by test/ui/format.test.ts).
+ */
+export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenAt'>): boolean {
+  if (p.connected || p.lastHeardAt == null) return false
+  return p.lastConnectedAt == null || Date.parse(p.lastHeardAt) > Date.parse(p.lastConnectedAt)
+}
+
 /**
  * How a peer reaches this node, as `/api/mesh` and `meta-core status` say
  * it: `connected`; `via gossip` for a signer known only through frames other
  * peers relayed (its changes reach this node through them: nothing to
- * connect to or catch up with); else `disconnected`, with when it was last
- * seen when the node knows (`lastSeenAt` of its member entry).
+ * connect to or catch up with), with when one last came; for one that was
+ * connected and is not, `disconnected, its changes reach us via gossip
+ * (last heard …)` when its frames reached the node since it left, else
+ * `disconnected, last seen …` (the peer's `lastSeenAt`; from an older node,
+ * its member entry's, `memberSeenAt`).
  */
-export function formatPeerConnection (p: Pick<MeshPeer, 'connected' | 'via'>, lastSeenAt: string | undefined, now = Date.now()): string {
+export function formatPeerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now = Date.now()): string {
   if (p.connected) return 'connected'
-  if (p.via === 'gossip') return 'via gossip'
-  return lastSeenAt === undefined ? 'disconnected' : `disconnected, last seen ${formatAgo(lastSeenAt, now)}`
+  const heard = p.lastHeardAt ?? null
+  if (p.via === 'gossip') return heard === null ? 'via gossip' : `via gossip, last heard ${formatAgo(heard, now)}`
+  if (heardSinceLeft(p)) return `disconnected, its changes reach us via gossip (last heard ${formatAgo(heard, now)})`
+  const seen = p.lastSeenAt ?? memberSeenAt
+  return seen === undefined ? 'disconnected' : `disconnected, last seen ${formatAgo(seen, now)}`
 }

@@ -89,6 +89,12 @@ export interface MeshPeer {
   caughtUpAt: string | null
   /** Catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since it was first seen). */
   lagMs: number
+  /** The last evidence that it was up (ISO 8601): now while connected, else its connection dropping, a frame it signed, or its member entry. Absent from an older node. */
+  lastSeenAt?: string | null
+  /** When a frame it signed last reached the node, relayed or direct (ISO 8601). Absent from an older node. */
+  lastHeardAt?: string | null
+  /** When the node was last connected to it: now while connected, else when the connection dropped (ISO 8601; null: never). Absent from an older node. */
+  lastConnectedAt?: string | null
   framesIn?: number
   framesRejected?: number
   driftRefusals?: number
@@ -128,9 +134,9 @@ export interface MeshJoin {
 export interface MeshMember {
   peerId: string
   connected: boolean
-  /** When it was last connected to this node or to a peer that told us (ISO 8601). */
+  /** The last evidence that it was up (ISO 8601): now while connected, else its connection dropping, a peer naming it, or a frame it signed. */
   lastSeenAt: string
-  /** When it was last connected to this node (ISO 8601); null: only heard of. */
+  /** When it was last connected to this node (ISO 8601): now while connected, else when the connection dropped; null: only heard of. */
   lastConnectedAt: string | null
 }
 

@@ -30,6 +30,9 @@ const peerSchema = {
     lastSyncAt: { type: 'string', nullable: true, description: 'when a pull from it last applied a page (ISO 8601)' },
     caughtUpAt: { type: 'string', nullable: true, description: 'when a pull from it last reached the head it reported (ISO 8601)' },
     lagMs: { ...int, description: 'catch-up lag: 0 when the last pull reached its head, else ms since one last did (or since it was first seen)' },
+    lastSeenAt: { type: 'string', nullable: true, description: 'the last evidence that it was up (ISO 8601): now while connected; else the latest of its connection to this node dropping, a frame it signed reaching this node, and its member entry (null: none known)' },
+    lastHeardAt: { type: 'string', nullable: true, description: 'when a frame it signed last reached this node, relayed by other peers or straight from it (ISO 8601, since this node started; null: none)' },
+    lastConnectedAt: { type: 'string', nullable: true, description: 'when this node was last connected to it (ISO 8601): now while connected, else when the connection dropped (null: never). A lastHeardAt after it: its changes reach this node through other peers' },
     framesIn: { ...int, description: 'gossip frames it signed that reached us' },
     frameBytesIn: int,
     framesRejected: { ...int, description: 'frames and pull replies refused as bad (malformed, oversized, non-record keys, forged, replayed, far-future)' },
@@ -60,8 +63,8 @@ const memberSchema = {
     peerId: str,
     addrs: { ...strList, description: 'the addresses it announced, or a peer told us' },
     connected: { type: 'boolean' },
-    lastSeenAt: { ...str, description: 'when it was last connected to this node or to a peer that told us (ISO 8601)' },
-    lastConnectedAt: { type: 'string', nullable: true, description: 'when it was last connected to this node (null: only heard of)' },
+    lastSeenAt: { ...str, description: 'the last evidence that it was up (ISO 8601): now while connected to this node; else when that connection dropped, a connected peer last named it, or a frame it signed last reached this node' },
+    lastConnectedAt: { type: 'string', nullable: true, description: 'when it was last connected to this node (ISO 8601): now while connected, else when the connection dropped (null: only heard of)' },
     dialFailures: { ...int, description: 'failed dials in a row' }
   }
 } as const

@@ -39,6 +39,7 @@ import { delayedLink } from './delayed-link.js'
 import { meshScoring } from './gossip-scoring.js'
 import { gossipDout, type GossipDegree } from '../gossip-degree.js'
 import { Membership } from './membership.js'
+import { PeerEvidence } from './peer-evidence.js'
 import { PeerLog } from './peer-log.js'
 import { PeerDialer } from './peer-dialer.js'
 import { privateNetwork } from './private-network.js'
@@ -130,6 +131,8 @@ export class Libp2pMesh implements MeshService {
   private stopProgress: (() => void) | undefined
   private byteProtocol: BytesProtocol | undefined
   private publisher: FramePublisher | undefined
+  /** Frames heard and connections dropped, per peer: its last-seen and last-heard times (peer-evidence.ts). */
+  private readonly evidence: PeerEvidence
 
   constructor (components: { records: MeshRecords, logger?: Logger }, private readonly init: Libp2pMeshInit) {
     if (components.records.nodeId !== init.identity.peerId) {
@@ -141,6 +144,7 @@ export class Libp2pMesh implements MeshService {
     this.opts = meshOptions(init.options)
     this.topic = `/meta-core/mesh/${init.swarmKey.meshId}/1`
     this.counter = init.countRpcs === true ? rpcCounter() : undefined
+    this.evidence = new PeerEvidence(this.opts.maxSigners + 1_024)
   }
 
   async start (): Promise<void> {
@@ -219,7 +223,11 @@ export class Libp2pMesh implements MeshService {
     node.services.pubsub.topicValidators.set(this.topic, (propagationSource, msg) => {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
-      return VERDICT[inbound.onGossip(msg.from.toString(), msg.data, propagationSource.toString())]
+      const signer = msg.from.toString()
+      const verdict = inbound.onGossip(signer, msg.data, propagationSource.toString())
+      // A new frame it signed (the core accepted it: not a replay), straight from it or relayed: it was up.
+      if (verdict === 'accept') this.heard(signer)
+      return VERDICT[verdict]
     })
     node.services.pubsub.subscribe(this.topic)
     const peerLog = new PeerLog(this.log.child('peers'))
@@ -229,6 +237,7 @@ export class Libp2pMesh implements MeshService {
       inbound.peerConnected(evt.detail.toString())
     })
     node.addEventListener('peer:disconnect', (evt) => {
+      this.evidence.left(evt.detail.toString(), Date.now())
       peerLog.disconnected(evt.detail.toString())
       inbound.peerDisconnected(evt.detail.toString())
     })
@@ -300,6 +309,7 @@ export class Libp2pMesh implements MeshService {
         return [] // a counter keyed by a peer id libp2p cannot parse has no connections either
       }
     }
+    const now = Date.now()
     return {
       enabled: true,
       meshId: this.init.swarmKey.meshId,
@@ -315,14 +325,18 @@ export class Libp2pMesh implements MeshService {
         publishFailures: s?.self.publishFailures ?? 0,
         clock: s?.self.clock ?? { inBound: true, measured: 0, outOfBound: 0, offsetMs: null, hlcAheadMs: 0, message: null }
       },
-      peers: (s?.peers ?? []).map(p => ({
-        ...p,
-        name: this.names.get(p.peerId),
-        via: p.connected || p.cursor !== null || p.lastSyncAt !== null || (this.membership?.book.get(p.peerId)?.lastConnected ?? null) !== null ? 'direct' as const : 'gossip' as const,
-        addrs: addrsOf(p.peerId),
-        lastSyncAt: isoOrNull(p.lastSyncAt),
-        caughtUpAt: isoOrNull(p.caughtUpAt)
-      })),
+      peers: (s?.peers ?? []).map(p => {
+        const times = this.evidence.times(p.peerId, p.connected, this.membership?.book.get(p.peerId), now)
+        return {
+          ...p,
+          name: this.names.get(p.peerId),
+          via: p.connected || p.cursor !== null || p.lastSyncAt !== null || times.lastConnectedAt !== null ? 'direct' as const : 'gossip' as const,
+          addrs: addrsOf(p.peerId),
+          lastSyncAt: isoOrNull(p.lastSyncAt),
+          caughtUpAt: isoOrNull(p.caughtUpAt),
+          ...times
+        }
+      }),
       targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
       members: this.membership?.members() ?? [],
       join: joinView(this.replica.bulkProgress())
@@ -331,6 +345,13 @@ export class Libp2pMesh implements MeshService {
 
   digest (): StoreDigest {
     return this.replica.digest()
+  }
+
+  /** A frame `signer` signed was accepted: when it was last heard, and seen in its member entry. */
+  private heard (signer: string): void {
+    const now = Date.now()
+    this.evidence.heard(signer, now)
+    this.membership?.book.seen(signer, now)
   }
 
   /** Each connected peer's digest, asked over the mesh (digest-protocol.ts), by peer id. */

@@ -7,10 +7,13 @@
  * again without its bootstrap peers. Every connection is behind the swarm
  * key, so whoever we connect to, and whoever it vouches for, is a member.
  *
+ * A member's `lastSeen` is the last evidence that it was up: a connection
+ * to us (kept current while it lasts, set when it drops), a connected peer
+ * saying it is connected to it, or a frame it signed reaching us.
+ *
  * The book is bounded: at most MAX_MEMBERS entries (the ones seen longest
  * ago go first) and MAX_ADDRS addresses each; a member not seen for
- * FORGET_AFTER_MS (not connected to us, nor to anyone who told us) is
- * forgotten. Plain data, no libp2p: the adapter feeds it.
+ * FORGET_AFTER_MS is forgotten. Plain data, no libp2p: the adapter feeds it.
  */
 export const MEMBERS_KEY = 'mesh:members'
 export const MAX_MEMBERS = 256
@@ -20,9 +23,9 @@ export const FORGET_AFTER_MS = 7 * 24 * 3_600_000
 export interface Member {
   /** Dialable addresses, without /p2p/<peerId>. */
   addrs: string[]
-  /** When we were last connected to it, or a peer told us it was (ms since 1970). */
+  /** The last evidence that it was up: connected to us, named by a connected peer, or a frame it signed (ms since 1970). */
   lastSeen: number
-  /** When we were last connected to it ourselves, or null: never (only heard of). */
+  /** When we were last connected to it ourselves (when the connection dropped, once it has), or null: never (only heard of). */
   lastConnected: number | null
 }
 
@@ -76,6 +79,21 @@ export class MemberBook {
   /** A member a connected peer says it is connected to. */
   heard (id: string, addrs: readonly string[], now: number): void {
     this.put(id, addrs, now, null)
+  }
+
+  /** Our connection to a member dropped: it was up until now. Saved with the next save (the time is worth keeping across a crash). */
+  left (id: string, now: number): void {
+    const m = this.members.get(id)
+    if (m === undefined) return
+    m.lastSeen = Math.max(m.lastSeen, now)
+    m.lastConnected = Math.max(m.lastConnected ?? 0, now)
+    this.dirty = true
+  }
+
+  /** A frame the member signed reached us (directly or relayed): it was up. Unknown ids are not added (no address to dial). */
+  seen (id: string, now: number): void {
+    const m = this.members.get(id)
+    if (m !== undefined && now > m.lastSeen) m.lastSeen = now
   }
 
   get (id: string): Readonly<Member> | undefined {

@@ -8,7 +8,9 @@
  * so connections spread over the mesh instead of all meeting at the
  * bootstrap node. A dropped connection is replaced within about a second.
  * A member that cannot be reached is retried with backoff (2 s doubling to
- * 5 min) and forgotten after a week unseen.
+ * 5 min) and forgotten after a week unseen. A member's last-seen time is
+ * current while it is connected and kept when its connection drops; the
+ * adapter adds the frames it signed (`book.seen`).
  *
  * `target` 0 dials only the bootstrap list (peer-dialer.ts), as the
  * simulator's fixed topologies need; members are still learned and kept.
@@ -66,7 +68,12 @@ export class Membership {
     this.book.connected(evt.detail.toString(), [], Date.now())
   }
 
-  private readonly onDisconnect = (): void => { this.tickIn(SOON_MS) }
+  private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
+    // Up until now: "last seen" is when the connection dropped, not when it opened.
+    this.book.left(evt.detail.toString(), Date.now())
+    this.saveSoon()
+    this.tickIn(SOON_MS)
+  }
 
   constructor (private readonly node: Libp2p, private readonly init: MembershipInit) {
     this.book = new MemberBook(init.selfId, init.accept)
@@ -100,22 +107,33 @@ export class Membership {
     clearInterval(this.exchangeTimer)
     clearTimeout(this.saveTimer)
     const now = Date.now()
-    for (const p of this.node.getPeers()) this.book.connected(p.toString(), [], now)
+    this.markConnected(now)
     this.book.touch()
     await this.saving
     await this.book.save(this.init.keys, now).catch((err: unknown) => { this.init.log.warn('could not save the known members', { err }) })
   }
 
+  /** The members, a connected one seen and connected now (its entry's times move when the connection drops or at a save). */
   members (): MeshMemberView[] {
     const connected = new Set(this.node.getPeers().map(String))
-    return this.book.entries().sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([peerId, m]) => ({
-      peerId,
-      addrs: m.addrs,
-      connected: connected.has(peerId),
-      lastSeenAt: new Date(m.lastSeen).toISOString(),
-      lastConnectedAt: m.lastConnected === null ? null : new Date(m.lastConnected).toISOString(),
-      dialFailures: this.dials.get(peerId)?.failures ?? 0
-    }))
+    const now = Date.now()
+    return this.book.entries().sort((a, b) => (a[0] < b[0] ? -1 : 1)).map(([peerId, m]) => {
+      const up = connected.has(peerId)
+      const lastConnected = up ? now : m.lastConnected
+      return {
+        peerId,
+        addrs: m.addrs,
+        connected: up,
+        lastSeenAt: new Date(up ? now : m.lastSeen).toISOString(),
+        lastConnectedAt: lastConnected === null ? null : new Date(lastConnected).toISOString(),
+        dialFailures: this.dials.get(peerId)?.failures ?? 0
+      }
+    })
+  }
+
+  /** The connected members were up until now (before a save: a node that dies keeps times close to its end). */
+  private markConnected (now: number): void {
+    for (const p of this.node.getPeers()) this.book.connected(p.toString(), [], now)
   }
 
   /** What we tell a peer that asks: the members we are connected to now, with their announced addresses. */
@@ -209,7 +227,11 @@ export class Membership {
     this.saveTimer = setTimeout(() => {
       this.saveTimer = undefined
       if (this.stopped) return
-      this.saving = this.saving.then(async () => { await this.book.save(this.init.keys, Date.now()) })
+      this.saving = this.saving.then(async () => {
+        const now = Date.now()
+        this.markConnected(now)
+        await this.book.save(this.init.keys, now)
+      })
         .catch((err: unknown) => { this.init.log.warn('could not save the known members', { err }) })
     }, SAVE_MS)
     this.saveTimer.unref()

@@ -32,6 +32,7 @@ import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
 import { GossipIntake, type GossipVerdict, type PeerEntry } from './gossip-intake.js'
 import { PeerSync } from './peer-sync.js'
+import { RangeCopy } from './range-copy.js'
 import { screenEntries, type Screened } from './screen.js'
 import { Pusher } from './push.js'
 import { errorReply, servePull, serveRecon, serveRoots, serveSnap } from './serve.js'
@@ -64,6 +65,8 @@ export class MeshCore {
   private readonly log: Logger
   private readonly peers = new Map<PeerKey, PeerEntry>()
   private readonly intake: GossipIntake
+  /** The node's copy of the whole range from its peers (a join), one whatever the number of peers. */
+  private readonly copy: RangeCopy
   private readonly blocked: Set<string>
   /** This node's clock against its peers': what refuses local writes while out of bound. */
   readonly clock: ClockGuard
@@ -99,6 +102,7 @@ export class MeshCore {
       random: () => this.rt.random(),
       log: this.log
     })
+    this.copy = new RangeCopy({ store: this.store, opts: this.options, track: async (op) => await this.track(op), log: (msg, fields) => { this.log.info(msg, fields) } })
     this.clock = new ClockGuard(this.rt, this.options, () => this.store.clock(), (c) => { this.clockChanged(c) })
   }
 
@@ -283,21 +287,20 @@ export class MeshCore {
         p.counters.framesRejected++
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
       }
-      if (m.t === 'pull' && p.sync.connected && p.sync.copying && this.store.digest().keys > 0) {
-        // We are copying this peer's whole range: what its pull would bring it is its own records coming
+      if (m.t === 'pull' && p.sync.connected && this.copy.active && this.store.digest().keys > 0) {
+        // We are copying the mesh's whole range: what a peer's pull would bring it is its own records coming
         // back (a join's pages are in our log too). Only while the copy runs and we hold something: two
-        // nodes meeting with empty stores must not hold each other off. It pulls again once our resync is
-        // done (at the retry hint); push carries
-        // our own writes meanwhile. Range requests are still served, so two nodes resyncing from each
-        // other both finish.
+        // nodes meeting with empty stores must not hold each other off. It pulls again once our copy is
+        // done (at the retry hint); push carries our own writes meanwhile. Range requests are still
+        // served, so two nodes copying from each other both finish.
         p.counters.busyRefusals++
         return errorReply('busy', 'resyncing from you', RESYNC_BUSY_RETRY_MS)
       }
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
-      // While we copy this peer's whole range, its reconciliation would send us the same entries again: later.
-      else if (m.t === 'recon' && p.sync.copying) return errorReply('busy', 'copying your range', 5_000, Math.floor(now))
+      // While we copy the whole range, a reconciliation would send us the same entries again: later.
+      else if (m.t === 'recon' && this.copy.active) return errorReply('busy', 'copying the range', 5_000, Math.floor(now))
       else if (m.t === 'recon') {
         // Two peers reconciling with each other at once would move the keys each lacks twice. A lone top
         // range (a check, or a first step) is always answered; past it, the peer with the smaller id goes
@@ -402,6 +405,7 @@ export class MeshCore {
           retire: async (keys) => { await this.track(this.store.retire?.(keys) ?? Promise.resolve()) },
           contact: () => { this.contact() },
           track: async (op) => await this.track(op),
+          copy: this.copy,
           log: (msg, fields) => { this.log.debug(msg, fields) }
         })
       }

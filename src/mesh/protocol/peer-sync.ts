@@ -14,10 +14,8 @@
  * range-based set reconciliation moves only the keys either side lacks,
  * whatever either log still holds, then the changes after the head the
  * peer read at its first answer follow. A store with nothing in it yet
- * takes the peer's whole range instead (a full resync: paged in root
- * order, then the changes after the head the peer captured before the first
- * page; its position is kept, so an interrupted resync resumes where it
- * stopped, and a `gap` after it reconciles rather than starting over).
+ * first takes the whole range, copied once for the node from all the peers
+ * that serve it (range-copy.ts), then reconciles with each peer.
  *
  * Pages are asked for one ahead: when a page says where the next begins,
  * the request for it goes out before the page in hand is applied, so the
@@ -41,6 +39,7 @@ import {
   type RequestMessage, type RootsMessage, type RootsReplyMessage, type SnapMessage, type SnapshotMessage, type TakenMessage
 } from '../messages.js'
 import type { MeshOptions } from './options.js'
+import type { CopySource, RangeCopy } from './range-copy.js'
 import { reconcile } from './reconcile.js'
 import type { BulkPage, Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
@@ -52,7 +51,7 @@ interface CursorState {
   /** The peer's log id this cursor belongs to; null: never synced. */
   log: string | null
   cursor: Cursor | null
-  /** A full resync under way: the head captured before it, and the position reached. */
+  /** A full resync an older version had under way from this peer (its position continues the node's copy, range-copy.ts). */
   snap?: { log: string | null, head: Cursor | null, after: string | null }
   /** Entries refused for clock drift, kept to try again (the newest version per key). */
   parked?: RemoteEntry[]
@@ -81,10 +80,12 @@ interface PeerSyncDeps {
   clockSample: (peer: PeerKey, sent: SentMark, peerWall: number) => void
   /** Tracks store writes so a driver can tell when the core is idle. */
   track: <T>(p: Promise<T>) => Promise<T>
+  /** The node's copy of the whole range, which every peer's sync serves while it runs. */
+  copy: RangeCopy
   log: (msg: string, fields?: Record<string, unknown>) => void
 }
 
-type Step = 'more' | 'done' | 'stop' | 'reconcile'
+type Step = 'more' | 'done' | 'stop' | 'reconcile' | 'copy'
 
 /** The reply each request is answered with. */
 type ReplyTo<R extends RequestMessage> = R extends PullMessage ? ChangesMessage : R extends SnapMessage ? SnapshotMessage
@@ -108,8 +109,6 @@ export class PeerSync {
   reconciling = false
   /** The peer's own reconciliation with us runs and moves keys both ways: ours stops (the next round checks again). */
   private yielded = false
-  /** A full resync from this peer is starting (its first page not yet in). */
-  private snapStarting = false
   /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
   private noRecon = false
   private cancelTimer: (() => void) | undefined
@@ -120,7 +119,7 @@ export class PeerSync {
    * peer reads and sends it meanwhile: where it starts (the request's
    * position) and the reply to come.
    */
-  private ahead: { at: string, reply: Promise<ChangesMessage | SnapshotMessage | undefined> } | undefined
+  private ahead: { at: string, reply: Promise<ChangesMessage | undefined> } | undefined
 
   constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {
     this.since = d.rt.now()
@@ -139,9 +138,9 @@ export class PeerSync {
     return this.load().cursor
   }
 
-  /** True while we copy this peer's whole range: its reconciliations with us wait (they would send the same entries again). */
+  /** This peer serves the node's copy of the range now (range-copy.ts). */
   get copying (): boolean {
-    return this.snapStarting || this.load().snap !== undefined
+    return this.d.copy.serving(this.peer)
   }
 
   /** The peer is reconciling with us while we reconcile with it: ours gives way to theirs. */
@@ -149,10 +148,9 @@ export class PeerSync {
     if (this.reconciling) this.yielded = true
   }
 
-  /** A full resync from this peer is under way, or will be at the next round (never synced, and our store holds nothing). */
+  /** The node's copy of the range is under way, or will be at this peer's next round (never synced, and our store holds nothing). */
   get resyncing (): boolean {
-    const s = this.load()
-    return this.copying || (s.log === null && this.d.store.digest().keys === 0)
+    return this.load().log === null && (this.d.copy.active || this.d.store.digest().keys === 0)
   }
 
   /**
@@ -183,6 +181,7 @@ export class PeerSync {
 
   disconnect (): void {
     this.connected = false
+    this.d.copy.leave(this.peer)
     this.cancelTimer?.()
     this.cancelTimer = undefined
   }
@@ -217,45 +216,73 @@ export class PeerSync {
       if (this.parked > 0) await this.retryParked()
       const urgent = this.urgent
       this.urgent = false
-      const first = this.load()
-      if (!urgent && !this.noRecon && first.snap === undefined && first.log !== null && await this.checkStep(first) !== 'more') return
+      let first = this.load()
+      if (first.snap !== undefined) {
+        // An older version's resync from this peer: the node's copy continues from its position.
+        await this.d.copy.adopt(first.snap.after, first.snap.log === null ? undefined : { peer: this.peer, log: first.snap.log, head: first.snap.head })
+        await this.save(withParked({ log: first.log, cursor: first.cursor }, first.parked))
+        first = this.load()
+      }
+      if (!urgent && !this.noRecon && first.log !== null && await this.checkStep(first) !== 'more') return
       let reconciled = false
+      let copied = false
       for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
         if (this.stopped || !this.connected) return
         const s = this.load()
         let step: Step
-        if (s.snap !== undefined) step = await this.snapStep(s)
-        else if (s.log === null && this.d.store.digest().keys === 0) {
-          this.snapStarting = true
-          step = await this.snapStep(s)
-        } else if (s.log === null) step = 'reconcile'
+        // Once a round: a copy that ended with nothing in the store (the peers hold nothing) goes on to reconcile.
+        if (!copied && s.log === null && (this.d.copy.active || this.d.store.digest().keys === 0)) step = 'copy'
+        else if (s.log === null) step = 'reconcile'
         else step = await this.changesStep(s)
+        if (step === 'copy') {
+          copied = true
+          const out = await this.d.copy.help(this.copySource())
+          // The peer that served the whole copy continues from its log's head at the first page; the others reconcile.
+          if (out.cursor !== undefined) await this.save(withParked({ log: out.cursor.log, cursor: out.cursor.head }, this.load().parked))
+          step = out.done ? 'more' : 'stop'
+        }
         if (step === 'reconcile') {
           // Once a round: a gap right after a reconciliation (the peer trimmed its log again meanwhile) waits for the next round.
           if (reconciled) return
           reconciled = true
-          step = this.noRecon ? await this.startResync(this.load()) : await this.reconcileStep(this.load())
+          step = this.noRecon ? await this.startResync() : await this.reconcileStep(this.load())
         }
         if (step !== 'more') return
       }
     } finally {
       // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
       this.ahead = undefined
-      this.snapStarting = false
+    }
+  }
+
+  /** This peer as a server of the node's copy of the range: its requests, its screen, its counters. */
+  private copySource (): CopySource {
+    return {
+      peer: this.peer,
+      usable: () => this.connected && !this.stopped,
+      ask: async (req) => await this.ask(req),
+      applyPage: async (entries, bulk) => {
+        const s = this.load()
+        const parked = await this.applyPage(entries, s.parked, bulk)
+        if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
+        this.lastSyncAt = this.d.rt.now()
+        this.behind = true
+      },
+      started: () => { this.d.counters.resyncs++ }
     }
   }
 
   /** The page a step needs: the one asked for ahead when it starts where this one does, else asked for now. */
-  private async page<R extends PullMessage | SnapMessage> (req: R): Promise<ReplyTo<R> | undefined> {
+  private async page (req: PullMessage): Promise<ChangesMessage | undefined> {
     const a = this.ahead
     this.ahead = undefined
     // A request ahead that failed or was refused is counted and logged by ask(), and ends the step as a failed request now would.
-    if (a !== undefined && a.at === positionOf(req)) return await (a.reply as Promise<ReplyTo<R> | undefined>)
+    if (a !== undefined && a.at === positionOf(req)) return await a.reply
     return await this.ask(req)
   }
 
   /** Asks for a page now, to be taken by the step that needs it (page()). */
-  private askAhead (req: PullMessage | SnapMessage): void {
+  private askAhead (req: PullMessage): void {
     if (this.stopped || !this.connected) return
     this.ahead = { at: positionOf(req), reply: this.ask(req) }
   }
@@ -282,35 +309,6 @@ export class PeerSync {
     }
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
     return this.behind && reply.next !== before ? 'more' : 'done'
-  }
-
-  private async snapStep (s: CursorState): Promise<Step> {
-    const snap = s.snap ?? { log: null, head: null, after: null }
-    const reply = await this.page({ t: 'snap', after: snap.after, maxBytes: this.d.opts.pageBytes })
-    if (reply === undefined || this.stopped) return 'stop'
-    if (reply.next !== null && (snap.after === null || reply.log === snap.log)) {
-      this.askAhead({ t: 'snap', after: reply.next, maxBytes: this.d.opts.pageBytes })
-    }
-    let next = snap
-    if (snap.after === null) {
-      next = { log: reply.log, head: reply.head, after: null }
-    } else if (reply.log !== snap.log) {
-      // The peer's store changed under the resync: start over against the new one.
-      await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
-      return 'more'
-    }
-    const parked = await this.applyPage(reply.entries, s.parked, { done: reply.next === null, ...(reply.records === undefined ? {} : { expectedRecords: reply.records }) })
-    if (snap.after === null) this.d.counters.resyncs++
-    this.lastSyncAt = this.d.rt.now()
-    this.behind = true
-    if (reply.next === null) {
-      // The range is done: continue with the changes made since the head captured before it.
-      await this.save(withParked({ log: next.log, cursor: next.head }, parked))
-      this.d.log('full resync done', { peer: this.peer })
-      return 'more'
-    }
-    await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { ...next, after: reply.next } }, parked))
-    return 'more'
   }
 
   /**
@@ -352,7 +350,7 @@ export class PeerSync {
       if (outcome === undefined) {
         if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
         // A peer that does not know reconciliation (an older version) gets the full resync it always had.
-        return this.noRecon ? await this.startResync(this.load()) : 'stop'
+        return this.noRecon ? await this.startResync() : 'stop'
       }
       if (outcome.equal) this.d.counters.reconcilesEqual++
       else this.d.counters.reconciles++
@@ -372,10 +370,10 @@ export class PeerSync {
     }
   }
 
-  /** Starts a full resync (a peer that does not reconcile): its first page comes with the next step. */
-  private async startResync (s: CursorState): Promise<Step> {
+  /** A peer that does not reconcile (an older version): the node copies the whole range again, from the next step. */
+  private async startResync (): Promise<Step> {
     this.d.log('peer does not reconcile: full resync', { peer: this.peer })
-    await this.save(withParked({ log: s.log, cursor: s.cursor, snap: { log: null, head: null, after: null } }, s.parked))
+    await this.d.copy.adopt(null)
     return 'more'
   }
 
@@ -496,8 +494,8 @@ function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorS
   return out
 }
 
-/** Where a page request starts (its log and cursor, or its range position): a page asked for ahead is taken by the request for the same place. */
-const positionOf = (req: PullMessage | SnapMessage): string => req.t === 'pull' ? `changes ${req.log ?? ''} ${req.cursor ?? ''}` : `snap ${req.after ?? ''}`
+/** Where a page request starts (its log and cursor): a page asked for ahead is taken by the request for the same place. */
+const positionOf = (req: PullMessage): string => `${req.log ?? ''} ${req.cursor ?? ''}`
 
 function parseState (raw: string | undefined): CursorState {
   if (raw === undefined) return { log: null, cursor: null }

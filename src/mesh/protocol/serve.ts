@@ -8,6 +8,7 @@
 import {
   encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type ReconMessage, type RootsMessage, type SnapMessage
 } from '../messages.js'
+import { splitPoints } from './range-copy.js'
 import { answerRecon, answerRoots, DEFAULT_RECONCILE_LIMITS } from './reconcile.js'
 import type { MeshOptions } from './options.js'
 import type { ReplicaStore } from './runtime.js'
@@ -49,9 +50,11 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
   const head = m.after === null ? store.head() : null
   // The first page says how many records there are: the peer's join shows its time left.
   const records = m.after === null ? store.recordCount?.() : undefined
+  // Asked with the first page: where to cut the range so a joining node can copy its slices from several peers.
+  const splits = m.after === null && m.split !== undefined ? splitPoints(store, m.split) : undefined
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
     const page = store.exportRange(m.after, { maxBytes })
-    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }) }
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }), ...(splits === undefined ? {} : { splits }) }
   })
 }
 

@@ -3,11 +3,13 @@
  * no mesh (`/api/mesh` says `enabled: false`; a node without the route
  * answers 404, one without the component 503) and the panel says so. With a
  * mesh: this node's peer id, addresses and digest, and per peer the
- * connection state, catch-up lag (from the node's `lagMs`, worded as
- * `meta-core status` words it, with the last sync and, in its title, when
- * the node last caught up), frames received and rejected, clock-drift
- * refusals, and whether its digest agrees with ours. A join under way shows
- * as a progress bar with the share done and the time left (join.tsx).
+ * connection state (connected; last seen; or, for one whose frames still
+ * reach the node through other peers, last heard), catch-up lag (from the
+ * node's `lagMs`, worded as `meta-core status` words it, with the last sync
+ * and, in its title, when the node last caught up), frames received and
+ * rejected, clock-drift refusals, and whether its digest agrees with ours.
+ * A join under way shows as a progress bar with the share done and the
+ * time left (join.tsx).
  *
  * The node asks each connected peer for its digest over the mesh
  * (`/api/mesh/digests`) and the row says whether it agrees. For a node it
@@ -18,7 +20,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks'
 import { ApiFailure, call, errorText } from '../api.js'
-import { formatAgo, formatCount, formatPeerConnection, formatPeerLag, formatTime, shortId } from '../format.js'
+import { formatAgo, formatCount, formatPeerConnection, formatPeerLag, formatTime, heardSinceLeft, shortId } from '../format.js'
 import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 import { JoinProgress } from './join.js'
@@ -148,7 +150,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
                 </tr>
               </thead>
               <tbody>
-                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} lastSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
+                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} memberSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
               </tbody>
             </table>
           </div>
@@ -164,13 +166,23 @@ function caughtUpTitle (p: MeshPeer): string {
 
 const GOSSIP_TITLE = 'known only as the signer of frames other peers relayed: its changes reach this node through them, so there is no connection to it and nothing to catch up with'
 
-function PeerRow ({ p, lastSeenAt, own, remote, asked }: { p: MeshPeer, lastSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+/** The connection cell's title: what the short words stand for, with full times. */
+function connectionTitle (p: MeshPeer, gossip: boolean, relayed: boolean, memberSeenAt: string | undefined): string | undefined {
+  const heard = p.lastHeardAt == null ? '' : `; the last frame it signed came ${formatTime(p.lastHeardAt)}`
+  if (gossip) return GOSSIP_TITLE + heard
+  if (relayed) return `not connected to this node since ${formatTime(p.lastConnectedAt)}, but frames it signed still reach this node through other peers${heard}`
+  const seen = p.lastSeenAt ?? memberSeenAt
+  return p.connected || seen === undefined ? undefined : `last seen ${formatTime(seen)}`
+}
+
+function PeerRow ({ p, memberSeenAt, own, remote, asked }: { p: MeshPeer, memberSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
   const gossip = !p.connected && p.via === 'gossip'
+  const relayed = heardSinceLeft(p)
   // The peer's digest as the node asked it over the mesh, else as this page asked the address it was given.
   const theirs = asked?.digest != null && asked.keys != null ? { digest: asked.digest, keys: asked.keys } : remote?.digest
   let digestCell
   if (theirs === undefined || own === undefined) {
-    digestCell = <span class="muted">{asked?.error ?? (p.connected ? 'not answered yet' : gossip ? 'not connected: its changes come through other peers' : 'not connected: give its address below to compare')}</span>
+    digestCell = <span class="muted">{asked?.error ?? (p.connected ? 'not answered yet' : gossip || relayed ? 'not connected: its changes come through other peers' : 'not connected: give its address below to compare')}</span>
   } else if (theirs.digest === own.digest) {
     digestCell = <span class="state ok">agrees</span>
   } else {
@@ -180,12 +192,12 @@ function PeerRow ({ p, lastSeenAt, own, remote, asked }: { p: MeshPeer, lastSeen
     <tr data-peer={p.peerId}>
       <td data-label="Name" data-testid="peer-name">{p.name ?? <span class="muted">not heard</span>}</td>
       <td data-label="Peer"><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
-      <td data-label="Connection" data-testid="peer-connection" title={gossip ? GOSSIP_TITLE : lastSeenAt === undefined ? undefined : `last seen ${formatTime(lastSeenAt)}`}>
-        <span class={`state ${p.connected ? 'ok' : 'off'}`}>{formatPeerConnection(p, lastSeenAt)}</span>
+      <td data-label="Connection" data-testid="peer-connection" title={connectionTitle(p, gossip, relayed, memberSeenAt)}>
+        <span class={`state ${p.connected ? 'ok' : 'off'}`}>{formatPeerConnection(p, memberSeenAt)}</span>
       </td>
       {gossip
         ? <td data-label="Lag" data-testid="peer-lag" title={GOSSIP_TITLE}><span class="muted">—</span></td>
-        : <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">, synced {formatAgo(p.lastSyncAt)}</span>}</td>}
+        : <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">{p.connected ? ', synced' : ''} {formatAgo(p.lastSyncAt)}</span>}</td>}
       <td data-label="Frames in" class="num">{formatCount(p.framesIn)}</td>
       <td data-label="Rejected" class="num">{formatCount(p.framesRejected)}</td>
       <td data-label="Drift refusals" class="num">{formatCount(p.driftRefusals)}</td>

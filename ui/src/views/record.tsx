@@ -51,7 +51,7 @@ export function RecordPage ({ addr }: { addr: string }) {
         <dd><code>{r.hashId}</code>{r.roots.length > 1 && <span class="muted"> (a group of {r.roots.length} roots sharing a CID)</span>}</dd>
       </dl>
       <ErrorNote error={rec.error} />
-      {fileCid !== undefined && <FileSection cid={fileCid} title={title} fileName={m.fileName} />}
+      {fileCid !== undefined && <FileSection cid={fileCid} title={title} fileName={m.fileName} names={names} />}
 
       <section aria-labelledby="cids-title">
         <h2 id="cids-title">CIDs <span class="count">{r.cids.length}</span></h2>
@@ -119,7 +119,7 @@ async function fromPeer (url: string, signal: AbortSignal): Promise<FileInfo & {
   return { exists: true, contentType: res.headers.get('content-type') ?? undefined, size: Number(res.headers.get('content-length')), servedBy }
 }
 
-function FileSection ({ cid, title, fileName }: { cid: string, title: string, fileName?: string }) {
+function FileSection ({ cid, title, fileName, names }: { cid: string, title: string, fileName?: string, names: ReadonlyMap<string, string> }) {
   const url = `/file/${encodeURIComponent(cid)}`
   const info = useLoad(cid, async (signal): Promise<FileInfo & { servedBy?: string }> => {
     const own = await call<FileInfo>('GET', `/api/file/${encodeURIComponent(cid)}/info`, { signal, quiet: true })
@@ -141,7 +141,7 @@ function FileSection ({ cid, title, fileName }: { cid: string, title: string, fi
         <a href={url} download={fileName ?? true}>Download</a>
         <span class="muted"> {formatBytes(i.size)}{i.contentType !== undefined && `, ${i.contentType}`}{i.filePath !== undefined && `, ${i.filePath}`}</span>
       </p>
-      {i.servedBy !== undefined && <p class="served-by">Streamed from node <code>{i.servedBy}</code>, which holds the file (this node has no copy).</p>}
+      {i.servedBy !== undefined && <p class="served-by" data-testid="served-by">Streamed from node <NodeLabel id={i.servedBy} names={names} />, which holds the file (this node has no copy).</p>}
     </section>
   )
 }
