@@ -11,7 +11,7 @@ import { Prng } from '../src/mesh/testing/index.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
-import { planConnections } from './net/topology.js'
+import { pickPeers, planConnections, regionDialing } from './net/topology.js'
 import { preloadImage, syncedCursor } from './preload.js'
 import { arrivals, makeOp, shapedRecord, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
@@ -69,9 +69,10 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   const checks: Array<[string, () => CheckValue]> = []
   const forbidden = new Set<string>()
   const topo = rng.fork('topology')
-  /** A joining node dials `targetPeers` random nodes among `among`; the network keeps those links up. */
+  const regions = regionDialing(o)
+  /** A joining node dials `targetPeers` nodes among `among` (at random, or by region); the network keeps those links up. */
   const bootstrap = (n: number, among: readonly number[]): void => {
-    for (const p of topo.sample(among.filter(m => m !== n), o.targetPeers)) world.net.want(n, p)
+    for (const p of pickPeers(topo, n, among.filter(m => m !== n), o.targetPeers, [], regions)) world.net.want(n, p)
   }
   const ctx: ScenarioContext = {
     world,
@@ -93,8 +94,8 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   }
   scenario.setup?.(ctx)
 
-  // The node's membership rule: each dials random members until it holds targetPeers connections.
-  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)
+  // The node's membership rule: each dials random members (or by region) until it holds targetPeers connections.
+  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers, regions)
   for (const [from, to] of plan) world.net.want(from, to)
   // Preloaded peers have synced before: each holds the cursor a finished sync leaves for the other.
   for (const [a, b] of plan) {

@@ -89,6 +89,7 @@ export class World implements NodeWorld {
       uplinkBps: spec.uplinkBps,
       downlinkBps: spec.downlinkBps
     }, this.metrics)
+    this.metrics.regionOf = this.net.cfg.latency.regionOf
     this.net.attach({
       connected: (n, p, d) => { this.nodes[n].connected(p, d) },
       disconnected: (n, p) => { this.nodes[n].disconnected(p) }

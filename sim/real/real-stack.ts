@@ -28,7 +28,7 @@ import { Prng, parseLatency } from '../../src/mesh/testing/index.js'
 import { Metrics } from '../metrics/collector.js'
 import { round, summarise, type Summary } from '../metrics/stats.js'
 import { writeOutcomes } from '../metrics/summary.js'
-import { planConnections } from '../net/topology.js'
+import { pickPeers, planConnections, regionDialing } from '../net/topology.js'
 import { preloadImage, syncedCursor } from '../preload.js'
 import type { SimOptions } from '../scenario/options.js'
 import { arrivals, makeOp } from '../workload.js'
@@ -73,7 +73,7 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
   const addr = (i: number): string => `/memory/${tag}-${i}`
   // The model's topology: the membership rule's plan (sim/net/topology.ts); each pair is dialled once, by its lower index.
   const pairs = new Set<string>()
-  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers)) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
+  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers, regionDialing(o))) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
   const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) => `${addr(b)}/p2p/${identities[b].peerId}`)
 
   // The preload as in the model (sim/preload.ts): the same records, an hour old on this process's clock, in sync.
@@ -131,7 +131,7 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
     let joiner: RealNode | undefined
     if (joining) {
       const j = nodeCount
-      const peers = rng.fork('join').sample([...Array(nodeCount).keys()], o.targetPeers).map(b => `${addr(b)}/p2p/${identities[b].peerId}`)
+      const peers = pickPeers(rng.fork('join'), j, [...Array(nodeCount).keys()], o.targetPeers, [], regionDialing(o)).map(b => `${addr(b)}/p2p/${identities[b].peerId}`)
       const at = loadStart + o.joinAt * 1000
       void sleep(at - (performance.now() - t0)).then(async () => {
         joiner = makeNode(j, peers, undefined)

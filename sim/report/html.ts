@@ -65,6 +65,12 @@ export function reportHtml (rep: Report, command: string): string {
     ['longest wait for the CPU (ms)', head.cpu.maxWaitMs.p50, head.cpu.maxWaitMs.p90, head.cpu.maxWaitMs.max, head.cpu.maxWaitMs.mean]
   ]))
   parts.push(`<p class="note">Busiest node: ${ul.busiest.node}, uploading ${kb(ul.busiest.uploadPerSecond)} and downloading ${kb(ul.busiest.downloadPerSecond)}. Busiest CPU: node ${head.cpu.busiest.node}, ${(head.cpu.busiest.busyFraction * 100).toFixed(1)} % busy, longest wait ${head.cpu.busiest.maxWaitMs} ms.</p>`)
+  const rg = head.regions
+  if (rg !== undefined) {
+    parts.push(`<p class="note">Between regions (${rep.options.dial === 'regions' ? `region-aware dialing, ${rep.options.crossRegionPeers} connections across per node` : 'random dialing'}): ` +
+      `${rg.connections.between} of ${rg.connections.inside + rg.connections.between} connections, the regions ${rg.regionsConnected ? 'all reach each other' : 'do NOT all reach each other'}; ` +
+      `${kb(rg.bytesBetweenPerSecondUnderLoad)} under load over the mesh, ${(rg.shareOfBytes * 100).toFixed(1)} % of all bytes, ${rg.bytesBetweenPerWrite} bytes per write.</p>`)
+  }
   if (rep.bars.length > 0) {
     parts.push('<h2>Bars</h2>')
     for (const b of rep.bars) {

@@ -32,8 +32,9 @@ const SET_BY_NODE: ReadonlyArray<{ sim: keyof SimOptions, node: keyof NodeConfig
 ]
 
 /** Simulation options of the node's fixed behaviour, with the value a node has. */
-function fixedByNode (o: SimOptions): Array<{ sim: keyof SimOptions, flag: string, value: number | boolean, why: string }> {
+function fixedByNode (o: SimOptions): Array<{ sim: keyof SimOptions, flag: string, value: number | boolean | string, why: string }> {
   return [
+    { sim: 'dial', flag: 'dial', value: 'random', why: 'the node dials members at random (membership.ts): it knows no regions' },
     { sim: 'Dout', flag: 'gossip-dout', value: gossipDout(o), why: 'the node derives Dout from D and Dlo' },
     { sim: 'Dlazy', flag: 'gossip-dlazy', value: GOSSIPSUB_DEFAULTS.Dlazy, why: 'gossipsub\'s default' },
     { sim: 'heartbeat', flag: 'heartbeat', value: GOSSIPSUB_DEFAULTS.heartbeatMs, why: 'gossipsub\'s default' },
