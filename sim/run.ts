@@ -13,6 +13,7 @@ import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
 import { pickPeers, planConnections, regionDialing } from './net/topology.js'
 import { preloadImage, syncedCursor } from './preload.js'
+import { cutGroups, partitionTimes } from './scenario/partitions.js'
 import { arrivals, makeOp, shapedRecord, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
@@ -143,36 +144,16 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
 
 /** Partitions toggling every `partitionEvery` seconds during the load, healed when the load ends. */
 function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: number, loadEnd: number, bad: ReadonlySet<number>): void {
-  if (o.partitionEvery <= 0) return
-  const every = o.partitionEvery * 1000
-  let on = false
-  for (let t = loadStart + every; t < loadEnd; t += every) {
-    const cut: boolean = !on
-    on = cut
-    world.sched.at(t, () => {
+  for (const { at, cut } of partitionTimes(o, loadStart, loadEnd)) {
+    world.sched.at(at, () => {
       if (!cut) {
         world.net.heal()
         world.metrics.event({ kind: 'heal' })
         return
       }
-      const ids = world.nodes.map(n => n.index)
-      let groups: number[][]
-      if (o.partitionKind === 'isolate') {
-        const alone = rng.pick(ids.filter(i => !bad.has(i)))
-        groups = [[alone], ids.filter(i => i !== alone)]
-      } else {
-        const shuffled = rng.shuffle(ids.slice())
-        const half = Math.floor(shuffled.length / 2)
-        groups = [shuffled.slice(0, half).sort((a, b) => a - b), shuffled.slice(half).sort((a, b) => a - b)]
-      }
+      const groups = cutGroups(rng, world.nodes.map(n => n.index), o.partitionKind, bad)
       world.net.partition(groups)
       world.metrics.event({ kind: 'partition', nodes: groups[0], detail: `${groups[0].length} | ${groups[1].length}` })
-    })
-  }
-  if (on) {
-    world.sched.at(loadEnd, () => {
-      world.net.heal()
-      world.metrics.event({ kind: 'heal' })
     })
   }
 }

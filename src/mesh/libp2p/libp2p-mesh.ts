@@ -35,7 +35,7 @@ import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
 import { multiaddrProblem } from './addresses.js'
-import { delayedLink } from './delayed-link.js'
+import { delayedLink, type LinkControl } from './delayed-link.js'
 import { meshScoring } from './gossip-scoring.js'
 import { gossipDout, type GossipDegree } from '../gossip-degree.js'
 import { Membership } from './membership.js'
@@ -64,9 +64,11 @@ export interface Libp2pMeshInit {
    * for many nodes in one process (listen addresses `/memory/<name>`), with
    * `latencyMs` of one-way delay per buffer: `pipelined` (delayed-link.ts,
    * as on a real link) or `serial` (the transport's own option: one buffer
-   * per delay per direction). For tests and the simulator's real-stack mode.
+   * per delay per direction). With `control` (pipelined only), each buffer's
+   * delay is the control's (regions, loss, partitions: the simulator's
+   * real-stack mode). For tests and the simulator's real-stack mode.
    */
-  transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial' }
+  transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial', control?: LinkControl }
   /** The gossipsub mesh degree (node options META_CORE_GOSSIP_D/_DLO/_DHI); Dout follows it (gossip-degree.ts). Default: gossipsub's. */
   degree?: GossipDegree
   /** Raw gossipsub parameters over the degree (the simulator's model-only profiles; a node sets none). */
@@ -162,8 +164,9 @@ export class Libp2pMesh implements MeshService {
       transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && t.latencyMs > 0
-        ? delayedLink(privateNetwork({ secret: this.init.swarmKey.secret, timeoutMs: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs)
+      connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && (t.latencyMs > 0 || t.control !== undefined)
+        ? delayedLink(privateNetwork({ secret: this.init.swarmKey.secret, timeoutMs: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs,
+          t.control === undefined ? undefined : { self: this.peerId, link: t.control })
         : privateNetwork({ secret: this.init.swarmKey.secret }),
       connectionGater: {
         denyDialPeer: (p) => blocked.has(p.toString()),
