@@ -5,13 +5,16 @@
  * counting. Nodes take their turn in index order; a node already at its
  * target dials nobody. The model and the real-stack mode use the same plan.
  *
- * Region-aware dialing (`--dial regions`, model only: the node dials at
- * random): a node dials members of other regions until it holds
- * `crossPeers` connections across regions, then members of its own region
- * for the rest; when its region has too few, other regions' members make up
- * the rest. Most traffic then stays inside a region, and every node that
- * dials holds a link or two out of it, so no region is cut off from the
- * others.
+ * Region-aware dialing (`--dial regions`, the node's
+ * META_CORE_CROSS_REGION_PEERS, src/mesh/peer-distance.ts, which tells
+ * regions apart by round trip; here the latency model's regions are known):
+ * a node dials members of other regions until it holds `crossPeers`
+ * connections across regions, then members of its own region for the rest;
+ * when its region has too few, other regions' members make up the rest.
+ * Most traffic then stays inside a region, and every node that dials holds
+ * a link or two out of it, so no region is cut off from the others. The
+ * plan is where the node's rule settles; the node gets there by trying
+ * members and giving up far connections it has too many of.
  */
 import { parseLatency, type Prng } from '../../src/mesh/testing/index.js'
 import type { SimOptions } from '../scenario/options.js'

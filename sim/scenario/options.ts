@@ -103,7 +103,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
   { key: 'downlink', flag: 'downlink', kind: 'number', unit: 'Mbit/s', help: 'download bandwidth of each node, shared by its connections (0: unlimited)' },
   { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
-  { key: 'dial', flag: 'dial', kind: 'string', choices: ['random', 'regions'], help: 'whom a node dials: random members (the node\'s rule), or with regions:… latency, members of its own region but for --cross-region-peers of them (model only)' },
+  { key: 'dial', flag: 'dial', kind: 'string', choices: ['random', 'regions'], help: 'whom a node dials: random members (a node\'s default), or with regions:… latency, members of its own region but for --cross-region-peers of them (a node\'s META_CORE_CROSS_REGION_PEERS, which tells regions apart by round trip)' },
   { key: 'crossRegionPeers', flag: 'cross-region-peers', kind: 'number', help: 'with --dial regions: connections each node keeps to other regions (the rest inside its own)' },
   { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (the node\'s META_CORE_GOSSIP_D, default 6)' },
   { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (the node\'s META_CORE_GOSSIP_DLO, default 4)' },

@@ -7,7 +7,8 @@
 import { describe, expect, it } from 'vitest'
 import { parseLatency, Prng } from '../../src/mesh/testing/index.js'
 import { planConnections, regionLinks } from '../../sim/net/topology.js'
-import { runScenario, type SimOptions } from '../../sim/index.js'
+import { resolveOptions, runScenario, type SimOptions } from '../../sim/index.js'
+import { nodeSettings } from '../../sim/scenario/node-config.js'
 
 const nodes = (n: number): number[] => [...Array(n).keys()]
 
@@ -39,16 +40,16 @@ describe('region-aware dialing', () => {
     expect(r.regionsConnected).toBe(true)
   })
 
-  it('runs in the simulator as a model-only option: fewer bytes between regions, the regions still connected, everything delivered', async () => {
+  it('runs as the node\'s option: fewer bytes between regions, the regions still connected, everything delivered', async () => {
     const o: Partial<SimOptions> = {
       scenario: 'baseline', profile: 'library', nodes: [9], seed: 'dial', latency: 'regions:3:80', warmup: 3, duration: 3, tail: 4, rate: 30, targetPeers: 4
     }
     const random = (await runScenario(o)).report
     const near = (await runScenario({ ...o, dial: 'regions', crossRegionPeers: 1 })).report
     expect(near.options).toMatchObject({ dial: 'regions', crossRegionPeers: 1 })
-    expect(near.node.runnable).toBe(false)
-    expect(near.node.modelOnly.join()).toMatch(/--dial regions/)
-    expect(random.node.runnable).toBe(true)
+    // The node's region-aware dialing: its option, which tells these regions apart by round trip (2 ms inside, 160 ms between).
+    expect(near.node.env).toEqual({ META_CORE_TARGET_PEERS: '4', META_CORE_CROSS_REGION_PEERS: '1' })
+    expect(random.node.env).toEqual({ META_CORE_TARGET_PEERS: '4' })
     for (const r of [random, near]) {
       expect(r.converged).toBe(true)
       expect(r.lostWrites).toBe(0)
@@ -57,5 +58,13 @@ describe('region-aware dialing', () => {
     expect(near.runs[0].regions!.connections.between).toBeLessThan(random.runs[0].regions!.connections.between)
     expect(near.runs[0].regions!.bytesBetween).toBeLessThan(random.runs[0].regions!.bytesBetween)
     await expect(runScenario({ ...o, latency: '100', dial: 'regions' })).rejects.toThrow(/--dial regions needs a latency with regions/)
+  }, 120_000)
+
+  it('is model only where a node could not run it: no link across, or regions a node cannot tell apart by round trip', () => {
+    const base = resolveOptions({ scenario: 'baseline', profile: 'library', latency: 'regions:3:80', dial: 'regions', crossRegionPeers: 2 }).opts
+    expect(nodeSettings(base).env).toEqual({ META_CORE_CROSS_REGION_PEERS: '2' })
+    expect(nodeSettings({ ...base, crossRegionPeers: 0 }).modelOnly.join()).toMatch(/keeps 1 to 16 connections across regions/)
+    expect(nodeSettings({ ...base, latency: 'regions:3:12:5' }).modelOnly.join()).toMatch(/do not look apart/) // 24 ms against 10 ms
+    expect(nodeSettings({ ...base, latency: 'regions:world3' }).runnable).toBe(true)
   }, 120_000)
 })

@@ -20,7 +20,7 @@ import { identify } from '@libp2p/identify'
 import { memory } from '@libp2p/memory'
 import { noise } from '@libp2p/noise'
 import { peerIdFromString } from '@libp2p/peer-id'
-import { ping } from '@libp2p/ping'
+import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
@@ -85,6 +85,8 @@ export interface Libp2pMeshInit {
   bytesLimits?: Partial<BytesLimits>
   /** Connections to keep, dialing learned members (membership.ts); 0 dials only `bootstrap`. Default DEFAULT_TARGET_PEERS. */
   targetPeers?: number
+  /** Region-aware dialing (membership.ts, peer-distance.ts): connections kept to far members by round-trip time, the rest near; 0 (default): members at random. */
+  crossRegionPeers?: number
   /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
   unreachableRemindMs?: number
   /** Tests: a hold on the runtime the core is given and on what libp2p drives (runtime.ts, the runtime contract suite). */
@@ -105,6 +107,9 @@ type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | '
  * longer to get to it.
  */
 const PNET_TIMEOUT_IN_PROCESS_MS = 10_000
+
+/** The longest a round-trip measurement of a new peer may take (region-aware dialing). */
+const PING_TIMEOUT_MS = 10_000
 
 /** A peer that has not answered for its digest within this long (ms) is shown as not answering: a page waits on it. */
 const PEER_DIGEST_TIMEOUT_MS = 5_000
@@ -258,7 +263,10 @@ export class Libp2pMesh implements MeshService {
       // Learned addresses of the transport this node speaks: TCP ones, or in-memory ones for in-process meshes.
       accept: t?.kind === 'memory' ? (a) => a.startsWith('/memory/') : (a) => multiaddrProblem(a, false) === undefined,
       keys: this.replica,
-      log: this.log.child('members')
+      log: this.log.child('members'),
+      crossRegionPeers: this.init.crossRegionPeers,
+      ping: async (peer) => await (node.services as unknown as { ping: Ping }).ping.ping(peer, { signal: AbortSignal.timeout(PING_TIMEOUT_MS) }),
+      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`))
     })
     await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
