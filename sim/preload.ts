@@ -22,7 +22,7 @@
 import { KvStore } from '../src/kv/index.js'
 import { CURSOR_PREFIX } from '../src/mesh/protocol/index.js'
 import { RecordStore } from '../src/records/index.js'
-import { Prng } from './engine/prng.js'
+import { Prng } from '../src/mesh/testing/index.js'
 import { shapedRecord, type RecordShape } from './workload.js'
 
 /** The preload's versions carry this clock: an hour before virtual time 0. */

@@ -7,12 +7,13 @@
  * beside it.
  */
 import { scaledCosts } from './cpu.js'
-import { Prng } from './engine/prng.js'
+import { Prng } from '../src/mesh/testing/index.js'
 import { summariseRun, type RunSummary } from './metrics/summary.js'
 import type { SimOptions } from './scenario/options.js'
 import type { CheckValue, Scenario, ScenarioContext } from './scenario/scenario.js'
-import { planConnections } from './net/topology.js'
+import { pickPeers, planConnections, regionDialing } from './net/topology.js'
 import { preloadImage, syncedCursor } from './preload.js'
+import { cutGroups, partitionTimes } from './scenario/partitions.js'
 import { arrivals, makeOp, shapedRecord, type WorkloadSpec } from './workload.js'
 import { World } from './world.js'
 
@@ -69,9 +70,10 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   const checks: Array<[string, () => CheckValue]> = []
   const forbidden = new Set<string>()
   const topo = rng.fork('topology')
-  /** A joining node dials `targetPeers` random nodes among `among`; the network keeps those links up. */
+  const regions = regionDialing(o)
+  /** A joining node dials `targetPeers` nodes among `among` (at random, or by region); the network keeps those links up. */
   const bootstrap = (n: number, among: readonly number[]): void => {
-    for (const p of topo.sample(among.filter(m => m !== n), o.targetPeers)) world.net.want(n, p)
+    for (const p of pickPeers(topo, n, among.filter(m => m !== n), o.targetPeers, [], regions)) world.net.want(n, p)
   }
   const ctx: ScenarioContext = {
     world,
@@ -93,8 +95,8 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
   }
   scenario.setup?.(ctx)
 
-  // The node's membership rule: each dials random members until it holds targetPeers connections.
-  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers)
+  // The node's membership rule: each dials random members (or by region) until it holds targetPeers connections.
+  const plan = planConnections(topo, world.nodes.map(n => n.index), o.targetPeers, regions)
   for (const [from, to] of plan) world.net.want(from, to)
   // Preloaded peers have synced before: each holds the cursor a finished sync leaves for the other.
   for (const [a, b] of plan) {
@@ -142,36 +144,16 @@ export async function runOnce (scenario: Scenario, o: SimOptions, nodeCount: num
 
 /** Partitions toggling every `partitionEvery` seconds during the load, healed when the load ends. */
 function schedulePartitions (world: World, rng: Prng, o: SimOptions, loadStart: number, loadEnd: number, bad: ReadonlySet<number>): void {
-  if (o.partitionEvery <= 0) return
-  const every = o.partitionEvery * 1000
-  let on = false
-  for (let t = loadStart + every; t < loadEnd; t += every) {
-    const cut: boolean = !on
-    on = cut
-    world.sched.at(t, () => {
+  for (const { at, cut } of partitionTimes(o, loadStart, loadEnd)) {
+    world.sched.at(at, () => {
       if (!cut) {
         world.net.heal()
         world.metrics.event({ kind: 'heal' })
         return
       }
-      const ids = world.nodes.map(n => n.index)
-      let groups: number[][]
-      if (o.partitionKind === 'isolate') {
-        const alone = rng.pick(ids.filter(i => !bad.has(i)))
-        groups = [[alone], ids.filter(i => i !== alone)]
-      } else {
-        const shuffled = rng.shuffle(ids.slice())
-        const half = Math.floor(shuffled.length / 2)
-        groups = [shuffled.slice(0, half).sort((a, b) => a - b), shuffled.slice(half).sort((a, b) => a - b)]
-      }
+      const groups = cutGroups(rng, world.nodes.map(n => n.index), o.partitionKind, bad)
       world.net.partition(groups)
       world.metrics.event({ kind: 'partition', nodes: groups[0], detail: `${groups[0].length} | ${groups[1].length}` })
-    })
-  }
-  if (on) {
-    world.sched.at(loadEnd, () => {
-      world.net.heal()
-      world.metrics.event({ kind: 'heal' })
     })
   }
 }

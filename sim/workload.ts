@@ -9,7 +9,7 @@
  */
 import { apiFields, syntheticRecord } from '../bench/lib/synthetic.js'
 import { encodeCidV1, CODEC_RAW, MH_SHA2_256 } from '../src/cid/index.js'
-import type { Prng } from './engine/prng.js'
+import type { Prng } from '../src/mesh/testing/index.js'
 
 export interface WorkloadSpec {
   opsPerSec: number

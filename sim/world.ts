@@ -10,12 +10,10 @@
  * client write has committed, so that work lands at the virtual time that
  * started it, in the same order every run.
  */
-import { Prng } from './engine/prng.js'
-import { Scheduler } from './engine/scheduler.js'
+import { Prng, Scheduler, parseLatency } from '../src/mesh/testing/index.js'
 import { checkGossipConfig, GOSSIPSUB_DEFAULTS, type GossipConfig } from './gossip/config.js'
 import { VirtualCpu, type CpuCosts } from './cpu.js'
 import { Metrics } from './metrics/collector.js'
-import { parseLatency } from './net/latency.js'
 import { DEFAULT_NET, Network, type LinkMode, type LossMode } from './net/network.js'
 import { SimNode, type NodeWorld } from './node/sim-node.js'
 import type { MeshOptions } from '../src/mesh/protocol/index.js'
@@ -91,6 +89,7 @@ export class World implements NodeWorld {
       uplinkBps: spec.uplinkBps,
       downlinkBps: spec.downlinkBps
     }, this.metrics)
+    this.metrics.regionOf = this.net.cfg.latency.regionOf
     this.net.attach({
       connected: (n, p, d) => { this.nodes[n].connected(p, d) },
       disconnected: (n, p) => { this.nodes[n].disconnected(p) }

@@ -6,7 +6,7 @@
  * that get IHAVE gossip. The random draws are made in the real router's
  * order, so a run stays deterministic for its seed.
  */
-import type { Prng } from '../engine/prng.js'
+import type { Prng } from '../../src/mesh/testing/index.js'
 import type { MessageCache } from './caches.js'
 import type { GossipConfig } from './config.js'
 

@@ -29,8 +29,7 @@
  * Every RPC is one network message; its size is its protobuf encoding plus
  * stream framing (wire-size.ts).
  */
-import type { Cancel } from '../engine/scheduler.js'
-import type { Prng } from '../engine/prng.js'
+import type { Cancel, Prng } from '../../src/mesh/testing/index.js'
 import { MessageCache, SeenCache } from './caches.js'
 import type { GossipConfig } from './config.js'
 import { chooseGossip, maintainMeshes } from './heartbeat.js'

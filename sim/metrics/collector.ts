@@ -89,6 +89,10 @@ export class Metrics implements NetStats, RouterStats {
   private nodeCount = 0
   /** Nodes whose own verdicts are left out (bad peers validate too, but their view is not the mesh's). */
   readonly bad = new Set<number>()
+  /** The latency model's regions, when it has them: traffic between regions is counted apart. */
+  regionOf: ((node: number) => string) | undefined
+  /** Messages and bytes sent from one region to another (`windowBytes`: inside `window`). */
+  readonly betweenRegions = { messages: 0, bytes: 0, windowBytes: 0 }
 
   constructor (private readonly now: () => number) {}
 
@@ -107,9 +111,15 @@ export class Metrics implements NetStats, RouterStats {
     this.sentMsgs[from]++
     this.recvBytes[to] += bytes
     const t = this.now()
-    if (t >= this.window[0] && t < this.window[1]) {
+    const inWindow = t >= this.window[0] && t < this.window[1]
+    if (inWindow) {
       this.windowSent[from] += bytes
       this.windowRecv[to] += bytes
+    }
+    if (this.regionOf !== undefined && this.regionOf(from) !== this.regionOf(to)) {
+      this.betweenRegions.messages++
+      this.betweenRegions.bytes += bytes
+      if (inWindow) this.betweenRegions.windowBytes += bytes
     }
     const c = this.catchUpOf.get(to)
     if (c !== undefined && c.doneAt === undefined) {

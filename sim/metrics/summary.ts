@@ -17,6 +17,7 @@
  *   is not a loss).
  * - converged: every honest up node's replica digest is the same.
  */
+import { regionLinks } from '../net/topology.js'
 import type { World } from '../world.js'
 import type { CheckValue } from '../scenario/scenario.js'
 import { logHistogram, round, summarise, type Summary } from './stats.js'
@@ -72,6 +73,21 @@ export interface RunSummary {
   cpu: { busyFraction: Summary, maxWaitMs: Summary, busiest: { node: number, busyFraction: number, maxWaitMs: number } }
   /** The gossipsub mesh and the connections at the end: degrees and connected components. */
   topology: { connections: Summary, meshDegree: Summary, meshComponents: number }
+  /**
+   * With regions in the latency model: the connections at the end inside a
+   * region and between two, whether every region reaches every other over
+   * them, and the traffic between regions (all of it, its share of all
+   * bytes, per write, and per second under load, summed over the mesh).
+   */
+  regions?: {
+    connections: { inside: number, between: number }
+    regionsConnected: boolean
+    messagesBetween: number
+    bytesBetween: number
+    shareOfBytes: number
+    bytesBetweenPerWrite: number
+    bytesBetweenPerSecondUnderLoad: number
+  }
   rejected: {
     /** Gossip messages refused by honest nodes' validators, by signer role. */
     fromBad: number
@@ -180,6 +196,7 @@ export function summariseRun (world: World, inp: SummaryInput): RunSummary {
     gossip: { received: m.gossipReceived, duplicates: m.duplicates, verdicts: { ...m.verdicts } },
     cpu: cpuSummary(world, inp.end),
     topology: topology(world),
+    ...regions(world),
     rejected: { fromBad, fromHonest, badPeerCounters: bad, honestDriftRefusals: honestDrift },
     catchUp: m.catchUps.map(catchUpRow),
     timeline: m.timeline,
@@ -258,6 +275,27 @@ function topology (world: World): RunSummary['topology'] {
     connections: summarise(up.map(n => world.net.peersOf(n.index).length), 1),
     meshDegree: summarise([...mesh.values()].map(s => s.size), 1),
     meshComponents: components
+  }
+}
+
+function regions (world: World): { regions?: RunSummary['regions'] } {
+  const m = world.metrics
+  const regionOf = m.regionOf
+  if (regionOf === undefined) return {}
+  const up = world.nodes.filter(n => n.up).map(n => n.index)
+  const links = up.flatMap(n => world.net.peersOf(n).filter(p => p > n).map(p => [n, p] as const))
+  const r = regionLinks(links, regionOf, up)
+  const [from, to] = m.window
+  return {
+    regions: {
+      connections: { inside: r.inside, between: r.between },
+      regionsConnected: r.regionsConnected,
+      messagesBetween: m.betweenRegions.messages,
+      bytesBetween: m.betweenRegions.bytes,
+      shareOfBytes: round(m.betweenRegions.bytes / Math.max(1, m.totalBytes), 4),
+      bytesBetweenPerWrite: round(m.betweenRegions.bytes / Math.max(1, m.writes.length), 0),
+      bytesBetweenPerSecondUnderLoad: round(m.betweenRegions.windowBytes / Math.max(0.001, (Math.min(to, 1e15) - from) / 1000), 0)
+    }
   }
 }
 

@@ -3,14 +3,13 @@
  * them, and messages that cross those connections with a delay.
  *
  * Model (what a libp2p TCP connection looks like from above):
- * - A message from a to b leaves after a's uplink has sent everything queued
- *   before it (`uplinkBps`, shared by all of a's connections; unlimited by
- *   default), then takes one sample of the link delay. Each directed
- *   connection is first-in first-out, as one TCP stream is: a message never
+ * - A message's delay, loss and bandwidth are the link model's
+ *   (src/mesh/testing/link-model.ts, shared with the virtual mesh): uplink
+ *   queue, one latency sample, loss (`drop` loses it, Maelstrom's lossy
+ *   network; `retransmit` delays it one retransmission timeout per lost
+ *   try), downlink queue. Each direction of a connection is one of its
+ *   lanes, first-in first-out as one TCP stream is: a message never
  *   overtakes an earlier one on the same connection.
- * - Loss: `drop` loses the message (Maelstrom's lossy network); `retransmit`
- *   delays it by one retransmission timeout per lost try, which is what loss
- *   does to a TCP stream.
  * - A partition splits the nodes into groups; a message between groups is
  *   lost. A connection across a partition that lasts `deadAfterMs` is closed,
  *   as libp2p's connection monitor closes a connection whose pings fail
@@ -21,35 +20,11 @@
  * - Links listed with `want` are redialled with exponential backoff while
  *   both ends are up, as the node redials its bootstrap peers.
  */
-import type { Prng } from '../engine/prng.js'
-import type { Scheduler } from '../engine/scheduler.js'
-import type { LatencyModel } from './latency.js'
+import { DEFAULT_LINK, LinkModel, type Cancel, type LinkConfig, type LinkMode, type LossMode, type Prng, type Scheduler, type Lane } from '../../src/mesh/testing/index.js'
 
-export type LossMode = 'drop' | 'retransmit'
+export type { LinkMode, LossMode }
 
-/**
- * `pipelined`: a message's delay runs from its departure, as on a real link.
- * `serial`: each direction of a connection holds a message for the whole
- * delay before it starts on the next, as libp2p's in-memory transport does
- * with its `latency` option (one buffer per delay); used to compare the
- * model with real nodes on that transport.
- */
-export type LinkMode = 'pipelined' | 'serial'
-
-export interface NetConfig {
-  latency: LatencyModel
-  link: LinkMode
-  /** Probability that one transmission of a message is lost. */
-  loss: number
-  /** Between regions (the latency model's), a further loss on top of `loss`: 1 − (1 − loss)(1 − this) in all. */
-  lossBetweenRegions: number
-  lossMode: LossMode
-  /** TCP retransmission timeout (Linux's minimum RTO is 200 ms). */
-  rtoMs: number
-  /** Upload bandwidth of every node in bits/s; 0 = unlimited. */
-  uplinkBps: number
-  /** Download bandwidth of every node in bits/s (messages to a node queue on it); 0 = unlimited. */
-  downlinkBps: number
+export interface NetConfig extends LinkConfig {
   /** Round trips from dial to a connection that carries protocol messages. */
   handshakeRtts: number
   /** A connection across a partition is closed after this long. */
@@ -60,13 +35,7 @@ export interface NetConfig {
 }
 
 export const DEFAULT_NET: Omit<NetConfig, 'latency'> = {
-  link: 'pipelined',
-  loss: 0,
-  lossBetweenRegions: 0,
-  lossMode: 'drop',
-  rtoMs: 200,
-  uplinkBps: 0,
-  downlinkBps: 0,
+  ...DEFAULT_LINK,
   handshakeRtts: 4,
   deadAfterMs: 15_000,
   redialMinMs: 1_000,
@@ -91,9 +60,9 @@ interface Conn {
   /** Bumped on every (re)connect, so deliveries of an older connection are dropped. */
   gen: number
   state: 'dialing' | 'open' | 'closed'
-  /** Last arrival time per direction: [lo→hi, hi→lo]. */
-  lastArrival: [number, number]
-  deadTimer?: () => void
+  /** Each direction's lane (the link model keeps it first-in first-out): [lo→hi, hi→lo]. */
+  lanes: [Lane, Lane]
+  deadTimer?: Cancel
 }
 
 const key = (a: number, b: number): string => a < b ? `${a}-${b}` : `${b}-${a}`
@@ -102,8 +71,7 @@ export class Network {
   private readonly conns = new Map<string, Conn>()
   private readonly adj = new Map<number, Set<number>>()
   private readonly up = new Set<number>()
-  private readonly busyUntil = new Map<number, number>()
-  private readonly downBusyUntil = new Map<number, number>()
+  private readonly links: LinkModel
   private group = new Map<number, number>()
   private readonly wants = new Map<number, Set<number>>()
   private readonly redialWait = new Map<string, number>()
@@ -115,7 +83,9 @@ export class Network {
     private readonly rng: Prng,
     readonly cfg: NetConfig,
     private readonly stats: NetStats
-  ) {}
+  ) {
+    this.links = new LinkModel(rng, cfg)
+  }
 
   /** Wires the node-facing callbacks (set once the nodes exist). */
   attach (events: NetEvents): void {
@@ -174,7 +144,7 @@ export class Network {
     const k = key(a, b)
     const c = this.conns.get(k)
     if (c !== undefined && c.state !== 'closed') return
-    const conn: Conn = { gen: (c?.gen ?? 0) + 1, state: 'dialing', lastArrival: [0, 0] }
+    const conn: Conn = { gen: (c?.gen ?? 0) + 1, state: 'dialing', lanes: [{ last: 0 }, { last: 0 }] }
     this.conns.set(k, conn)
     const rtt = 2 * this.cfg.latency.mean(a, b)
     const gen = conn.gen
@@ -202,41 +172,12 @@ export class Network {
     const conn = this.conns.get(key(from, to))
     if (conn === undefined || conn.state !== 'open' || !this.up.has(from)) return false
     this.stats.sent(from, to, kind, bytes)
-    const now = this.sched.now
-    let depart = now
-    if (this.cfg.uplinkBps > 0) {
-      depart = Math.max(now, this.busyUntil.get(from) ?? 0) + (bytes * 8 * 1000) / this.cfg.uplinkBps
-      this.busyUntil.set(from, depart)
-    }
-    let delay = this.cfg.latency.sample(from, to, this.rng)
-    const regionOf = this.cfg.latency.regionOf
-    const between = this.cfg.lossBetweenRegions > 0 && regionOf !== undefined && regionOf(from) !== regionOf(to)
-    const loss = between ? 1 - (1 - this.cfg.loss) * (1 - this.cfg.lossBetweenRegions) : this.cfg.loss
-    if (loss > 0) {
-      if (this.cfg.lossMode === 'drop') {
-        if (this.rng.chance(loss)) {
-          this.stats.lost(from, to, kind, bytes, 'loss')
-          return true
-        }
-      } else {
-        // Geometric number of lost tries, each costing one RTO before the resend.
-        let tries = 0
-        while (tries < 20 && this.rng.chance(loss)) tries++
-        delay += tries * this.cfg.rtoMs
-      }
-    }
-    if (!this.reachable(from, to)) {
-      this.stats.lost(from, to, kind, bytes, 'partition')
+    const t = this.links.transit(this.sched.now, from, to, kind, bytes, { reachable: this.reachable(from, to), lane: conn.lanes[from < to ? 0 : 1] })
+    if (t.lost !== undefined) {
+      this.stats.lost(from, to, kind, bytes, t.lost)
       return true
     }
-    const dir = from < to ? 0 : 1
-    let arrive = this.cfg.link === 'serial' ? Math.max(depart, conn.lastArrival[dir]) + delay : Math.max(depart + delay, conn.lastArrival[dir])
-    if (this.cfg.downlinkBps > 0) {
-      // The receiver's downlink is shared by its connections: a message is in once what arrived before it is.
-      arrive = Math.max(arrive, this.downBusyUntil.get(to) ?? 0) + (bytes * 8 * 1000) / this.cfg.downlinkBps
-      this.downBusyUntil.set(to, arrive)
-    }
-    conn.lastArrival[dir] = arrive
+    const arrive = t.arrive
     const gen = conn.gen
     this.sched.at(arrive, () => {
       if (conn.gen !== gen || conn.state !== 'open') return this.stats.lost(from, to, kind, bytes, 'closed')

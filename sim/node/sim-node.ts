@@ -13,10 +13,9 @@
 import { KvStore } from '../../src/kv/index.js'
 import { RecordStore } from '../../src/records/index.js'
 import { RecordReplica } from '../../src/mesh/replica-store.js'
-import { decodeMessage, FRAME_LIMITS } from '../../src/mesh/messages.js'
-import { MeshCore, type MeshOptions, type MeshRuntime } from '../../src/mesh/protocol/index.js'
-import type { Prng } from '../engine/prng.js'
-import type { Cancel, Scheduler } from '../engine/scheduler.js'
+import { decodeMessage, FRAME_LIMITS, MAX_MESSAGE_BYTES } from '../../src/mesh/messages.js'
+import { MeshCore, type MeshEndpoint, type MeshOptions, type MeshRuntime, type RuntimeProbe } from '../../src/mesh/protocol/index.js'
+import type { Prng, Cancel, Scheduler } from '../../src/mesh/testing/index.js'
 import type { GossipConfig } from '../gossip/config.js'
 import { GossipRouter, type GossipMessage, type Rpc, type RpcKind, type Verdict } from '../gossip/router.js'
 import { streamMessageBytes } from '../gossip/wire-size.js'
@@ -68,6 +67,10 @@ export class SimNode {
   capture = false
   /** This node's virtual CPU: work queues on it, and its effects land when it is done. */
   readonly cpu: VirtualCpu
+  /** Tests: a hold on the runtime each life's core gets and on what the network drives here (runtime.ts). */
+  probe: RuntimeProbe | undefined
+  /** What the network drives on this node while it is up: its core, unless a probe put something in front. */
+  inbound: MeshEndpoint | undefined
 
   constructor (
     readonly index: number,
@@ -122,7 +125,9 @@ export class SimNode {
       nextMessageId: this.w.nextMessageId,
       stats: this.w.metrics
     }, this.w.gossip)
-    this.core = new MeshCore({ selfId: this.peerId, runtime: this.runtime(rng.fork('core'), alive), store: this.replica, options: this.w.mesh })
+    const runtime = this.runtime(rng.fork('core'), alive)
+    this.core = new MeshCore({ selfId: this.peerId, runtime: this.probe?.runtime?.(runtime) ?? runtime, store: this.replica, options: this.w.mesh })
+    this.inbound = this.probe?.endpoint?.(this.core) ?? this.core
     this.router.start()
     this.router.subscribe(this.w.topic)
     this.w.touch(this.index)
@@ -138,6 +143,7 @@ export class SimNode {
     this.router?.stop()
     this.router = undefined
     this.core = undefined
+    this.inbound = undefined
     for (const set of this.pending.values()) for (const p of set) p.reject(new Error('node stopped'))
     this.pending.clear()
   }
@@ -170,13 +176,13 @@ export class SimNode {
     if (!this.up) return
     this.router?.addPeer(peer, direction)
     this.w.touch(this.index)
-    this.core?.peerConnected(this.w.node(peer).peerId)
+    this.inbound?.peerConnected(this.w.node(peer).peerId)
   }
 
   disconnected (peer: number): void {
     if (!this.up) return
     this.router?.removePeer(peer)
-    this.core?.peerDisconnected(this.w.node(peer).peerId)
+    this.inbound?.peerDisconnected(this.w.node(peer).peerId)
     // An open stream fails when its connection closes: requests to that peer end now, not at their timeout.
     const set = this.pending.get(peer)
     if (set !== undefined) for (const p of [...set]) p.reject(new Error(`connection to peer ${peer} closed`))
@@ -197,10 +203,10 @@ export class SimNode {
       this.captured.push(msg)
       if (this.captured.length > 64) this.captured.shift()
     }
-    const core = this.core
-    if (core === undefined) return 'ignore'
+    const inbound = this.inbound
+    if (inbound === undefined) return 'ignore'
     this.w.touch(this.index)
-    return core.onGossip(this.w.node(msg.from).peerId, msg.data, this.w.node(source).peerId)
+    return inbound.onGossip(this.w.node(msg.from).peerId, msg.data, this.w.node(source).peerId)
   }
 
   // ------------------------------------------------------------ runtime
@@ -254,9 +260,9 @@ export class SimNode {
       const sent = this.w.net.send(from, to, `${kind}-request`, requestBytes, () => {
         const server = this.w.node(to)
         server.task(requestBytes, () => {
-          if (server.core === undefined) return
+          if (server.inbound === undefined) return
           this.w.touch(to)
-          server.core.handleRequest(this.peerId, body).then((reply) => {
+          server.inbound.handleRequest(this.peerId, body).then((reply) => {
             if (!server.up) return
             const replyBytes = streamMessageBytes(reply.length, SYNC_PROTOCOL)
             // Reading and encrypting the page is the server's work: the reply leaves when it is done.
@@ -264,6 +270,7 @@ export class SimNode {
               server.w.net.send(to, from, `${kind}-reply`, replyBytes, () => {
                 this.task(replyBytes, () => {
                   if (done || !alive()) return
+                  if (reply.length > MAX_MESSAGE_BYTES) { entry.reject(new Error(`reply of ${reply.length} bytes from ${peerId} is over the ${MAX_MESSAGE_BYTES}-byte limit`)); return }
                   done = true
                   cancelTimeout()
                   set.delete(entry)

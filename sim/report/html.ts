@@ -5,7 +5,7 @@
  * against node count, catch-up progress, timeline of partitions and churn).
  */
 import type { RunSummary } from '../metrics/summary.js'
-import type { Report } from './report.js'
+import type { RealStackFigures, Report } from './report.js'
 import { esc, lineSvg, logHistogramSvg, timelineSvg, type Interval, type Marker } from './svg.js'
 
 const CSS = `body{font-family:system-ui,sans-serif;margin:24px auto;max-width:980px;color:#111;line-height:1.4}
@@ -65,6 +65,12 @@ export function reportHtml (rep: Report, command: string): string {
     ['longest wait for the CPU (ms)', head.cpu.maxWaitMs.p50, head.cpu.maxWaitMs.p90, head.cpu.maxWaitMs.max, head.cpu.maxWaitMs.mean]
   ]))
   parts.push(`<p class="note">Busiest node: ${ul.busiest.node}, uploading ${kb(ul.busiest.uploadPerSecond)} and downloading ${kb(ul.busiest.downloadPerSecond)}. Busiest CPU: node ${head.cpu.busiest.node}, ${(head.cpu.busiest.busyFraction * 100).toFixed(1)} % busy, longest wait ${head.cpu.busiest.maxWaitMs} ms.</p>`)
+  const rg = head.regions
+  if (rg !== undefined) {
+    parts.push(`<p class="note">Between regions (${rep.options.dial === 'regions' ? `region-aware dialing, ${rep.options.crossRegionPeers} connections across per node` : 'random dialing'}): ` +
+      `${rg.connections.between} of ${rg.connections.inside + rg.connections.between} connections, the regions ${rg.regionsConnected ? 'all reach each other' : 'do NOT all reach each other'}; ` +
+      `${kb(rg.bytesBetweenPerSecondUnderLoad)} under load over the mesh, ${(rg.shareOfBytes * 100).toFixed(1)} % of all bytes, ${rg.bytesBetweenPerWrite} bytes per write.</p>`)
+  }
   if (rep.bars.length > 0) {
     parts.push('<h2>Bars</h2>')
     for (const b of rep.bars) {
@@ -76,14 +82,21 @@ export function reportHtml (rep: Report, command: string): string {
     const rs = rep.realStack
     parts.push('<h2>Model against the real stack</h2>')
     parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes at ${rs.rate} operations/s (in-memory transport with link latency, real time), against the model at the same options. Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
+    const row = (label: string, k: keyof RealStackFigures): Array<string | number> => [label, rs.model[k] ?? 'not done', rs.real[k] ?? 'not done', rs.ratio[k] ?? '']
     parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
-      ['messages per operation', rs.model.messagesPerOp, rs.real.messagesPerOp, rs.ratio.messagesPerOp],
-      ['stable latency p50 (ms)', rs.model.latencyP50, rs.real.latencyP50, rs.ratio.latencyP50],
-      ...(rs.catchUp !== undefined ? [['fresh node caught up (ms)', rs.catchUp.model ?? 'not done', rs.catchUp.real ?? 'not done', rs.catchUp.ratio ?? '']] : [])
+      row('stable latency p50 (ms)', 'latencyP50'),
+      row('stable latency p99 (ms)', 'latencyP99'),
+      row('messages per operation', 'messagesPerOp'),
+      row('messages per write', 'messagesPerWrite'),
+      row('bytes per write under load', 'bytesPerWriteUnderLoad'),
+      ...('catchUpMs' in rs.ratio ? [row('joining or returning node caught up (ms)', 'catchUpMs')] : [])
     ]))
     parts.push(table(['real stack', 'value'], [
       ['converged', yes(rs.real.converged)], ['lost writes', rs.real.lostWrites], ['operations', rs.real.operations],
-      ['latency p99 / max (ms)', `${rs.real.latencyP99} / ${rs.real.latencyMax}`]
+      ['latency max (ms)', rs.real.latencyMax],
+      ['events run', esc(rs.events.run.join('; '))],
+      ['not run', esc(rs.events.notRun.join('; ') || 'nothing')],
+      ['outside the factor', esc(rs.outside.join(', ') || 'nothing')]
     ]))
     for (const n of rs.notes) parts.push(`<p class="note">${esc(n)}</p>`)
   }

@@ -16,18 +16,34 @@ import type { Scenario } from '../scenario/scenario.js'
 
 interface BarResult { name: string, limit: number, value: number, ok: boolean }
 
+/** The figures the real-stack comparison puts side by side (sim/real/compare.ts). */
+export interface RealStackFigures {
+  messagesPerOp: number
+  messagesPerWrite: number
+  /** Bytes on the wire while the load ran (its first 10 % left out) over the writes issued then. */
+  bytesPerWriteUnderLoad: number
+  latencyP50: number
+  latencyP99: number
+  /** The first joining or returning node's catch-up (null: not within the run); absent when no node joins or returns. */
+  catchUpMs?: number | null
+}
+
 /** The real-stack comparison (filled by the real-stack runner). */
 export interface RealStackComparison {
   nodes: number
   /** Operations per second of both compared runs. */
   rate: number
-  model: { messagesPerOp: number, latencyP50: number }
-  real: { messagesPerOp: number, latencyP50: number, latencyP99: number, latencyMax: number, converged: boolean, lostWrites: number, operations: number }
-  ratio: { messagesPerOp: number, latencyP50: number }
-  /** fresh-join: the joiner's catch-up time (ms) in each, and real over model (null: one did not finish). */
-  catchUp?: { model: number | null, real: number | null, ratio: number | null }
+  model: RealStackFigures
+  real: RealStackFigures & { latencyMax: number, converged: boolean, lostWrites: number, operations: number }
+  /** Real over model, per figure (null: one side has none). */
+  ratio: { messagesPerOp: number | null, messagesPerWrite: number | null, bytesPerWriteUnderLoad: number | null, latencyP50: number | null, latencyP99: number | null, catchUpMs?: number | null }
   withinFactor: number
+  /** Every ratio within the factor. */
   agrees: boolean
+  /** The figures whose ratio is outside it. */
+  outside: string[]
+  /** The scenario's events and network settings the real run carried out, and those it could not. */
+  events: { run: string[], notRun: string[] }
   notes: string[]
 }
 

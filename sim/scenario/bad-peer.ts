@@ -21,7 +21,7 @@
 import { encodeMessage } from '../../src/mesh/messages.js'
 import { encodeUuidV7, formatHlc, type RemoteEntry } from '../../src/records/index.js'
 import type { GossipMessage } from '../gossip/router.js'
-import type { Prng } from '../engine/prng.js'
+import type { Prng } from '../../src/mesh/testing/index.js'
 import type { ScenarioContext } from './scenario.js'
 
 const BEHAVIOURS = ['forged-origin', 'forged-entry', 'malformed', 'bad-root', 'far-future', 'replay-honest', 'replay-own', 'resend-signed'] as const

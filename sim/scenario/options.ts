@@ -6,7 +6,7 @@
  */
 import { DEFAULT_GOSSIP_DEGREE, gossipDout } from '../../src/mesh/gossip-degree.js'
 import { DEFAULT_CPU_COSTS } from '../cpu.js'
-import { parseLatency } from '../net/latency.js'
+import { parseLatency } from '../../src/mesh/testing/index.js'
 import { DEFAULT_TARGET_PEERS } from './node-config.js'
 
 type OptionValue = string | number | boolean | number[]
@@ -36,6 +36,8 @@ export interface SimOptions {
   bandwidth: number
   downlink: number
   targetPeers: number
+  dial: 'random' | 'regions'
+  crossRegionPeers: number
   D: number
   Dlo: number
   Dhi: number
@@ -101,6 +103,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'bandwidth', flag: 'bandwidth', kind: 'number', unit: 'Mbit/s', help: 'upload bandwidth of each node (0: unlimited)' },
   { key: 'downlink', flag: 'downlink', kind: 'number', unit: 'Mbit/s', help: 'download bandwidth of each node, shared by its connections (0: unlimited)' },
   { key: 'targetPeers', flag: 'target-peers', kind: 'number', help: 'connections each node keeps (the node\'s META_CORE_TARGET_PEERS): at start each node dials random peers until it has this many, inbound ones counting' },
+  { key: 'dial', flag: 'dial', kind: 'string', choices: ['random', 'regions'], help: 'whom a node dials: random members (a node\'s default), or with regions:… latency, members of its own region but for --cross-region-peers of them (a node\'s META_CORE_CROSS_REGION_PEERS, which tells regions apart by round trip)' },
+  { key: 'crossRegionPeers', flag: 'cross-region-peers', kind: 'number', help: 'with --dial regions: connections each node keeps to other regions (the rest inside its own)' },
   { key: 'D', flag: 'gossip-d', kind: 'number', help: 'gossipsub mesh degree D (the node\'s META_CORE_GOSSIP_D, default 6)' },
   { key: 'Dlo', flag: 'gossip-dlo', kind: 'number', help: 'gossipsub Dlo (the node\'s META_CORE_GOSSIP_DLO, default 4)' },
   { key: 'Dhi', flag: 'gossip-dhi', kind: 'number', help: 'gossipsub Dhi (the node\'s META_CORE_GOSSIP_DHI, default 12)' },
@@ -157,6 +161,8 @@ export const BASE_DEFAULTS: SimOptions = {
   bandwidth: 0,
   downlink: 0,
   targetPeers: DEFAULT_TARGET_PEERS,
+  dial: 'random',
+  crossRegionPeers: 2,
   D: DEFAULT_GOSSIP_DEGREE.D,
   Dlo: DEFAULT_GOSSIP_DEGREE.Dlo,
   Dhi: DEFAULT_GOSSIP_DEGREE.Dhi,
@@ -272,6 +278,8 @@ export function checkOptions (o: SimOptions): SimOptions {
   } catch (err) {
     fail((err as Error).message)
   }
+  if (o.dial === 'regions' && parseLatency(o.latency).regionOf === undefined) fail('--dial regions needs a latency with regions (--latency regions:…)')
+  if (!Number.isInteger(o.crossRegionPeers)) fail('--cross-region-peers must be a whole number')
   if ((o.Dout >= o.Dlo && o.Dlo > 0) || o.Dout > o.D / 2) fail(`gossipsub needs Dout < Dlo and Dout <= D/2, got Dout=${o.Dout}`)
   return o
 }

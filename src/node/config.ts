@@ -34,6 +34,8 @@ export interface NodeConfig {
   blockedPeers: string[]
   /** Connections the mesh keeps, dialing the members it learned (0: only the bootstrap list). */
   targetPeers: number
+  /** Region-aware dialing: connections kept to far members by round-trip time, the rest near (0: members at random). */
+  crossRegionPeers: number
   antiEntropyMs: number
   /** Gossipsub mesh degree D, Dlo, Dhi (gossip-degree.ts; Dout follows). */
   gossipD: number
@@ -89,6 +91,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'bootstrap', env: 'META_CORE_BOOTSTRAP', flag: 'bootstrap', kind: { type: 'multiaddrs', dial: true }, def: '', help: 'comma-separated multiaddrs of peers to keep connected (/ip4/10.0.0.2/tcp/4001/p2p/<peerId>, or /dns4/peer2/tcp/4001 without a peer id: learned when connecting)' },
   { key: 'blockedPeers', env: 'META_CORE_BLOCKED_PEERS', flag: 'blocked-peers', kind: { type: 'peerids' }, def: '', help: 'comma-separated peer ids whose connections, frames and pulls are refused' },
   { key: 'targetPeers', env: 'META_CORE_TARGET_PEERS', flag: 'target-peers', kind: { type: 'int', min: 0, max: 100 }, def: '8', help: 'connections the mesh keeps, dialing members it learned from its peers (kept across restarts) at random; 0 dials only META_CORE_BOOTSTRAP' },
+  { key: 'crossRegionPeers', env: 'META_CORE_CROSS_REGION_PEERS', flag: 'cross-region-peers', kind: { type: 'int', min: 0, max: 16 }, def: '0', help: 'region-aware dialing: of META_CORE_TARGET_PEERS, keep this many connections to far members (round trip over twice the nearest member\'s) and dial near ones for the rest; 0 dials members at random' },
   { key: 'antiEntropyMs', env: 'META_CORE_ANTI_ENTROPY_MS', flag: 'anti-entropy-ms', kind: { type: 'int', min: 100, max: 3_600_000 }, def: '15000', help: 'each peer is pulled from about this often (jittered), in ms' },
   { key: 'gossipD', env: 'META_CORE_GOSSIP_D', flag: 'gossip-d', kind: { type: 'int', min: 0, max: 100 }, def: '6', help: 'gossipsub mesh degree: peers each frame is relayed to; 0: no relaying mesh, a frame reaches only the publisher\'s connections and pulls do the rest' },
   { key: 'gossipDlo', env: 'META_CORE_GOSSIP_DLO', flag: 'gossip-dlo', kind: { type: 'int', min: 0, max: 100 }, def: '4', help: 'gossipsub grafts mesh peers below this many (at most META_CORE_GOSSIP_D)' },

@@ -123,6 +123,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)) ?? await byteCache?.openForPeer(cid),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
+        crossRegionPeers: config.crossRegionPeers,
         degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
         options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs },
         ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })

@@ -1,6 +1,6 @@
 import path from 'node:path'
 import { MeshCore, RecordReplica, type MeshOptions, type MeshRuntime } from '../../src/mesh/index.js'
-import { VirtualMesh, type LinkModel } from '../../src/mesh/testing/index.js'
+import { VirtualMesh, type VirtualLinkOptions } from '../../src/mesh/testing/index.js'
 import { openNodeStore, type NodeStore, type NodeStoreOptions } from '../../src/records/index.js'
 import { tmpDir } from './tmp.js'
 
@@ -28,7 +28,7 @@ export interface VirtualCluster {
  */
 export async function virtualCluster (n: number, opts: {
   seed: number
-  link?: Partial<LinkModel>
+  link?: Partial<VirtualLinkOptions>
   mesh?: Partial<MeshOptions>
   store?: Partial<NodeStoreOptions>
   /** Wraps a node's runtime (to watch what its core sends, say). */

@@ -7,7 +7,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import type { RecordId } from '../../src/records/index.js'
-import { pick, prng } from '../helpers/prng.js'
+import { prng } from '../../src/mesh/testing/index.js'
+import { pick } from '../helpers/prng.js'
 import { OP_CIDS, randomRecordOp, replicatedDoc } from '../helpers/record-ops.js'
 import { virtualCluster, type VirtualCluster } from '../helpers/virtual-cluster.js'
 
@@ -21,7 +22,7 @@ async function runSeed (seed: number, gossipLoss = 0.25): Promise<VirtualCluster
   const n = 3 + Math.floor(rand() * 3)
   const c = await virtualCluster(n, {
     seed,
-    link: { latencyMs: [1, 60], gossipLoss, gossipDup: 0.15, requestLoss: 0.1 },
+    link: { latency: 'uniform:1:60', gossipLoss, gossipDup: 0.15, requestLoss: 0.1 },
     mesh: { antiEntropyMs: ANTI_ENTROPY_MS, requestTimeoutMs: 1_000, flushMs: 50 }
   })
   cluster = c

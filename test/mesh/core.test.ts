@@ -93,9 +93,9 @@ describe('gossip frames', () => {
     await b.store.records.mergeFlat(RID, { title: 'one' })
     await c.mesh.runFor(5) // before B's flush
     const pulls = peerStatus(c, 0, b.id).pagesIn
-    c.mesh.model.gossipLoss = 1
+    c.mesh.setLoss('gossip', 1)
     await c.mesh.runFor(200)
-    c.mesh.model.gossipLoss = 0
+    c.mesh.setLoss('gossip', 0)
     await b.store.records.mergeFlat(RID, { year: '2001' })
     await c.mesh.runFor(500)
     // The second frame (seq 2 after seq 0 seen) made A pull from B, long before the next anti-entropy tick.

@@ -16,7 +16,7 @@ afterEach(async () => { await cluster?.close(); cluster = undefined })
 
 /** Nodes 1..n-1 hold the same `count` records; node 0 is empty. Pages of `pageBytes` so the copy takes many. */
 async function joinSetup (n: number, count: number, seed: number): Promise<VirtualCluster> {
-  const c = cluster = await virtualCluster(n, { seed, link: { latencyMs: [20, 30] }, mesh: { antiEntropyMs: 60_000, pageBytes: 4_000 } })
+  const c = cluster = await virtualCluster(n, { seed, link: { latency: 'uniform:20:30' }, mesh: { antiEntropyMs: 60_000, pageBytes: 4_000 } })
   const same = records(count, c.nodes[1].store.records.hlc.now(), 'peerZ', 60)
   for (const node of c.nodes.slice(1)) await node.store.records.applyBatch(same)
   return c

@@ -14,7 +14,8 @@ import { decodeMessage, encodeMessage, type Message, type RequestMessage } from 
 import { reconcile, type ReconcileOutcome } from '../../src/mesh/protocol/reconcile.js'
 import { serveRecon, serveRoots } from '../../src/mesh/protocol/serve.js'
 import { newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
-import { prng, pick } from '../helpers/prng.js'
+import { prng } from '../../src/mesh/testing/index.js'
+import { pick } from '../helpers/prng.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const cleanups: Array<() => void> = []

@@ -8,7 +8,7 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { RecordReplica } from '../../src/mesh/index.js'
 import { formatHlc, newRecordId, openNodeStore, VersionMap, type NodeStore, type RecordId, type RemoteEntry } from '../../src/records/index.js'
-import { prng } from '../helpers/prng.js'
+import { prng } from '../../src/mesh/testing/index.js'
 import { randomRecordOp, testCid } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
 

@@ -11,7 +11,7 @@ import { u32 } from '@noble/ciphers/utils.js'
 import { describe, expect, it } from 'vitest'
 import { salsaSimd } from '../../src/mesh/libp2p/salsa-simd.js'
 import { XSalsa20 } from '../../src/mesh/libp2p/xsalsa20.js'
-import { prng } from '../helpers/prng.js'
+import { prng } from '../../src/mesh/testing/index.js'
 
 const require = createRequire(import.meta.url)
 const stockXSalsa20 = require('xsalsa20') as (nonce: Uint8Array, key: Uint8Array) => { update: (input: Uint8Array) => Uint8Array, finalize: () => void }

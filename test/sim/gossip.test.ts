@@ -4,12 +4,10 @@
  * got. These check the shape the model must share with the real router.
  */
 import { describe, expect, it } from 'vitest'
-import { Prng } from '../../sim/engine/prng.js'
-import { Scheduler } from '../../sim/engine/scheduler.js'
+import { Prng, Scheduler, parseLatency } from '../../src/mesh/testing/index.js'
 import { GOSSIPSUB_DEFAULTS, checkGossipConfig, InvalidGossipConfigError, type GossipConfig } from '../../sim/gossip/config.js'
 import { GossipRouter, type GossipMessage, type Verdict } from '../../sim/gossip/router.js'
 import { messageBytes, rpcBytes, framedBytes, MSG_ID_BYTES } from '../../sim/gossip/wire-size.js'
-import { parseLatency } from '../../sim/net/latency.js'
 import { DEFAULT_NET, Network } from '../../sim/net/network.js'
 
 const TOPIC = 't'

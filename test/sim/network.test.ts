@@ -1,7 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { Prng } from '../../sim/engine/prng.js'
-import { Scheduler } from '../../sim/engine/scheduler.js'
-import { parseLatency, InvalidLatencySpecError } from '../../sim/net/latency.js'
+import { Prng, Scheduler, parseLatency, InvalidLatencySpecError } from '../../src/mesh/testing/index.js'
 import { DEFAULT_NET, Network, type NetConfig } from '../../sim/net/network.js'
 
 interface Harness {

@@ -6,6 +6,7 @@
  */
 import './polyfill.js'
 export { Libp2pMesh, DEFAULT_TARGET_PEERS } from './libp2p-mesh.js'
+export type { LinkControl } from './delayed-link.js'
 export { prepareIdentity } from './identity.js'
 export type { NodeIdentity } from './identity.js'
 export { newSwarmKeyText, parseSwarmKey, readSwarmKey, writeNewSwarmKey } from './swarm-key.js'

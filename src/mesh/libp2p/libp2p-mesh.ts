@@ -20,14 +20,14 @@ import { identify } from '@libp2p/identify'
 import { memory } from '@libp2p/memory'
 import { noise } from '@libp2p/noise'
 import { peerIdFromString } from '@libp2p/peer-id'
-import { ping } from '@libp2p/ping'
+import { ping, type Ping } from '@libp2p/ping'
 import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { multiaddr } from '@multiformats/multiaddr'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { silentLogger, type Logger } from '../../common/index.js'
 import type { MeshRecords } from '../replica-store.js'
-import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type StoreDigest } from '../protocol/index.js'
+import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type RuntimeProbe, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import { logSyncProgress } from '../sync-progress-log.js'
 import { joinView, type MeshService, type MeshView } from '../service.js'
@@ -35,7 +35,7 @@ import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
 import { multiaddrProblem } from './addresses.js'
-import { delayedLink } from './delayed-link.js'
+import { delayedLink, type LinkControl } from './delayed-link.js'
 import { meshScoring } from './gossip-scoring.js'
 import { gossipDout, type GossipDegree } from '../gossip-degree.js'
 import { Membership } from './membership.js'
@@ -64,9 +64,11 @@ export interface Libp2pMeshInit {
    * for many nodes in one process (listen addresses `/memory/<name>`), with
    * `latencyMs` of one-way delay per buffer: `pipelined` (delayed-link.ts,
    * as on a real link) or `serial` (the transport's own option: one buffer
-   * per delay per direction). For tests and the simulator's real-stack mode.
+   * per delay per direction). With `control` (pipelined only), each buffer's
+   * delay is the control's (regions, loss, partitions: the simulator's
+   * real-stack mode). For tests and the simulator's real-stack mode.
    */
-  transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial' }
+  transport?: { kind: 'tcp' } | { kind: 'memory', latencyMs: number, link?: 'pipelined' | 'serial', control?: LinkControl }
   /** The gossipsub mesh degree (node options META_CORE_GOSSIP_D/_DLO/_DHI); Dout follows it (gossip-degree.ts). Default: gossipsub's. */
   degree?: GossipDegree
   /** Raw gossipsub parameters over the degree (the simulator's model-only profiles; a node sets none). */
@@ -83,8 +85,12 @@ export interface Libp2pMeshInit {
   bytesLimits?: Partial<BytesLimits>
   /** Connections to keep, dialing learned members (membership.ts); 0 dials only `bootstrap`. Default DEFAULT_TARGET_PEERS. */
   targetPeers?: number
+  /** Region-aware dialing (membership.ts, peer-distance.ts): connections kept to far members by round-trip time, the rest near; 0 (default): members at random. */
+  crossRegionPeers?: number
   /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
   unreachableRemindMs?: number
+  /** Tests: a hold on the runtime the core is given and on what libp2p drives (runtime.ts, the runtime contract suite). */
+  probe?: RuntimeProbe
 }
 
 /** A node's default connection target: a few more than gossipsub's mesh degree (6), so its mesh has peers to choose from. */
@@ -101,6 +107,9 @@ type GossipParams = Partial<Pick<GossipsubOpts, 'D' | 'Dlo' | 'Dhi' | 'Dout' | '
  * longer to get to it.
  */
 const PNET_TIMEOUT_IN_PROCESS_MS = 10_000
+
+/** The longest a round-trip measurement of a new peer may take (region-aware dialing). */
+const PING_TIMEOUT_MS = 10_000
 
 /** A peer that has not answered for its digest within this long (ms) is shown as not answering: a page waits on it. */
 const PEER_DIGEST_TIMEOUT_MS = 5_000
@@ -160,8 +169,9 @@ export class Libp2pMesh implements MeshService {
       transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp()],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
-      connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && t.latencyMs > 0
-        ? delayedLink(privateNetwork({ secret: this.init.swarmKey.secret, timeoutMs: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs)
+      connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && (t.latencyMs > 0 || t.control !== undefined)
+        ? delayedLink(privateNetwork({ secret: this.init.swarmKey.secret, timeoutMs: PNET_TIMEOUT_IN_PROCESS_MS }), t.latencyMs,
+          t.control === undefined ? undefined : { self: this.peerId, link: t.control })
         : privateNetwork({ secret: this.init.swarmKey.secret }),
       connectionGater: {
         denyDialPeer: (p) => blocked.has(p.toString()),
@@ -196,7 +206,7 @@ export class Libp2pMesh implements MeshService {
     node.services.pubsub.addEventListener('subscription-change', (evt) => {
       if (evt.detail.subscriptions.some(s => s.topic === this.topic && s.subscribe)) publisher.peerSubscribed()
     })
-    const runtime: MeshRuntime = {
+    const base: MeshRuntime = {
       now: () => Date.now(),
       monotonic: () => performance.now(),
       random: Math.random,
@@ -209,9 +219,12 @@ export class Libp2pMesh implements MeshService {
       publish: (frame) => { publisher.send(frame) },
       request: async (peer, body, { timeoutMs }) => await requestPull(node, peerIdFromString(peer), body, timeoutMs)
     }
+    const runtime = this.init.probe?.runtime?.(base) ?? base
     const core = new MeshCore({ selfId: this.peerId, runtime, store: this.replica, options: this.opts, logger: this.log.child('core') })
     this.core = core
-    await handlePulls(node, async (peer, body) => await core.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
+    // What libp2p drives: the core, or what a test's probe put in front of it.
+    const inbound = this.init.probe?.endpoint?.(core) ?? core
+    await handlePulls(node, async (peer, body) => await inbound.handleRequest(peer, body), this.log, this.opts.requestTimeoutMs)
     await handleDigests(node, () => this.digest(), () => this.replica.clock(), this.log, this.opts.requestTimeoutMs)
     this.byteProtocol = new BytesProtocol(node, this.init.localFiles, { ...DEFAULT_BYTES_LIMITS, ...this.init.bytesLimits }, this.log.child('bytes'))
     await this.byteProtocol.start()
@@ -219,7 +232,7 @@ export class Libp2pMesh implements MeshService {
       // StrictSign: every message we see is signed, and gossipsub verified the signature against `from`.
       if (msg.type !== 'signed') return TopicValidatorResult.Reject
       const signer = msg.from.toString()
-      const verdict = core.onGossip(signer, msg.data, propagationSource.toString())
+      const verdict = inbound.onGossip(signer, msg.data, propagationSource.toString())
       // A new frame it signed (the core accepted it: not a replay), straight from it or relayed: it was up.
       if (verdict === 'accept') this.heard(signer)
       return VERDICT[verdict]
@@ -229,17 +242,17 @@ export class Libp2pMesh implements MeshService {
     node.addEventListener('peer:connect', (evt) => {
       const conn = node.getConnections(evt.detail)[0]
       peerLog.connected(evt.detail.toString(), conn?.remoteAddr.toString(), conn?.direction)
-      core.peerConnected(evt.detail.toString())
+      inbound.peerConnected(evt.detail.toString())
     })
     node.addEventListener('peer:disconnect', (evt) => {
       this.evidence.left(evt.detail.toString(), Date.now())
       peerLog.disconnected(evt.detail.toString())
-      core.peerDisconnected(evt.detail.toString())
+      inbound.peerDisconnected(evt.detail.toString())
     })
     await core.start()
     for (const p of node.getPeers()) {
       peerLog.connected(p.toString(), node.getConnections(p)[0]?.remoteAddr.toString(), node.getConnections(p)[0]?.direction)
-      core.peerConnected(p.toString())
+      inbound.peerConnected(p.toString())
     }
     this.observer = setInterval(() => { peerLog.observe(core.status().peers) }, OBSERVE_MS)
     this.observer.unref()
@@ -250,7 +263,10 @@ export class Libp2pMesh implements MeshService {
       // Learned addresses of the transport this node speaks: TCP ones, or in-memory ones for in-process meshes.
       accept: t?.kind === 'memory' ? (a) => a.startsWith('/memory/') : (a) => multiaddrProblem(a, false) === undefined,
       keys: this.replica,
-      log: this.log.child('members')
+      log: this.log.child('members'),
+      crossRegionPeers: this.init.crossRegionPeers,
+      ping: async (peer) => await (node.services as unknown as { ping: Ping }).ping.ping(peer, { signal: AbortSignal.timeout(PING_TIMEOUT_MS) }),
+      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`))
     })
     await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {

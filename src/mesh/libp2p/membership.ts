@@ -14,6 +14,13 @@
  *
  * `target` 0 dials only the bootstrap list (peer-dialer.ts), as the
  * simulator's fixed topologies need; members are still learned and kept.
+ *
+ * With `crossRegionPeers` > 0 the dialing is region-aware
+ * (../peer-distance.ts): each new connection's round trip is measured, and
+ * the node keeps that many connections to far members and dials near ones
+ * for the rest, so most traffic stays inside a region and every region
+ * keeps links to the others. A far connection given up is not dialed
+ * again for PARK_MS.
  */
 import { multiaddr } from '@multiformats/multiaddr'
 import { peerIdFromString } from '@libp2p/peer-id'
@@ -22,6 +29,7 @@ import type { Logger } from '../../common/index.js'
 import type { MeshMemberView } from '../service.js'
 import { MemberBook, type LocalKeys, type Member } from './member-book.js'
 import { handleMemberRequests, requestMembers, type ListedMember } from './member-exchange.js'
+import { PeerDistance } from '../peer-distance.js'
 
 const TICK_MS = 3_000
 const SOON_MS = 250
@@ -31,6 +39,8 @@ const FIRST_RETRY_MS = 2_000
 const MAX_RETRY_MS = 5 * 60_000
 /** Dials under way at once: enough to refill a node's connections in one tick, few enough not to storm a mesh that restarts together. */
 const MAX_PARALLEL = 4
+/** A far member whose connection was given up for a near one is not dialed again for this long (ms). */
+const PARK_MS = 10 * 60_000
 
 interface MembershipInit {
   selfId: string
@@ -40,6 +50,12 @@ interface MembershipInit {
   accept: (addr: string) => boolean
   keys: LocalKeys
   log: Logger
+  /** Region-aware dialing: connections kept to far members (by RTT), the rest near; 0 or absent: members at random. */
+  crossRegionPeers?: number
+  /** Measures the round trip to a connected peer (ms): libp2p's ping service. Needed with `crossRegionPeers`. */
+  ping?: (peer: PeerId) => Promise<number>
+  /** Peers whose connection is never given up (the bootstrap list, which peer-dialer.ts keeps connected). */
+  keep?: (peer: string) => boolean
 }
 
 interface DialState { failures: number, nextTryAt: number, dialing: boolean }
@@ -52,6 +68,7 @@ export class Membership {
   private saveTimer: NodeJS.Timeout | undefined
   private saving: Promise<void> = Promise.resolve()
   private stopped = true
+  private readonly distance: PeerDistance | undefined
   private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, connection?: { remoteAddr: { toString: () => string } } }>): void => {
     const id = evt.detail.peerId.toString()
     let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
@@ -66,6 +83,7 @@ export class Membership {
   private readonly onConnect = (evt: CustomEvent<PeerId>): void => {
     this.dials.delete(evt.detail.toString())
     this.book.connected(evt.detail.toString(), [], Date.now())
+    this.measure(evt.detail)
   }
 
   private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
@@ -77,6 +95,8 @@ export class Membership {
 
   constructor (private readonly node: Libp2p, private readonly init: MembershipInit) {
     this.book = new MemberBook(init.selfId, init.accept)
+    const cross = init.crossRegionPeers ?? 0
+    this.distance = cross > 0 && init.ping !== undefined ? new PeerDistance(cross) : undefined
   }
 
   async start (): Promise<void> {
@@ -178,7 +198,7 @@ export class Membership {
       const connected = new Set(this.node.getPeers().map(String))
       const dialing = [...this.dials.values()].filter(d => d.dialing).length
       let wanted = Math.min(this.init.target - connected.size - dialing, MAX_PARALLEL - dialing)
-      if (wanted <= 0) return
+      if (wanted <= 0 && this.distance === undefined) return
       const now = Date.now()
       const candidates = this.book.entries().filter(([id]) => {
         const d = this.dials.get(id)
@@ -187,6 +207,7 @@ export class Membership {
       // At random, members that answered last time first: spread, and not stuck on the dead.
       shuffle(candidates)
       candidates.sort((a, b) => (this.dials.get(a[0])?.failures ?? 0) - (this.dials.get(b[0])?.failures ?? 0))
+      if (this.distance !== undefined && this.init.target > 0) wanted = this.byDistance(this.distance, candidates, connected, wanted, dialing)
       for (const [id, m] of candidates) {
         if (wanted-- <= 0) break
         this.dial(id, m)
@@ -194,6 +215,37 @@ export class Membership {
     } finally {
       this.tickIn(Math.round(TICK_MS * (0.8 + 0.4 * Math.random())))
     }
+  }
+
+  /**
+   * Region-aware dialing (../peer-distance.ts): orders the candidates by what
+   * the node needs, and dials one over the target or gives a connection up
+   * as the distances say. Returns how many to dial.
+   */
+  private byDistance (d: PeerDistance, candidates: Array<[string, Member]>, connected: ReadonlySet<string>, wanted: number, dialing: number): number {
+    for (const c of this.node.getConnections()) if (c.rtt !== undefined) d.record(c.remotePeer.toString(), c.rtt)
+    d.order(candidates, connected)
+    if (dialing > 0) return wanted
+    const keep = this.init.keep ?? (() => false)
+    const conns = [...connected].map(peer => ({ peer, keep: keep(peer), outbound: this.node.getConnections(peerIdFromString(peer)).some(c => c.direction === 'outbound') }))
+    const step = d.step(conns, candidates.map(([id]) => id), this.init.target)
+    if (step.drop !== undefined) {
+      const { peer, park } = step.drop
+      if (park) this.dials.set(peer, { failures: 0, nextTryAt: Date.now() + PARK_MS, dialing: false })
+      this.init.log.debug(park ? 'giving up a far connection for a nearer member' : 'giving up a near connection to try for a far one', { peer, rttMs: d.rtt(peer) })
+      this.node.hangUp(peerIdFromString(peer)).catch((err: unknown) => { this.init.log.debug('closing a connection failed', { peer, err }) })
+    }
+    return step.extra ? Math.max(wanted, 1) : wanted
+  }
+
+  /** Region-aware dialing: the round trip to a new peer, once, then a look at the dialing. */
+  private measure (peer: PeerId): void {
+    const d = this.distance
+    if (d === undefined || this.init.ping === undefined) return
+    this.init.ping(peer).then((ms) => {
+      d.record(peer.toString(), ms)
+      this.tickIn(SOON_MS)
+    }, (err: unknown) => { this.init.log.debug('could not measure the round trip to a peer', { peer: peer.toString(), err }) })
   }
 
   private dial (id: string, m: Readonly<Member>): void {

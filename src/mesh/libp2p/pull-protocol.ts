@@ -17,8 +17,6 @@ import type { Logger } from '../../common/index.js'
 export const PULL_PROTOCOL = '/meta-core/pull/1.0.0'
 /** Concurrent pull streams per connection, each way: pulls are sequential per peer, so a few is plenty. */
 const MAX_STREAMS = 8
-/** Bytes of length prefix and framing allowed on top of a message. */
-const LP_SLACK = 16
 
 type RequestHandler = (peer: string, body: Uint8Array) => Promise<Uint8Array>
 
@@ -27,7 +25,7 @@ export async function handlePulls (node: Libp2p, handler: RequestHandler, log: L
   await node.handle(PULL_PROTOCOL, async (stream: Stream, connection: Connection) => {
     const signal = AbortSignal.timeout(timeoutMs)
     try {
-      const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES + LP_SLACK })
+      const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
       const req = await lp.read({ signal })
       const reply = await handler(connection.remotePeer.toString(), req.subarray())
       await lp.write(reply, { signal })
@@ -45,7 +43,7 @@ export async function requestPull (node: Libp2p, peer: PeerId, body: Uint8Array,
   const signal = AbortSignal.timeout(timeoutMs)
   const stream = await node.dialProtocol(peer, PULL_PROTOCOL, { signal })
   try {
-    const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES + LP_SLACK })
+    const lp = lpStream(stream, { maxDataLength: MAX_MESSAGE_BYTES })
     await lp.write(body, { signal })
     const reply = await lp.read({ signal })
     await stream.close({ signal })

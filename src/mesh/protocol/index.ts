@@ -9,5 +9,5 @@ export type { MeshOptions } from './options.js'
 export { CURSOR_PREFIX } from './peer-sync.js'
 export type { MeshStatus, PeerStatus, SelfStatus, PeerCounters } from './status.js'
 export type {
-  MeshRuntime, ReplicaStore, ChangePage, RangePage, ApplyOutcome, BulkPage, StoreDigest, PeerKey, Cursor, RemoteEntry
+  MeshRuntime, MeshEndpoint, RuntimeProbe, ReplicaStore, ChangePage, RangePage, ApplyOutcome, BulkPage, StoreDigest, PeerKey, Cursor, RemoteEntry
 } from './runtime.js'

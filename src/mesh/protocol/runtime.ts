@@ -8,6 +8,7 @@
  * simulator (`sim/`) are others.
  */
 import type { ClockGate, RemoteEntry } from '../../records/index.js'
+import type { GossipVerdict } from './gossip-intake.js'
 
 export type { RemoteEntry }
 
@@ -33,6 +34,9 @@ export type Cursor = string
  *   its reply bytes; it rejects when the peer is unreachable, the stream
  *   fails, the reply is over `MAX_MESSAGE_BYTES`, or `timeoutMs` passes.
  *   Its result is the only way a reply reaches the core.
+ * - `now` is whole milliseconds; `monotonic` never goes back.
+ * test/mesh/runtime.contract.test.ts holds the libp2p adapter, the virtual
+ * mesh and the simulator's nodes to this.
  */
 export interface MeshRuntime {
   /** Wall-clock milliseconds since 1970 (virtual in a simulation). */
@@ -54,7 +58,9 @@ export interface MeshRuntime {
 }
 
 /**
- * What the adapter that drives the core guarantees about its inputs:
+ * What a runtime drives on the core (`MeshCore` is one): `request` reaches
+ * the peer's `handleRequest`, a published frame its `onGossip`. What the
+ * adapter guarantees about these inputs:
  * - `onGossip(signer, …)`: `signer` is authenticated (gossipsub StrictSign:
  *   the message's signature was verified against `signer`'s public key), so
  *   a frame whose origin is not `signer` is a forgery. `relay` (the peer it
@@ -64,6 +70,24 @@ export interface MeshRuntime {
  * - `peerConnected`/`peerDisconnected` are called once per transition.
  * Inputs may arrive in any interleaving; the core tolerates duplicates.
  */
+export interface MeshEndpoint {
+  onGossip: (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey) => GossipVerdict
+  handleRequest: (peer: PeerKey, bytes: Uint8Array) => Promise<Uint8Array>
+  peerConnected: (peer: PeerKey) => void
+  peerDisconnected: (peer: PeerKey) => void
+}
+
+/**
+ * A test's hold on a runtime: what the core is given (`runtime`: wrap or
+ * capture it) and what the runtime drives on this node (`endpoint`: the
+ * core by default). The libp2p adapter (`Libp2pMeshInit.probe`) and the
+ * simulator's nodes take one, so one contract suite runs against every
+ * runtime (test/mesh/runtime.contract.test.ts); a node sets none.
+ */
+export interface RuntimeProbe {
+  runtime?: (rt: MeshRuntime) => MeshRuntime
+  endpoint?: (core: MeshEndpoint) => MeshEndpoint
+}
 
 /** One page of a store's change log. */
 export interface ChangePage {

@@ -1,35 +1,40 @@
 /**
  * An in-process, deterministic runtime for the mesh core: many nodes in one
- * process on a virtual clock, with seeded latency, loss and duplication of
- * gossip frames and of pull requests and replies, and links that come and
- * go. Given a seed and the same calls, a run replays exactly (the stores'
- * own clocks must be the virtual clock too: pass `mesh.now` to them).
+ * process on the engine's virtual clock (scheduler.ts), every message's
+ * delay, loss and duplication decided by the engine's link model
+ * (link-model.ts) from one seed, and links that come and go. Given a seed
+ * and the same calls, a run replays exactly (the stores' own clocks must be
+ * the virtual clock too: pass `mesh.now` to them).
  *
  * Gossip is modelled as reaching every node in the sender's connected
- * component, each copy independently delayed, lost or duplicated (no
- * gossipsub mesh degree or IHAVE/IWANT: the simulator models those).
+ * component, each copy its own message on the link model (kind `gossip`,
+ * no order kept between copies): no gossipsub mesh degree or IHAVE/IWANT,
+ * which the simulator models. A pull is a `request` message and a `reply`
+ * message, each its own transit; a lost one leaves the caller to its
+ * timeout, a link that goes down fails the requests across it at once (the
+ * stream closes), and a reply over MAX_MESSAGE_BYTES is refused as the
+ * libp2p adapter refuses it.
  *
  * Real stores do real (synchronous SQLite, `setImmediate`-batched) work:
  * after each virtual event the driver lets that work finish, waiting until
  * no node reports itself busy, before it moves time on.
  */
+import { MAX_MESSAGE_BYTES } from '../messages.js'
 import type { GossipVerdict } from '../protocol/gossip-intake.js'
-import type { MeshRuntime, PeerKey } from '../protocol/runtime.js'
-import { prng } from './prng.js'
-import { VirtualClock } from './virtual-clock.js'
+import type { MeshEndpoint, MeshRuntime, PeerKey } from '../protocol/runtime.js'
+import { parseLatency } from './latency.js'
+import { DEFAULT_LINK, LinkModel } from './link-model.js'
+import { Prng } from './prng.js'
+import { Scheduler } from './scheduler.js'
 
-/** What the virtual network drives on each node: a MeshCore fits. */
-interface MeshEndpoint {
-  onGossip: (signer: PeerKey, bytes: Uint8Array, relay?: PeerKey) => GossipVerdict
-  handleRequest: (peer: PeerKey, bytes: Uint8Array) => Promise<Uint8Array>
-  peerConnected: (peer: PeerKey) => void
-  peerDisconnected: (peer: PeerKey) => void
-  readonly busy: boolean
-}
+export type { MeshEndpoint }
 
-export interface LinkModel {
-  /** One-way delay, uniform in [min, max] ms. */
-  latencyMs: [number, number]
+/** What the virtual mesh drives on a node: a MeshCore fits (`busy`: store work under way, which the mesh waits for). */
+type Endpoint = MeshEndpoint & { readonly busy?: boolean }
+
+export interface VirtualLinkOptions {
+  /** One-way delay per message: a latency spec (latency.ts: `uniform:1:20`, `regions:3:80`…); nodes are numbered in the order they attach. */
+  latency: string
   /** Probability that one receiver's copy of a gossip frame is lost. */
   gossipLoss: number
   /** Probability that a delivered gossip frame arrives a second time (gossipsub's seen-cache expired, a replaying peer). */
@@ -38,8 +43,8 @@ export interface LinkModel {
   requestLoss: number
 }
 
-interface VirtualMeshOptions extends Partial<LinkModel> {
-  seed: number
+interface VirtualMeshOptions extends Partial<VirtualLinkOptions> {
+  seed: number | string
   /** Virtual wall clock at the start (ms since 1970). */
   startMs?: number
 }
@@ -55,67 +60,88 @@ interface NetworkCounters {
   requestsLost: number
 }
 
+interface PendingRequest { from: PeerKey, to: PeerKey, fail: (err: Error) => void }
+
 export class VirtualMesh {
-  readonly clock: VirtualClock
-  readonly model: LinkModel
+  readonly clock: Scheduler
+  /** The link model every message crosses; its `cfg` may be changed between events (`setLoss`). */
+  readonly links: LinkModel
   readonly counters: NetworkCounters = {
     framesPublished: 0, framesDelivered: 0, frameBytesDelivered: 0, verdicts: { accept: 0, reject: 0, ignore: 0 },
     requests: 0, requestBytes: 0, replyBytes: 0, requestsLost: 0
   }
 
-  private readonly rand: () => number
-  private readonly endpoints = new Map<PeerKey, MeshEndpoint>()
-  private readonly links = new Map<PeerKey, Set<PeerKey>>()
+  private readonly rng: Prng
+  private readonly endpoints = new Map<PeerKey, Endpoint>()
+  private readonly adjacent = new Map<PeerKey, Set<PeerKey>>()
+  /** Node numbers for the latency model, in attach order (kept across a detach). */
+  private readonly numbers = new Map<PeerKey, number>()
+  private readonly runtimes = new Map<PeerKey, number>()
+  private readonly pending = new Set<PendingRequest>()
 
   constructor (opts: VirtualMeshOptions) {
-    this.rand = prng(opts.seed)
-    this.clock = new VirtualClock(opts.startMs ?? 1_700_000_000_000)
-    this.model = {
-      latencyMs: opts.latencyMs ?? [1, 20],
-      gossipLoss: opts.gossipLoss ?? 0,
-      gossipDup: opts.gossipDup ?? 0,
-      requestLoss: opts.requestLoss ?? 0
-    }
+    this.rng = new Prng(opts.seed)
+    this.clock = new Scheduler(opts.startMs ?? 1_700_000_000_000)
+    const requestLoss = opts.requestLoss ?? 0
+    this.links = new LinkModel(this.rng.fork('links'), {
+      ...DEFAULT_LINK,
+      latency: parseLatency(opts.latency ?? 'uniform:1:20'),
+      byKind: { gossip: { loss: opts.gossipLoss ?? 0, duplicate: opts.gossipDup ?? 0 }, request: { loss: requestLoss }, reply: { loss: requestLoss } }
+    })
   }
 
   /** The virtual wall clock, for the nodes' stores. */
-  readonly now = (): number => this.clock.now()
+  readonly now = (): number => this.clock.now
 
-  /** The runtime node `id` gives its core; its randomness is its own seeded stream. */
+  /** Sets the loss of gossip copies or of pull messages (requests and replies) from now on. */
+  setLoss (kind: 'gossip' | 'request', p: number): void {
+    const byKind = this.links.cfg.byKind ??= {}
+    for (const k of kind === 'gossip' ? ['gossip'] : ['request', 'reply']) byKind[k] = { ...byKind[k], loss: p }
+  }
+
+  /** The runtime node `id` gives its core; its randomness is its own seeded stream (a new one per call: a restarted core). */
   runtime (id: PeerKey): MeshRuntime {
-    const random = prng(Math.floor(this.rand() * 2 ** 32))
+    const life = (this.runtimes.get(id) ?? 0) + 1
+    this.runtimes.set(id, life)
+    const rng = this.rng.fork(`runtime/${id}/${life}`)
     return {
       now: this.now,
-      random,
-      schedule: (delayMs, fn) => this.clock.schedule(delayMs, fn),
+      monotonic: this.now,
+      random: () => rng.next(),
+      schedule: (delayMs, fn) => this.clock.after(delayMs, fn),
       publish: (frame) => { this.publish(id, frame) },
       request: async (peer, body, opts) => await this.request(id, peer, body, opts.timeoutMs)
     }
   }
 
-  attach (id: PeerKey, endpoint: MeshEndpoint): void {
+  attach (id: PeerKey, endpoint: Endpoint): void {
     this.endpoints.set(id, endpoint)
-    if (!this.links.has(id)) this.links.set(id, new Set())
+    if (!this.adjacent.has(id)) this.adjacent.set(id, new Set())
+    if (!this.numbers.has(id)) this.numbers.set(id, this.numbers.size)
   }
 
   /** Removes a node (it crashed or stopped): its links go down first. */
   detach (id: PeerKey): void {
-    for (const other of [...(this.links.get(id) ?? [])]) this.disconnect(id, other)
+    for (const other of [...(this.adjacent.get(id) ?? [])]) this.disconnect(id, other)
     this.endpoints.delete(id)
   }
 
   connect (a: PeerKey, b: PeerKey): void {
     if (a === b || this.linked(a, b)) return
-    this.links.get(a)?.add(b)
-    this.links.get(b)?.add(a)
+    this.adjacent.get(a)?.add(b)
+    this.adjacent.get(b)?.add(a)
     this.endpoints.get(a)?.peerConnected(b)
     this.endpoints.get(b)?.peerConnected(a)
   }
 
+  /** Takes the link down: requests across it fail (their stream closed), then both ends hear of it. */
   disconnect (a: PeerKey, b: PeerKey): void {
     if (!this.linked(a, b)) return
-    this.links.get(a)?.delete(b)
-    this.links.get(b)?.delete(a)
+    this.adjacent.get(a)?.delete(b)
+    this.adjacent.get(b)?.delete(a)
+    for (const p of [...this.pending]) {
+      if ((p.from === a && p.to === b) || (p.from === b && p.to === a)) p.fail(new Error(`connection to ${p.to} closed`))
+    }
     this.endpoints.get(a)?.peerDisconnected(b)
     this.endpoints.get(b)?.peerDisconnected(a)
   }
@@ -127,20 +153,18 @@ export class VirtualMesh {
   }
 
   linked (a: PeerKey, b: PeerKey): boolean {
-    return this.links.get(a)?.has(b) === true
+    return this.adjacent.get(a)?.has(b) === true
   }
 
   /** Runs every event due in the next `ms` of virtual time, letting store work finish after each. */
   async runFor (ms: number): Promise<void> {
-    const until = this.clock.now() + ms
-    while (this.clock.runNext(until)) await this.settle()
-    this.clock.advanceTo(until)
+    await this.clock.run({ until: this.clock.now + ms, settle: async () => { await this.settle() } })
     await this.settle()
   }
 
   /** Runs until `done()` holds (checked after each event), or throws after `maxMs` of virtual time. */
   async runUntil (done: () => boolean, maxMs: number, what: string): Promise<void> {
-    const until = this.clock.now() + maxMs
+    const until = this.clock.now + maxMs
     await this.settle()
     while (!done()) {
       if (!this.clock.runNext(until)) {
@@ -155,12 +179,11 @@ export class VirtualMesh {
   async settle (): Promise<void> {
     do {
       await new Promise<void>(resolve => { setImmediate(resolve) })
-    } while ([...this.endpoints.values()].some(e => e.busy))
+    } while ([...this.endpoints.values()].some(e => e.busy === true))
   }
 
-  private delay (): number {
-    const [lo, hi] = this.model.latencyMs
-    return lo + Math.floor(this.rand() * (hi - lo + 1))
+  private number (id: PeerKey): number {
+    return this.numbers.get(id) ?? 0
   }
 
   /** Every node reachable from `from` over live links. */
@@ -169,7 +192,7 @@ export class VirtualMesh {
     const todo = [from]
     while (todo.length > 0) {
       const x = todo.pop()!
-      for (const y of [...(this.links.get(x) ?? [])].sort()) {
+      for (const y of [...(this.adjacent.get(x) ?? [])].sort()) {
         if (!seen.has(y)) { seen.add(y); todo.push(y) }
       }
     }
@@ -181,10 +204,10 @@ export class VirtualMesh {
     this.counters.framesPublished++
     const bytes = frame.slice()
     for (const to of this.component(from)) {
-      if (this.rand() < this.model.gossipLoss) continue
-      const copies = this.rand() < this.model.gossipDup ? 2 : 1
-      for (let i = 0; i < copies; i++) {
-        this.clock.schedule(this.delay(), () => {
+      const t = this.links.transit(this.clock.now, this.number(from), this.number(to), 'gossip', bytes.length)
+      if (t.lost !== undefined) continue
+      for (const at of t.again === undefined ? [t.arrive] : [t.arrive, t.again]) {
+        this.clock.at(at, () => {
           const ep = this.endpoints.get(to)
           if (ep === undefined) return
           this.counters.framesDelivered++
@@ -205,26 +228,31 @@ export class VirtualMesh {
         if (settled) return
         settled = true
         cancelTimeout()
+        this.pending.delete(entry)
         fn()
       }
-      const cancelTimeout = this.clock.schedule(timeoutMs, () => { finish(() => { reject(new Error(`request to ${to} timed out`)) }) })
+      const entry: PendingRequest = { from, to, fail: (err) => { finish(() => { reject(err) }) } }
+      const cancelTimeout = this.clock.after(timeoutMs, () => { entry.fail(new Error(`request to ${to} timed out`)) })
       if (!this.linked(from, to)) {
-        this.clock.schedule(0, () => { finish(() => { reject(new Error(`no connection to ${to}`)) }) })
+        this.clock.after(0, () => { entry.fail(new Error(`no connection to ${to}`)) })
         return
       }
-      if (this.rand() < this.model.requestLoss) { this.counters.requestsLost++; return }
-      const replyLost = this.rand() < this.model.requestLoss
-      this.clock.schedule(this.delay(), () => {
+      this.pending.add(entry)
+      const sent = this.links.transit(this.clock.now, this.number(from), this.number(to), 'request', body.length)
+      if (sent.lost !== undefined) { this.counters.requestsLost++; return }
+      this.clock.at(sent.arrive, () => {
         const ep = this.endpoints.get(to)
-        if (ep === undefined || !this.linked(from, to)) return
+        if (settled || ep === undefined || !this.linked(from, to)) return
         ep.handleRequest(from, body.slice()).then((reply) => {
-          if (replyLost) { this.counters.requestsLost++; return }
-          this.clock.schedule(this.delay(), () => {
-            if (!this.linked(from, to)) { finish(() => { reject(new Error(`connection to ${to} closed`)) }); return }
+          if (settled) return
+          const back = this.links.transit(this.clock.now, this.number(to), this.number(from), 'reply', reply.length)
+          if (back.lost !== undefined) { this.counters.requestsLost++; return }
+          this.clock.at(back.arrive, () => {
+            if (reply.length > MAX_MESSAGE_BYTES) { entry.fail(new Error(`reply of ${reply.length} bytes from ${to} is over the ${MAX_MESSAGE_BYTES}-byte limit`)); return }
             this.counters.replyBytes += reply.length
             finish(() => { resolve(reply) })
           })
-        }, (err: unknown) => { finish(() => { reject(err instanceof Error ? err : new Error(String(err))) }) })
+        }, (err: unknown) => { entry.fail(err instanceof Error ? err : new Error(String(err))) })
       })
     })
   }

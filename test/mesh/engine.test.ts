@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest'
-import { Prng } from '../../sim/engine/prng.js'
-import { Scheduler } from '../../sim/engine/scheduler.js'
+/**
+ * The engine of virtual runs (src/mesh/testing): the scheduler, the seeded
+ * generator and the link model, which the virtual mesh and the simulator
+ * both run on.
+ */
+import { DEFAULT_LINK, LinkModel, parseLatency, Prng, Scheduler, type LinkConfig } from '../../src/mesh/testing/index.js'
 
 describe('Scheduler', () => {
   it('runs tasks in time order, ties in the order they were scheduled', async () => {
@@ -112,5 +116,55 @@ describe('Prng', () => {
     const ys = r.shuffle(xs.slice())
     expect(ys.slice().sort((a, b) => a - b)).toEqual(xs)
     expect(ys).not.toEqual(xs)
+  })
+})
+
+function links (cfg: Partial<Omit<LinkConfig, 'latency'>> & { latency?: string }, seed = 'links'): LinkModel {
+  return new LinkModel(new Prng(seed), {
+    ...DEFAULT_LINK, ...cfg, latency: parseLatency(cfg.latency ?? '100')
+  })
+}
+
+describe('LinkModel', () => {
+  it('keeps a lane first-in first-out, pipelined or serial; messages off a lane travel apart', () => {
+    const m = links({ latency: 'uniform:10:200' })
+    const lane = { last: 0 }
+    const arrivals = Array.from({ length: 200 }, (_, i) => m.transit(i, 0, 1, 'x', 10, { lane }))
+    const times = arrivals.map(t => t.lost === undefined ? t.arrive : NaN)
+    for (let i = 1; i < times.length; i++) expect(times[i]).toBeGreaterThanOrEqual(times[i - 1])
+    const apart = Array.from({ length: 200 }, (_, i) => m.transit(i, 0, 1, 'x', 10)).map(t => t.lost === undefined ? t.arrive : NaN)
+    expect(apart.some((t, i) => i > 0 && t < apart[i - 1])).toBe(true)
+    const serial = links({ latency: '100', link: 'serial' })
+    const one = { last: 0 }
+    expect([0, 1, 2].map(at => serial.transit(at, 0, 1, 'x', 10, { lane: one }))).toEqual([{ arrive: 100 }, { arrive: 200 }, { arrive: 300 }])
+  })
+
+  it('loses by kind and between regions, duplicates by kind, and turns loss into RTO delays in retransmit mode', () => {
+    const m = links({ latency: 'regions:2:50', loss: 0, lossBetweenRegions: 0.5, byKind: { gossip: { loss: 1, duplicate: 0 }, copy: { duplicate: 1 } } })
+    expect(m.transit(0, 0, 2, 'gossip', 10)).toEqual({ lost: 'loss' }) // same region, but gossip is always lost
+    expect(m.lossOf(0, 2, 'pull')).toBe(0)
+    expect(m.lossOf(0, 1, 'pull')).toBe(0.5)
+    const lost = Array.from({ length: 1000 }, () => m.transit(0, 0, 1, 'pull', 10)).filter(t => t.lost === 'loss').length
+    expect(lost).toBeGreaterThan(400)
+    expect(lost).toBeLessThan(600)
+    expect(m.transit(0, 0, 2, 'copy', 10)).toEqual({ arrive: 1, again: 1 })
+    expect(m.transit(0, 0, 1, 'pull', 10, { reachable: false }).lost).toMatch(/loss|partition/)
+    const tcp = links({ latency: '100', loss: 0.5, lossMode: 'retransmit' })
+    const delays = Array.from({ length: 500 }, () => tcp.transit(0, 0, 1, 'x', 10)).map(t => t.lost === undefined ? t.arrive : NaN)
+    expect(delays.every(d => (d - 100) % 200 === 0)).toBe(true)
+    expect(delays.some(d => d > 100)).toBe(true)
+  })
+
+  it('queues on the sender\'s uplink and the receiver\'s downlink; a probability of 0 draws nothing', () => {
+    const m = links({ latency: '10', uplinkBps: 8000, downlinkBps: 8000 }) // 1 byte per ms each way
+    expect(m.transit(0, 0, 1, 'x', 100)).toEqual({ arrive: 210 }) // leaves at 100, arrives at 110, in at 210
+    expect(m.transit(0, 0, 2, 'x', 100)).toEqual({ arrive: 310 }) // behind the first on the uplink
+    expect(m.transit(0, 3, 1, 'x', 100)).toEqual({ arrive: 310 }) // behind the first on 1's downlink
+    const rng = new Prng('draws')
+    const lossless = new LinkModel(rng, { ...DEFAULT_LINK, latency: parseLatency('uniform:1:2') })
+    lossless.transit(0, 0, 1, 'x', 1)
+    const twin = new Prng('draws')
+    twin.next() // the latency sample, and nothing else
+    expect(rng.next()).toBe(twin.next())
   })
 })

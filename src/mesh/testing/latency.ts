@@ -1,9 +1,11 @@
 /**
- * One-way link delay models. A sample is drawn per message, so a
- * distribution with spread also reorders nothing by itself: the network
- * keeps each directed link first-in first-out, as a TCP stream does.
+ * One-way link delay models (link-model.ts samples one per message). A
+ * distribution with spread reorders messages only where the caller lets it:
+ * the simulator keeps each directed connection first-in first-out, as a TCP
+ * stream does; the virtual mesh's gossip copies and requests travel apart.
  *
- * Spec strings (the `--latency` option):
+ * Spec strings (the simulator's `--latency` option; the virtual mesh's
+ * `latency`):
  *   `100` or `constant:100`   every message takes 100 ms
  *   `uniform:50:150`          uniform between 50 and 150 ms
  *   `exp:100`                 exponential with mean 100 ms (heavy tail; min 1 ms)
@@ -13,9 +15,10 @@
  *   `regions:3:80` or `regions:3:80:1`
  *                             3 regions (r1, r2, r3), 80 ms between them and
  *                             1 ms (the default) inside each
- * Jitter (`--jitter J`) adds a uniform [0, J) ms to any of them.
+ * Jitter (`--jitter J`) adds a uniform [0, J) ms to any of them. Nodes are
+ * numbered from 0 (the virtual mesh numbers them in the order they attach).
  */
-import type { Prng } from '../engine/prng.js'
+import type { Prng } from './prng.js'
 
 export interface LatencyModel {
   /** The spec this model was parsed from, normalised (written into the report). */
