@@ -18,6 +18,11 @@ import { indexState, openFixture, type Fixture } from './fixture.js'
 
 const CID = 'bafkreih5kapbjzq6o7bdsjg3m4ezcslmnxgs3kzkzbwgj2khrntmfybyyq'
 
+/** The value of Crockford base32 characters, as root ids write them. */
+function crockford (s: string): number {
+  return [...s].reduce((v, c) => v * 32 + '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c), 0)
+}
+
 async function writeHistory (records: Fixture['store']['records']): Promise<string[]> {
   const a = await records.mint('/files/h/a.mkv', 1, 1, { title: 'Alpha', [`cids/${CID}`]: 'true' })
   const b = await records.mint('/files/h/b.mkv', 1, 1, { title: 'Beta', showtitle: 'Show', Genre: 'Drama, Comedy' })
@@ -294,22 +299,55 @@ describe('rebuild', () => {
     const dbPath = path.join(dir, 'store.db')
     try {
       const plain = openNodeStore({ path: dbPath, nodeId: 'n' })
+      // The marker holds a '-' (and an O and an I), which no root id does: text queries match root ids too (next test).
       await Promise.all(Array.from({ length: 600 }, async (_, i) =>
-        await plain.records.mint(`/files/bulk/${i}.mkv`, i, i, { title: `bulk ${i % 10 === 0 ? 'tenth' : 'other'} ${i}` })))
+        await plain.records.mint(`/files/bulk/${i}.mkv`, i, i, { title: `bulk ${i % 10 === 0 ? 'one-in-ten' : 'other'} ${i}` })))
       plain.close()
       const s = openNodeStore({ path: dbPath, nodeId: 'n' })
       const search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 100 } })
       await search.start()
-      const during = search.explain({ query: 'tenth', filters: [{ property: 'title', values: ['bulk'] }] })
+      const during = search.explain({ query: 'one-in-ten', filters: [{ property: 'title', values: ['bulk'] }] })
       expect(during.plan?.parts.map(p => [p.name, p.detail])).toEqual([['filter:title', 'read-all'], ['text:read-all', undefined]])
       expect(during.response.total).toBe(60)
-      const rid = (await s.records.mint('/files/bulk/late.mkv', 1, 1, { title: 'late tenth' }))
+      const rid = (await s.records.mint('/files/bulk/late.mkv', 1, 1, { title: 'late one-in-ten' }))
       await search.whenIdle()
-      const after = search.explain({ query: 'tenth', limit: 1000 })
+      const after = search.explain({ query: 'one-in-ten', limit: 1000 })
       expect(after.plan?.parts.map(p => p.name)).toEqual(['text:fts'])
       expect(after.response.total).toBe(61)
       expect(after.response.results.map(r => r.hashId)).toContain(rid)
       expect(search.ftsRowCount()).toBe(601)
+      await search.stop()
+      s.close()
+    } finally {
+      cleanup()
+    }
+  })
+
+  it('counts a record whose root id holds the free text, while a large store rebuilds in the background and after', async () => {
+    const { dir, cleanup } = tmpDir('mc-search-')
+    const dbPath = path.join(dir, 'store.db')
+    try {
+      // Root ids minted in one millisecond count up from the first's random part, drawn so that record 1's id ends in TENTH.
+      const draws = [0, 0, (crockford('TENTH') - 1) * 2 / 2 ** 32]
+      const plain = openNodeStore({ path: dbPath, nodeId: 'n', now: () => Date.UTC(2025, 0, 1), random: () => draws.shift() ?? Math.random() })
+      const rids = await Promise.all(Array.from({ length: 600 }, async (_, i) =>
+        await plain.records.mint(`/files/bulk/${i}.mkv`, i, i, { title: `bulk ${i % 10 === 0 ? 'tenth' : 'other'} ${i}` })))
+      plain.close()
+      expect(rids[1].endsWith('TENTH')).toBe(true)
+      const s = openNodeStore({ path: dbPath, nodeId: 'n' })
+      const search = createSearch({ kv: s.kv, records: s.records }, { internal: { syncRepairMaxRoots: 100 } })
+      await search.start()
+      // 60 titles and record 1's id: read from every record while the index is rebuilt, and from the FTS rows after.
+      const req = { query: 'tenth', filters: [{ property: 'title', values: ['bulk'] }] }
+      const during = search.explain(req)
+      expect(during.plan?.parts.map(p => p.detail)).toEqual(['read-all', undefined])
+      expect(during.response.total).toBe(61)
+      expect(during.response).toEqual(referenceSearch(s.records, req))
+      expect(during.response.results.map(r => r.hashId)).toContain(rids[1])
+      await search.whenIdle()
+      const after = search.explain(req)
+      expect(after.plan?.parts.map(p => p.name)).toEqual(['text:fts', 'filter:title'])
+      expect(after.response).toEqual(during.response)
       await search.stop()
       s.close()
     } finally {
