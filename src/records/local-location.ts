@@ -51,10 +51,14 @@ export function withLocation (fields: Record<string, string>, loc: Location | un
  */
 export function mirrorLocation (tx: Tx, rid: string, changes: readonly FieldChange[], fresh: boolean): void {
   let loc: Location | undefined
+  let row: string | undefined
   for (const ch of changes) {
     const f = ch.field
     if (!isLocationField(f)) continue
-    loc ??= fresh ? {} : (readLocation(tx, rid) ?? {})
+    if (loc === undefined) {
+      row = fresh ? undefined : tx.get(LOC + rid)
+      loc = row === undefined ? {} : JSON.parse(row) as Location
+    }
     if (ch.value === null) delete loc[f]
     else loc[f] = ch.value
   }
@@ -62,6 +66,7 @@ export function mirrorLocation (tx: Tx, rid: string, changes: readonly FieldChan
   // Fixed key order, so the row's bytes depend only on its values.
   const out: Location = {}
   for (const f of LOCATION_FIELDS) if (loc[f] !== undefined) out[f] = loc[f]
-  if (Object.keys(out).length === 0) tx.delete(LOC + rid)
-  else tx.put(LOC + rid, JSON.stringify(out))
+  if (Object.keys(out).length === 0) {
+    if (row !== undefined) tx.delete(LOC + rid)
+  } else tx.putMany([[LOC + rid, JSON.stringify(out), row]]) // the row was read above (or the root is fresh): no read before the write
 }

@@ -352,7 +352,7 @@ export class Mutator {
       if (this.fingerprints !== undefined) {
         const live = new Map<string, string>()
         for (let i = 0; i < fields.length; i++) live.set(fields[i], puts[i][1])
-        this.fingerprints.update(tx, rid, vm, ser, live)
+        this.fingerprints.update(tx, rid, vm, ser, live, true)
       }
     }
     if (!live) {
