@@ -5,17 +5,19 @@
  * reconciliation, src/mesh/protocol/reconcile.ts, and `GET /api/mesh/digest`).
  *
  * Every root has a position, the first 32 bits of SHA-256(rid) (8 hex), and
- * a hash, the first 128 bits of SHA-256 over its version map (stored
- * canonically) and its live fields' names and values in name order: equal
- * exactly when two stores hold the same keys, values, tombstones and
- * versions of the root. A range is a hex prefix of positions (0 to 8 hex
+ * a hash, the first 128 bits of SHA-256 over its id, its version map
+ * (stored canonically) and its live fields' names and values in name order:
+ * equal exactly when two stores hold the same keys, values, tombstones and
+ * versions of the root. The id is in it so that two roots of equal content
+ * (the same fields written in one batch) do not cancel out of a range's sum:
+ * {X} on one side and {Y} on the other would otherwise sum alike. A range is a hex prefix of positions (0 to 8 hex
  * digits: "" is everything); its fingerprint is the sum mod 2^128 of its
  * roots' hashes with the count of its roots (and of their versioned keys).
  *
  * Rows (derived and node-local, under `idx:`, never replicated):
  * - `idx:fpr/<pos><rid>` = `<hash 32 hex> <keys>`: one per root that has a version map.
  * - `idx:fpb/<4 hex>` = `<sum 32 hex> <roots> <keys>`: the sum of the roots whose position starts with it (65,536 buckets at most).
- * - `idx:fp/ready`: the rows describe every root (absent: a store that predates them, rebuilt at open).
+ * - `idx:fp/ready` = the rows' format (FP_FORMAT): the rows describe every root (absent or another format: a store that predates them, rebuilt at open).
  *
  * In memory: the buckets and the sums over their 1-, 2- and 3-digit
  * prefixes and the whole range (a 16-ary tree, 69,905 nodes, 1.6 MB),
@@ -33,7 +35,9 @@ import { VersionMap } from './versions.js'
 export const FP_ROOT = 'idx:fpr/'
 export const FP_BUCKET = 'idx:fpb/'
 export const FP_READY = 'idx:fp/ready'
-/** During a rebuild: the last root done (the rebuild resumes after it). */
+/** The rows' format: 2 has the root's id in its hash (1 did not). A store whose rows are of another format rebuilds them at open. */
+export const FP_FORMAT = '2'
+/** During a rebuild: `<format> <last root done>` (the rebuild resumes after it if the format is this one's). */
 export const FP_REBUILD = 'idx:fp/rebuild'
 
 /** Hex digits of a bucket: the tree in memory goes down to them. */
@@ -66,13 +70,13 @@ export function rootPosition (rid: string): string {
 }
 
 /**
- * The hash of a root's replicated state: its version map as stored
+ * The hash of a root's replicated state: its id, its version map as stored
  * (canonical) and its live fields, `fields` giving name → value; 32 hex.
  */
-export function rootHash (verSerialized: string, fields: ReadonlyMap<string, string> | Record<string, string>): string {
+export function rootHash (rid: string, verSerialized: string, fields: ReadonlyMap<string, string> | Record<string, string>): string {
   const entries = fields instanceof Map ? [...fields as ReadonlyMap<string, string>] : Object.entries(fields)
   entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
-  let s = verSerialized
+  let s = `${rid}\n${verSerialized}`
   for (const [n, v] of entries) s += `\n${n.length}:${n}${v.length}:${v}`
   return hash('sha256', s, 'hex').slice(0, 32)
 }
@@ -143,9 +147,9 @@ export class Fingerprints {
 
   constructor (private readonly kv: KvStore, private readonly log: Logger) {}
 
-  /** At open: rebuilds the rows of a store that predates them (or whose rows were invalidated), then loads the tree. */
+  /** At open: rebuilds the rows of a store that predates them, or whose rows are of another format or were invalidated, then loads the tree. */
   open (): void {
-    if (this.kv.get(FP_READY) === undefined) this.rebuild()
+    if (this.kv.get(FP_READY) !== FP_FORMAT) this.rebuild()
     this.load()
   }
 
@@ -162,7 +166,7 @@ export class Fingerprints {
     // `fresh`: the root had no version map before this write, so it has no row yet.
     const oldRow = fresh ? undefined : tx.get(rowKey)
     const old = parseRootRow(oldRow)
-    const now = verSerialized === undefined ? undefined : { hash: rootHash(verSerialized, fields), keys: versionedKeys(vm) }
+    const now = verSerialized === undefined ? undefined : { hash: rootHash(rid, verSerialized, fields), keys: versionedKeys(vm) }
     if (old?.hash === now?.hash && old?.keys === now?.keys) return
     if (now === undefined) tx.delete(rowKey)
     else tx.putMany([[rowKey, `${now.hash} ${now.keys}`, oldRow]]) // the old row was just read: no read before the write
@@ -257,12 +261,14 @@ export class Fingerprints {
    */
   private rebuild (): void {
     const kv = this.kv
-    let after = kv.get(FP_REBUILD)
+    const marker = kv.get(FP_REBUILD)
+    let after = marker?.startsWith(FP_FORMAT + ' ') === true ? marker.slice(FP_FORMAT.length + 1) : undefined
     if (after === undefined) {
-      // From scratch: whatever rows a stale run left go first.
+      // From scratch (or a run of another format): whatever rows a stale run left go first.
       kv.writeSync(tx => {
         for (const p of [FP_ROOT, FP_BUCKET]) for (const k of tx.keys(p, prefixEnd(p))) tx.delete(k)
-        tx.put(FP_REBUILD, '')
+        tx.delete(FP_READY)
+        tx.put(FP_REBUILD, FP_FORMAT + ' ')
       })
       after = ''
     }
@@ -283,7 +289,7 @@ export class Fingerprints {
             this.rebuildAfter = rid
             this.update(tx, rid, vm, v, readLiveFields(tx, rid))
           }
-          tx.put(FP_REBUILD, last)
+          tx.put(FP_REBUILD, `${FP_FORMAT} ${last}`)
         })
         after = last
         done += vers.length
@@ -292,7 +298,7 @@ export class Fingerprints {
           this.log.info('building range fingerprints', { roots: done, of: total, seconds: Math.round((lastLog - t0) / 1000) })
         }
       }
-      kv.writeSync(tx => { tx.delete(FP_REBUILD); tx.put(FP_READY, '1') })
+      kv.writeSync(tx => { tx.delete(FP_REBUILD); tx.put(FP_READY, FP_FORMAT) })
     } finally {
       this.rebuildAfter = undefined
     }

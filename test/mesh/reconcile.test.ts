@@ -188,6 +188,25 @@ describe('range-based set reconciliation', () => {
     expect(a.r.digest()).toEqual(b.r.digest())
   }, 120_000)
 
+  it('finds a root each side alone holds when both are of equal content (the same fields, values and versions)', async () => {
+    const a = open('nodeA')
+    const b = open('nodeB')
+    await base(a, b, 300, prng(7))
+    // One batch wrote the same fields to two roots; one reached only A, the other only B.
+    const hlc = a.s.records.hlc.now()
+    const x = newRecordId()
+    const y = newRecordId()
+    const same = (rid: string): RemoteEntry[] => [{ key: `file:${rid}/title`, value: 't', hlc, origin: 'nodeQ' }, { key: `file:${rid}/year`, value: null, hlc, origin: 'nodeQ' }]
+    await a.s.records.applyRemote(same(x))
+    await b.s.records.applyRemote(same(y))
+    expect(a.r.digest().keys).toBe(b.r.digest().keys)
+    expect(a.r.digest()).not.toEqual(b.r.digest())
+    const { outcome } = await run(a, b)
+    expect(outcome).toMatchObject({ equal: false, keysIn: 2, keysOut: 2 })
+    expect(stateOf(a)).toEqual(stateOf(b))
+    expect(a.r.digest()).toEqual(b.r.digest())
+  }, 60_000)
+
   it('fills an empty store from a full one, and a full one from an empty one gives nothing', async () => {
     const rand = prng(5)
     const a = open('nodeA')

@@ -6,7 +6,7 @@
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { newRecordId, openNodeStore, type NodeStore, type RecordId } from '../../src/records/index.js'
-import { FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, rootHash } from '../../src/records/fingerprints.js'
+import { FP_FORMAT, FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, rootHash } from '../../src/records/fingerprints.js'
 import { prefixEnd } from '../../src/kv/index.js'
 import { prng } from '../helpers/prng.js'
 import { randomRecordOp } from '../helpers/record-ops.js'
@@ -84,7 +84,7 @@ describe('range fingerprints', () => {
     const mark = all[1999]
     a.kv.writeSync(tx => {
       tx.delete(FP_READY)
-      tx.put(FP_REBUILD, mark)
+      tx.put(FP_REBUILD, `${FP_FORMAT} ${mark}`)
     })
     a.close()
     const b = open(file)
@@ -92,6 +92,18 @@ describe('range fingerprints', () => {
     expect(rows(b)).toEqual(before)
     expect(b.records.digest()).toEqual(digest)
     expect(b.kv.get(FP_REBUILD)).toBeUndefined()
+    // Rows of an older format (a root's hash without its id), or a rebuild of one left midway: rebuilt from scratch.
+    b.kv.writeSync(tx => {
+      for (const [k, v] of rows(b)) if (k.startsWith(FP_ROOT)) tx.put(k, `${'0'.repeat(32)}${v.slice(32)}`)
+      tx.put(FP_READY, '1')
+      tx.put(FP_REBUILD, mark)
+    })
+    b.close()
+    const c = open(file)
+    cleanups.push(() => { c.close() })
+    expect(rows(c)).toEqual(before)
+    expect(c.records.digest()).toEqual(digest)
+    expect(c.kv.get(FP_READY)).toBe(FP_FORMAT)
   })
 
   it('give equal digests for equal ranges and different ones when a value, a version or a key differs', async () => {
@@ -110,7 +122,10 @@ describe('range fingerprints', () => {
     expect(b.records.digest().keys).toBe(a.records.digest().keys)
     // A root's hash covers its values too (equal versions with another value only a corrupt store holds).
     const ver = a.kv.get(`ver:${rid}`)!
-    expect(rootHash(ver, { title: 'x' })).not.toBe(rootHash(ver, { title: 'y' }))
-    expect(rootHash(ver, { a: '1', b: '2' })).toBe(rootHash(ver, new Map([['b', '2'], ['a', '1']])))
+    expect(rootHash(rid, ver, { title: 'x' })).not.toBe(rootHash(rid, ver, { title: 'y' }))
+    expect(rootHash(rid, ver, { a: '1', b: '2' })).toBe(rootHash(rid, ver, new Map([['b', '2'], ['a', '1']])))
+    // Two roots of equal content hash apart: one on each side would otherwise leave a range's sum equal.
+    const other = newRecordId()
+    expect(rootHash(other, ver, { title: 'x' })).not.toBe(rootHash(rid, ver, { title: 'x' }))
   })
 })
