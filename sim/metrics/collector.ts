@@ -38,6 +38,9 @@ export interface TimelineEvent {
   detail?: string
 }
 
+/** How long past its tail a run (the model's, virtual; the real stack's, real) goes on while a catch-up it started is under way, ms. */
+export const CATCH_UP_GRACE_MS = 10 * 60_000
+
 export interface CatchUpTrack {
   node: number
   kind: 'fresh-join' | 'return'

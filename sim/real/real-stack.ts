@@ -30,7 +30,7 @@ import { Libp2pMesh, parseSwarmKey, prepareIdentity } from '../../src/mesh/libp2
 import { RecordReplica } from '../../src/mesh/replica-store.js'
 import { Prng, parseLatency } from '../../src/mesh/testing/index.js'
 import { RecordStore } from '../../src/records/index.js'
-import { Metrics } from '../metrics/collector.js'
+import { CATCH_UP_GRACE_MS, Metrics } from '../metrics/collector.js'
 import { round, summarise, type Summary } from '../metrics/stats.js'
 import { writeOutcomes } from '../metrics/summary.js'
 import { pickPeers, planConnections, regionDialing } from '../net/topology.js'
@@ -213,6 +213,11 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
     await Promise.all(pending)
     progress?.(`real stack: load done (${metrics.writes.length} writes), quiet tail of ${o.tail} s`)
     await sleep(loadStart + (o.duration + o.tail) * 1000 - clock())
+    // As the model's run does: a catch-up still under way at the tail's end runs on, up to CATCH_UP_GRACE_MS more.
+    const tailEnd = clock()
+    const catching = (): boolean => metrics.catchUps.some(c => c.doneAt === undefined && nodes[c.node]?.up === true)
+    while (catching() && clock() - tailEnd < CATCH_UP_GRACE_MS) await sleep(250)
+    if (clock() - tailEnd > 1000) progress?.(`real stack: ran ${((clock() - tailEnd) / 1000).toFixed(0)} s past the tail for a catch-up${catching() ? ' (still under way at the limit)' : ''}`)
 
     const up = nodes.filter(n => n.up)
     const digests = new Set(up.map(n => n.mesh.digest().digest))

@@ -50,4 +50,14 @@ describe('preload', () => {
     expect(c.timeMs).not.toBeNull()
     expect(c.bytes).toBeGreaterThan(400 * 1000) // ≈ 2 KB of fields per library record
   })
+  it('fresh-join: a run whose joiner is still catching up when its tail ends goes on until it has caught up and the nodes agree', async () => {
+    const { report } = await runScenario({ ...SHORT, scenario: 'fresh-join', joinAt: 3, tail: 0, preload: 400, recordShape: 'library' })
+    const run = report.runs[0]
+    const c = run.catchUp[0]
+    const end = (SHORT.warmup! + SHORT.duration!) * 1000
+    expect(c.startAtMs + (c.timeMs ?? Infinity)).toBeGreaterThan(end) // the join finished past the tail's end…
+    expect(c.records?.got).toBe(c.records?.target) // …and is in the report
+    expect(run.virtualMs).toBeGreaterThan(end)
+    expect(report.converged).toBe(true)
+  })
 })
