@@ -63,6 +63,20 @@ describe('the range copy of a joining node', () => {
     expect(c.nodes[0].store.records.countRecords()).toBe(1_500)
   })
 
+  it('copies the range once too when the joiner already holds a few records of its own, which reach every peer', async () => {
+    const c = await joinSetup(4, 1_500, 62)
+    const own = records(20, c.nodes[0].store.records.hlc.now(), 'joiner', 63)
+    await c.nodes[0].store.records.applyBatch(own)
+    c.mesh.connectAll()
+    await c.mesh.runUntil(() => new Set(c.digests()).size === 1 && c.nodes.slice(1).every(p => !peerStatus(c, 0, p.id).resyncing), 120_000, 'the joiner and its peers to hold the same')
+    const peers = c.nodes.slice(1).map(p => peerStatus(c, 0, p.id))
+    // One copy, not a reconciliation with each peer moving the whole range from each.
+    expect(peers.reduce((n, p) => n + p.resyncs, 0)).toBe(1)
+    expect(peers.reduce((n, p) => n + p.reconKeysIn, 0)).toBeLessThan(200)
+    expect(peers.reduce((n, p) => n + p.pagesIn, 0)).toBeLessThan(1.3 * rangePages(c, 1))
+    for (const node of c.nodes) expect(node.store.records.countRecords()).toBe(1_520)
+  })
+
   it('hands the slice of a peer that leaves mid-copy to another, and continues after a restart', async () => {
     const c = await joinSetup(3, 1_500, 62)
     const [a, b, d] = c.nodes

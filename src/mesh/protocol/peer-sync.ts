@@ -345,12 +345,19 @@ export class PeerSync {
         apply: async (entries) => { parked = await this.applyPage(entries, parked) },
         alive: () => !this.stopped && this.connected && !this.yielded,
         staleBefore: this.d.staleBefore(),
-        retire: async (keys) => { await this.d.retire(keys) }
+        retire: async (keys) => { await this.d.retire(keys) },
+        copyInstead: s.log === null
       })
       if (outcome === undefined) {
         if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
         // A peer that does not know reconciliation (an older version) gets the full resync it always had.
         return this.noRecon ? await this.startResync() : 'stop'
+      }
+      if (outcome.copy === true) {
+        // The node's copy of the range, from every peer at once (range-copy.ts): this round's next step joins it.
+        this.d.log('peer holds far more than this node: copying the range', { peer: this.peer })
+        await this.d.copy.adopt(null)
+        return 'more'
       }
       if (outcome.equal) this.d.counters.reconcilesEqual++
       else this.d.counters.reconciles++

@@ -307,6 +307,8 @@ interface ReconcileIo {
    */
   staleBefore?: string
   retire?: (keys: string[]) => Promise<void>
+  /** We have no cursor for this peer: when it holds far more than we do (COPY_RATIO), stop after the first reply with `copy` set. */
+  copyInstead?: boolean
 }
 
 export interface ReconcileOutcome {
@@ -322,6 +324,8 @@ export interface ReconcileOutcome {
   keysOut: number
   /** Live keys older than the horizon the peer lacked, deleted here (only for a node that was away past the horizon). */
   retired: number
+  /** Stopped after the first reply: the peer holds far more than we do (`copyInstead`), the node copies the range instead. */
+  copy?: boolean
 }
 
 /**
@@ -345,6 +349,9 @@ export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: R
         first = { log: reply.log, head: reply.head }
         // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
         if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
+        // We hold next to nothing of what the peer holds (a node that wrote a few records, or got a few pushed, before its first
+        // round): a copy of the range moves it once for the node, where a reconciliation with each peer would move it from each.
+        if (io.copyInstead === true && copyRather(store, reply)) return { ...first, equal: false, ...out, rounds: 1, copy: true }
       } else if (reply.log !== first.log) return undefined
       walk.take(reply)
       if (walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
@@ -355,6 +362,19 @@ export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: R
     }
     if (walk.done && walk.pendingRoots === 0) return { ...first!, equal: false, ...out, rounds: walk.rounds, roots: walk.found }
   }
+}
+
+/** A copy of the range rather than a reconciliation: the peer holds at least this many times our roots… */
+export const COPY_RATIO = 4
+/** …and at least this many more (below it a reconciliation costs little whatever the ratio). */
+export const COPY_MIN_ROOTS = 1_000
+
+/** The first reply (to the whole range's fingerprint) says the peer holds COPY_RATIO times our roots and COPY_MIN_ROOTS more. */
+function copyRather (store: ReplicaStore, reply: ReconReplyMessage): boolean {
+  if (reply.ranges.some(r => r.p.length !== 1)) return false
+  const theirs = reply.ranges.reduce((n, r) => n + ('fp' in r ? r.n : r.items.length), 0)
+  const ours = store.rangeFingerprint('').roots
+  return theirs >= ours * COPY_RATIO && theirs - ours >= COPY_MIN_ROOTS
 }
 
 /** The first reply says the responder holds no root: it split the whole range into 16 empty ones, or listed none. */
