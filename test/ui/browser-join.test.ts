@@ -11,7 +11,7 @@
  * same wire messages, the first page saying how many records it holds), and
  * sends the range's last page only when the test lets it. A second real
  * node as the peer would do too, but it copies a few thousand records in a
- * second or two (about 2,300 records/s, docs/benchmarks.md), less than the
+ * second or two (1,400 to 2,300 records/s, docs/benchmarks.md), less than the
  * page's 3 s poll, and how far the join got when the test looks would be
  * left to the machine's speed; this way the join is held at a known point
  * while the page is read, and every figure shown is the joining node's own.
