@@ -10,9 +10,11 @@
  * equal exactly when two stores hold the same keys, values, tombstones and
  * versions of the root. The id is in it so that two roots of equal content
  * (the same fields written in one batch) do not cancel out of a range's sum:
- * {X} on one side and {Y} on the other would otherwise sum alike. A range is a hex prefix of positions (0 to 8 hex
- * digits: "" is everything); its fingerprint is the sum mod 2^128 of its
- * roots' hashes with the count of its roots (and of their versioned keys).
+ * {X} on one side and {Y} on the other would otherwise sum alike.
+ *
+ * A range is a hex prefix of positions (0 to 8 hex digits: "" is
+ * everything); its fingerprint is the sum mod 2^128 of its roots' hashes
+ * with the count of its roots (and of their versioned keys).
  *
  * Rows (derived and node-local, under `idx:`, never replicated):
  * - `idx:fpr/<pos><rid>` = `<hash 32 hex> <keys>`: one per root that has a version map.
