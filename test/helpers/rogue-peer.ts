@@ -44,6 +44,10 @@ export interface RoguePeer {
    * Returns how many peers it went to.
    */
   publishAs: (frame: (signer: string) => Uint8Array) => Promise<number>
+  /** A message on the mesh topic carrying `frame(signer)`, signed by a fresh key as `publishAs` does, not sent. */
+  signAs: (frame: (signer: string) => Uint8Array) => Promise<RPC.Message>
+  /** Sends `msg` as it is, byte for byte, to every peer connected now; returns how many peers it went to. */
+  sendMessage: (msg: RPC.Message) => number
   /**
    * Answers pulls from now on as a meta-core node holding `range` would,
    * each answer `delayMs` late: a range request (`snap`) gets the page it
@@ -71,6 +75,21 @@ export async function startRogue (swarmKeyFile: string, opts: { name?: string } 
     services: { identify: identify(), pubsub: gossipsub({ allowPublishToZeroTopicPeers: false, fallbackToFloodsub: false }) }
   })
   node.services.pubsub.subscribe(topic)
+  const signAs = async (frame: (signer: string) => Uint8Array): Promise<RPC.Message> => {
+    const key = await generateKeyPair('Ed25519')
+    const signer = peerIdFromPrivateKey(key)
+    const msg: RPC.Message = { from: signer.toMultihash().bytes, data: frame(signer.toString()), seqno: randomBytes(8), topic }
+    msg.signature = await key.sign(Buffer.concat([Buffer.from('libp2p-pubsub:'), RPC.Message.encode(msg)]))
+    msg.key = publicKeyToProtobuf(key.publicKey)
+    return msg
+  }
+  const sendMessage = (msg: RPC.Message): number => {
+    // The router's own send: it frames the RPC on the stream gossipsub keeps to each peer.
+    const router = node.services.pubsub as unknown as { sendRpc: (id: string, rpc: RPC) => boolean }
+    let sent = 0
+    for (const p of node.services.pubsub.getPeers()) if (router.sendRpc(p.toString(), { subscriptions: [], messages: [msg] })) sent++
+    return sent
+  }
   return {
     node,
     peerId: node.peerId.toString(),
@@ -78,18 +97,9 @@ export async function startRogue (swarmKeyFile: string, opts: { name?: string } 
       await waitFor(() => node.services.pubsub.getSubscribers(topic).length > 0, { timeoutMs: 10_000, what: 'a subscriber of the mesh topic' })
       await node.services.pubsub.publish(topic, bytes)
     },
-    publishAs: async (frame) => {
-      const key = await generateKeyPair('Ed25519')
-      const signer = peerIdFromPrivateKey(key)
-      const msg: RPC.Message = { from: signer.toMultihash().bytes, data: frame(signer.toString()), seqno: randomBytes(8), topic }
-      msg.signature = await key.sign(Buffer.concat([Buffer.from('libp2p-pubsub:'), RPC.Message.encode(msg)]))
-      msg.key = publicKeyToProtobuf(key.publicKey)
-      // The router's own send: it frames the RPC on the stream gossipsub keeps to each peer.
-      const router = node.services.pubsub as unknown as { sendRpc: (id: string, rpc: RPC) => boolean }
-      let sent = 0
-      for (const p of node.services.pubsub.getPeers()) if (router.sendRpc(p.toString(), { subscriptions: [], messages: [msg] })) sent++
-      return sent
-    },
+    publishAs: async (frame) => sendMessage(await signAs(frame)),
+    signAs,
+    sendMessage,
     serveRange: async ({ pages, records, delayMs, lastPageAfter }) => {
       const log = 'rogue-log'
       const head = 'rogue-head'

@@ -36,6 +36,7 @@ import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-p
 import type { NodeIdentity } from './identity.js'
 import { multiaddrProblem } from './addresses.js'
 import { delayedLink, type LinkControl } from './delayed-link.js'
+import { fastFrameId } from './gossip-dedup.js'
 import { meshScoring } from './gossip-scoring.js'
 import { gossipDout, type GossipDegree } from '../gossip-degree.js'
 import { Membership } from './membership.js'
@@ -186,6 +187,8 @@ export class Libp2pMesh implements MeshService {
           allowPublishToZeroTopicPeers: true,
           fallbackToFloodsub: false,
           emitSelf: false,
+          // A copy of a frame already verified is dropped before its signature is checked again (gossip-dedup.ts).
+          fastMsgIdFn: fastFrameId,
           ...meshScoring(this.topic),
           ...(this.init.degree !== undefined ? { ...this.init.degree, Dout: gossipDout(this.init.degree) } : {}),
           ...this.init.gossip,
