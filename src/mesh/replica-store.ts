@@ -29,8 +29,8 @@ export type MeshRecords = Replication & { readonly local: LocalStore, read: <T>(
 
 const LOG_ID_KEY = 'mesh:log-id'
 const EMPTY_LOG_HEAD = '0-0'
-/** A pulled page is applied in one transaction. */
-const WHOLE_PAGE = { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity }
+/** A pulled page is applied in one transaction; the core screened its entries (checkEntries), so they are not checked again. */
+const WHOLE_PAGE = { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity, checked: true }
 /**
  * A page of a bulk transfer starts the bulk path when at least this many of
  * its roots, and at least half of them, are new to this store (a page of
@@ -126,7 +126,7 @@ export class RecordReplica implements ReplicaStore {
         return { applied: out.applied, refused: out.refused }
       }
     }
-    const out = await r.applyBulk(entries, page)
+    const out = await r.applyBulk(entries, { ...page, checked: true })
     return { applied: out.applied, refused: out.refused }
   }
 

@@ -26,7 +26,7 @@
  */
 import type { Tx } from '../kv/index.js'
 import type { RemoteApplier } from './remote-apply.js'
-import type { RemoteEntry } from './remote-entry.js'
+import { checkRemoteEntry, type RemoteEntry } from './remote-entry.js'
 import type { ApplyResult } from './types.js'
 import type { Mutator } from './mutation.js'
 
@@ -38,6 +38,8 @@ export interface BulkPageOptions {
   done?: boolean
   /** How many records the peer holds (for time left), when the transfer knows it. */
   expectedRecords?: number
+  /** The page's entries already passed `checkRemoteEntry` (remote-apply.ts `ApplyBatchOptions.checked`); entries held back from an earlier page are checked here. */
+  checked?: boolean
 }
 
 /** A bulk transfer as it goes (the mesh status's `join`). */
@@ -129,6 +131,9 @@ export class BulkApplier {
     }
     this.keys += entries.length
     const before = this.held()
+    const checked = opts.checked === true
+    // Held back from an earlier page (or read back after a restart): not covered by this page's `checked`.
+    if (checked) for (const e of before) checkRemoteEntry(e)
     const all = before.length === 0 ? entries : [...before, ...entries]
     let apply: readonly RemoteEntry[] = all
     let keep: RemoteEntry[] = []
@@ -151,7 +156,7 @@ export class BulkApplier {
       if (!carryChanged) return
       if (keep.length === 0) tx.delete(BULK_CARRY_KEY)
       else tx.put(BULK_CARRY_KEY, JSON.stringify(keep))
-    })
+    }, checked)
     this.carry = keep
     this.records += roots.size
     if (lo !== undefined && this.lastRid !== undefined && lo <= this.lastRid) this.ordered = false

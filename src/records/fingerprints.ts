@@ -246,13 +246,31 @@ export class Fingerprints {
     }
   }
 
+  /** The buckets from their rows, then each level above summed from the one below (a bucket's deltas are not walked up one by one). */
   private load (): void {
     this.sums.fill(0)
     this.roots.fill(0)
     this.keys.fill(0)
+    const leaves = LEVEL_START[BUCKET_DIGITS]
     for (const [k, v] of this.kv.range(FP_BUCKET, prefixEnd(FP_BUCKET))) {
+      const n = leaves + parseInt(k.slice(FP_BUCKET.length), 16)
       const b = parseBucketRow(v)
-      this.move({ bucket: parseInt(k.slice(FP_BUCKET.length), 16), sum: limbsOf(b.sum), roots: b.roots, keys: b.keys })
+      for (let i = 0; i < 4; i++) this.sums[n * 4 + i] = parseInt(b.sum.slice(i * 8, i * 8 + 8), 16)
+      this.roots[n] = b.roots
+      this.keys[n] = b.keys
+    }
+    for (let level = BUCKET_DIGITS - 1; level >= 0; level--) {
+      const width = 16 ** level
+      for (let i = 0; i < width; i++) {
+        const n = LEVEL_START[level] + i
+        const first = LEVEL_START[level + 1] + i * 16
+        for (let c = first; c < first + 16; c++) {
+          if (this.roots[c] === 0 && this.keys[c] === 0) continue
+          addLimbs(this.sums, n * 4, this.sums.subarray(c * 4, c * 4 + 4))
+          this.roots[n] += this.roots[c]
+          this.keys[n] += this.keys[c]
+        }
+      }
     }
   }
 

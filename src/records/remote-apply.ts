@@ -56,6 +56,14 @@ export interface ApplyBatchOptions {
   rootsPerTransaction?: number
   /** Entries per transaction, a root never split (default 10,000). */
   entriesPerTransaction?: number
+  /** Every entry already passed `checkRemoteEntry` (the mesh screens what it receives before queueing it): not checked again. */
+  checked?: boolean
+}
+
+/** The root and field of a checked entry's key (`file:<rid>/<field>`, or `file:<rid>` for a root tombstone). */
+function splitKey (key: string): { rid: RecordId, field?: string } {
+  const slash = key.indexOf('/', 5)
+  return slash < 0 ? { rid: key.slice(5) as RecordId } : { rid: key.slice(5, slash) as RecordId, field: key.slice(slash + 1) }
 }
 
 export class RemoteApplier {
@@ -103,7 +111,7 @@ export class RemoteApplier {
    * held (root tombstones shadow older keys). One transaction.
    */
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> {
-    const p = this.prepare(entries)
+    const p = this.prepare(entries, false)
     const total = entries.length - p.refused
     const applied = await this.ctx.write(tx => this.applyRoots(tx, [...p.byRoot], entries, p.maxHlc))
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
@@ -121,7 +129,7 @@ export class RemoteApplier {
   async applyBatch (entries: readonly RemoteEntry[], opts: ApplyBatchOptions = {}): Promise<ApplyResult> {
     const maxRoots = Math.max(1, opts.rootsPerTransaction ?? BATCH_ROOTS)
     const maxEntries = Math.max(1, opts.entriesPerTransaction ?? BATCH_ENTRIES)
-    const p = this.prepare(entries)
+    const p = this.prepare(entries, opts.checked === true)
     const total = entries.length - p.refused
     const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     let applied = 0
@@ -144,10 +152,10 @@ export class RemoteApplier {
    * bulk apply: the indexers are told once (RecordIndexer.onBulkApply, with
    * its first and last root) and not per record, and the write does not
    * wait for their backlog. `also` runs in the same transaction after the
-   * roots (the bulk path's own bookkeeping).
+   * roots (the bulk path's own bookkeeping). `checked` as in applyBatch.
    */
-  async applyBulk (entries: readonly RemoteEntry[], also?: (tx: Tx) => void): Promise<ApplyResult> {
-    const p = this.prepare(entries)
+  async applyBulk (entries: readonly RemoteEntry[], also?: (tx: Tx) => void, checked = false): Promise<ApplyResult> {
+    const p = this.prepare(entries, checked)
     const total = entries.length - p.refused
     const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     const applied = await this.ctx.kv.write(tx => {
@@ -159,8 +167,11 @@ export class RemoteApplier {
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
   }
 
-  /** Checks every entry (throws on the first malformed one), refuses drifted ones, groups the rest by root. */
-  private prepare (entries: readonly RemoteEntry[]): Prepared {
+  /**
+   * Checks every entry (throws on the first malformed one) unless the
+   * caller did (`checked`), refuses drifted ones, groups the rest by root.
+   */
+  private prepare (entries: readonly RemoteEntry[], checked: boolean): Prepared {
     const { ctx } = this
     const byRoot = new Map<RecordId, Slot>()
     let refused = 0
@@ -174,7 +185,7 @@ export class RemoteApplier {
     let slot: Slot | undefined
     for (let i = 0; i < entries.length; i++) {
       const e = entries[i]
-      const parsed = checkRemoteEntry(e, seen)
+      const parsed = checked ? splitKey(e.key) : checkRemoteEntry(e, seen)
       if (e.hlc !== lastHlc) {
         let tooFar = ahead.get(e.hlc)
         if (tooFar === undefined) ahead.set(e.hlc, tooFar = ctx.hlc.aheadOfWall(e.hlc) > this.maxDrift)

@@ -147,4 +147,25 @@ describe('records.applyBulk', () => {
     await search.stop()
     s.close()
   })
+
+  it('checks entries unless the caller screened them (`checked`), and checks a held-back root whatever the page says', async () => {
+    tmp = tmpDir('mc-bulk-')
+    const { s, search } = await open(path.join(tmp.dir, 'c.db'))
+    const hlc = formatHlc({ ms: baseMs, counter: 0 })
+    const [r1, r2, r3, r4] = Array.from({ length: 4 }, (_, i) => newRecordId(baseMs + i))
+    // `canonical_cid` is derived on read: no peer may write it.
+    const bad = (rid: string): RemoteEntry => ({ key: `file:${rid}/canonical_cid`, value: 'x', hlc, origin: 'peer-a' })
+    const good = (rid: string): RemoteEntry => ({ key: `file:${rid}/title`, value: 'ok', hlc, origin: 'peer-a' })
+    await expect(s.records.applyBatch([good(r1), bad(r1)])).rejects.toThrow(/remote entry refused/)
+    expect(s.records.getFlat(r1)).toBeUndefined()
+    // Screened by the caller: taken as they are, with no second check (what the mesh passes has passed checkEntries).
+    await s.records.applyBatch([good(r1)], { checked: true })
+    expect(s.records.getFlat(r1)).toMatchObject({ title: 'ok' })
+    // An unchecked page's last root is held back unchecked; a checked page after it still checks it.
+    await s.records.applyBulk([good(r2), bad(r3)])
+    await expect(s.records.applyBulk([good(r4)], { checked: true, done: true })).rejects.toThrow(/remote entry refused/)
+    expect(s.records.getFlat(r4)).toBeUndefined()
+    await search.stop()
+    s.close()
+  })
 })

@@ -163,6 +163,7 @@ export interface ReplicaStore {
    * root, clock and origin) is checked once.
    */
   checkEntries: (entries: readonly RemoteEntry[]) => string | undefined
+  /** Entries the core screened first (`checkEntries` found nothing wrong with them): a store need not check them again. */
   apply: (entries: readonly RemoteEntry[]) => Promise<ApplyOutcome>
   /**
    * A page of a bulk transfer (the pages of a full resync): the same merge
