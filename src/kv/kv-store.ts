@@ -42,6 +42,7 @@ export class KvStore {
   private checkpointer: Checkpointer | undefined
   /** This process's exclusive hold on the store file (none for ':memory:'). */
   private readonly lock: StoreLock | undefined
+  private readonly closing: Array<() => void> = []
 
   constructor (opts: KvOptions) {
     this.path = opts.path
@@ -301,9 +302,26 @@ export class KvStore {
     return this.db.serialize()
   }
 
-  /** Commits what is queued, then closes the file. Idempotent. */
+  /**
+   * Runs `fn` when the store closes, after what is queued has committed and
+   * before anything else is refused: a layer's last write of state it keeps
+   * in memory (`writeSync`). A failing one is logged; the others still run.
+   */
+  beforeClose (fn: () => void): void {
+    this.closing.push(fn)
+  }
+
+  /** Commits what is queued, runs the `beforeClose` hooks, then closes the file. Idempotent. */
   close (): void {
     if (this.closed) return
+    this.writer.drain()
+    for (const fn of this.closing.splice(0)) {
+      try {
+        fn()
+      } catch (err) {
+        this.log.warn('a close hook failed', { err })
+      }
+    }
     this.writer.drain()
     this.closed = true
     this.checkpointer?.terminate()

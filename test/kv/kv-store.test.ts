@@ -136,6 +136,24 @@ describe('kv store', () => {
     expect(kv.get('file:E/x')).toBe('1')
   })
 
+  it('runs its close hooks after the queued writes commit, keeps what they write, and goes on past a failing one', async () => {
+    const t = tmpDir()
+    cleanups.push(() => { t.cleanup() })
+    const file = path.join(t.dir, 'hooks.db')
+    const warned: string[] = []
+    const logger = { debug () {}, info () {}, error () {}, warn (msg: string) { warned.push(msg) }, child () { return logger } }
+    const kv = openKv({ path: file, logger: logger as never })
+    const queued = kv.write(tx => { tx.put('queued', 'yes') })
+    kv.beforeClose(() => { throw new Error('hook failed') })
+    kv.beforeClose(() => { kv.writeSync(tx => { tx.put('hook', `saw ${kv.get('queued') ?? 'nothing'}`) }) })
+    kv.close()
+    await queued
+    expect(warned).toEqual(['a close hook failed'])
+    const again = openKv({ path: file })
+    expect(again.get('hook')).toBe('saw yes')
+    again.close()
+  })
+
   it('reads see only committed state', async () => {
     const { kv } = open()
     const p = kv.write(tx => { tx.put('k', 'v') })

@@ -6,8 +6,8 @@
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { newRecordId, openNodeStore, type NodeStore, type RecordId } from '../../src/records/index.js'
-import { FP_FORMAT, FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, rootHash } from '../../src/records/fingerprints.js'
-import { prefixEnd } from '../../src/kv/index.js'
+import { FP_FORMAT, FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, FP_BUCKETS_CURRENT, rootHash, sumHex } from '../../src/records/fingerprints.js'
+import { openKv, prefixEnd, type KvStore } from '../../src/kv/index.js'
 import { prng } from '../helpers/prng.js'
 import { randomRecordOp } from '../helpers/record-ops.js'
 import { tmpDir } from '../helpers/tmp.js'
@@ -32,7 +32,21 @@ function fresh (): string {
 }
 
 function rows (s: NodeStore): Array<[string, string]> {
-  return [...s.kv.range(FP_ROOT, prefixEnd(FP_ROOT)), ...s.kv.range(FP_BUCKET, prefixEnd(FP_BUCKET))]
+  return s.kv.range(FP_ROOT, prefixEnd(FP_ROOT))
+}
+
+/** The bucket rows the root rows make: `<sum> <roots> <keys>` per 4-hex bucket. */
+function bucketsOfRoots (kv: KvStore): Map<string, string> {
+  const acc = new Map<string, { hashes: string[], keys: number }>()
+  for (const [k, v] of kv.range(FP_ROOT, prefixEnd(FP_ROOT))) {
+    const b = FP_BUCKET + k.slice(FP_ROOT.length, FP_ROOT.length + 4)
+    const e = acc.get(b) ?? { hashes: [], keys: 0 }
+    const [h, n] = v.split(' ')
+    e.hashes.push(h)
+    e.keys += Number(n)
+    acc.set(b, e)
+  }
+  return new Map([...acc].map(([b, e]) => [b, `${sumHex(e.hashes)} ${e.hashes.length} ${e.keys}`]))
 }
 
 describe('range fingerprints', () => {
@@ -127,5 +141,43 @@ describe('range fingerprints', () => {
     // Two roots of equal content hash apart: one on each side would otherwise leave a range's sum equal.
     const other = newRecordId()
     expect(rootHash(other, ver, { title: 'x' })).not.toBe(rootHash(rid, ver, { title: 'x' }))
+  })
+
+  it('keep the buckets in memory, write them when the store closes, and sum them from the root rows after a crash', async () => {
+    const file = fresh()
+    const s = open(file)
+    const rand = prng(7)
+    const known: RecordId[] = []
+    for (let i = 0; i < 400; i++) await randomRecordOp(s, rand, known, i)
+    const digest = s.records.digest()
+    // Open: the bucket rows are not current (a crash now must not leave them trusted).
+    expect(s.kv.get(FP_BUCKETS_CURRENT)).toBeUndefined()
+    s.close()
+    let kv = openKv({ path: file, backgroundCheckpoint: false })
+    expect(kv.get(FP_BUCKETS_CURRENT)).toBe(FP_FORMAT)
+    const written = new Map(kv.range(FP_BUCKET, prefixEnd(FP_BUCKET)))
+    expect(written.size).toBeGreaterThan(50)
+    expect(written).toEqual(bucketsOfRoots(kv))
+    // As after a crash: writes since the rows were written (one bucket's row is stale), and no mark.
+    kv.writeSync(tx => {
+      tx.put(`${FP_BUCKET}0000`, `${'f'.repeat(32)} 7 70`)
+      tx.delete(FP_BUCKETS_CURRENT)
+    })
+    kv.close()
+    const again = open(file)
+    expect(again.records.digest()).toEqual(digest)
+    expect(fingerprintErrors(again)).toEqual([])
+    expect(again.kv.get(FP_BUCKETS_CURRENT)).toBeUndefined()
+    await randomRecordOp(again, rand, known, 400)
+    const after = again.records.digest()
+    again.close()
+    kv = openKv({ path: file, backgroundCheckpoint: false })
+    expect(new Map(kv.range(FP_BUCKET, prefixEnd(FP_BUCKET)))).toEqual(bucketsOfRoots(kv))
+    kv.close()
+    // A clean close: the next open takes the rows as they are.
+    const third = open(file)
+    cleanups.push(() => { third.close() })
+    expect(third.records.digest()).toEqual(after)
+    expect(fingerprintErrors(third)).toEqual([])
   })
 })
