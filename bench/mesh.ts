@@ -48,8 +48,9 @@ const log = (msg: string): void => { process.stderr.write(`bench:mesh: ${msg}\n`
 const r2 = (x: number): number => Math.round(x * 100) / 100
 const r3 = (x: number): number => Math.round(x * 1000) / 1000
 
+// A stopped node's SQLite threads may still be letting go of its files for a moment: the folder's removal retries.
 function fresh (): string {
-  fs.rmSync(TMP, { recursive: true, force: true })
+  fs.rmSync(TMP, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
   fs.mkdirSync(TMP, { recursive: true })
   return swarmKeyIn(TMP)
 }
@@ -269,7 +270,7 @@ async function catchUp (): Promise<Record<string, unknown>> {
 const loadBefore = os.loadavg()[0]
 const liveOut = ONLY === 'catchup' ? undefined : await live()
 const catchOut = ONLY === 'live' ? undefined : await catchUp()
-fs.rmSync(TMP, { recursive: true, force: true })
+fs.rmSync(TMP, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
 const loadAfter = os.loadavg()[0]
 
 const lines: string[] = ['## Mesh (`npm run bench:mesh`)', '', `${machineLine()}. Real nodes in one process (store, search, mesh over libp2p TCP on 127.0.0.1, HTTP API; watcher off); both cores are shared by every node of the run and by other work on the machine (load average, 1 min: ${loadBefore.toFixed(2)} before, ${loadAfter.toFixed(2)} after).`, '']
