@@ -1,6 +1,7 @@
 /**
- * CIDs: strict parsing, the rank ladder and canonical choice, and the two
- * file digests the store computes itself (midhash256, full-file sha2-256).
+ * CIDs: strict parsing, the rank ladder and canonical choice, and the file
+ * digests the store computes itself (midhash256; full-file sha2-256 and the
+ * IPFS UnixFS CID, both in one read: content-cids.ts).
  * Encoding and decoding go through multiformats (`CID`, `base32`, `varint`,
  * `Digest`); what is ours is the strictness on top of it, the rank ladder,
  * the midhash256 multihash (0x1000) and its sampling.
@@ -16,7 +17,7 @@
  *   (test/fixtures/cid-rank-vectors.json) exactly; anything `parseCid` refuses
  *   ranks 0. The election is a total order, so every peer agrees.
  * - Hashing never holds a whole file in memory; midhash256 reads at most its
- *   1 MiB sample. File-system errors (ENOENT, EACCES…) propagate unchanged.
+ *   1 MiB sample; the full-content CIDs stream the file once. File-system errors (ENOENT, EACCES…) propagate unchanged.
  */
 export { parseCid, isCid, decodeCid, MAX_CID_STRING_LENGTH } from './parse-cid.js'
 export type { Cid } from './parse-cid.js'
@@ -27,6 +28,8 @@ export {
   midhash256, midhash256FromSample, midhashCidFromDigest, midhashSampleRange, MIDHASH_SAMPLE_BYTES
 } from './midhash256.js'
 export { sha256FileCid } from './sha256-file-cid.js'
+export { contentCids, FULL_HASH_ALGORITHMS, IPFS_CHUNK_BYTES } from './content-cids.js'
+export type { ContentCids, ContentCidOptions, FullHashAlgorithm } from './content-cids.js'
 export type { FileDigest } from './file-digest.js'
 export { InvalidCidError, ShortReadError, NotAFileError } from './errors.js'
 export * from './codes.js'
