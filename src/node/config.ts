@@ -7,6 +7,7 @@
 import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
+import { FULL_HASH_ALGORITHMS, type FullHashAlgorithm } from '../cid/index.js'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
 import { gossipDegreeProblem } from '../mesh/gossip-degree.js'
 import { isLoopback, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
@@ -23,6 +24,10 @@ export interface NodeConfig {
   rescanIntervalMs: number
   settleMs: number
   hashConcurrency: number
+  /** Full-content CIDs the watcher computes in the background for every file it records (empty: none). */
+  fullHash: FullHashAlgorithm[]
+  /** The background full hash reads at most this many bytes per second. */
+  fullHashBytesPerSecond: number
   indexExcludePrefixes: string[]
   logLevel: LogLevel
   /** pnet swarm key file; unset: standalone (no p2p port). */
@@ -83,6 +88,8 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'rescanIntervalMs', env: 'META_CORE_RESCAN_INTERVAL_MS', flag: 'rescan-interval-ms', kind: { type: 'int', min: 1000, max: 7 * 24 * 3_600_000 }, def: '300000', help: 'periodic safety-net rescan of FILES_PATH, in ms' },
   { key: 'settleMs', env: 'META_CORE_SETTLE_MS', flag: 'settle-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '2000', help: 'a file is hashed once its size and mtime held still this long, in ms' },
   { key: 'hashConcurrency', env: 'META_CORE_HASH_CONCURRENCY', flag: 'hash-concurrency', kind: { type: 'int', min: 1, max: 64 }, def: '4', help: 'files hashed at once' },
+  { key: 'fullHash', env: 'META_CORE_FULL_HASH', flag: 'full-hash', kind: { type: 'subset', values: FULL_HASH_ALGORITHMS }, def: 'sha2-256,ipfs', help: 'full-content CIDs the watcher adds to each file\'s record in the background, after its midhash: sha2-256 (raw codec, bafkrei…), ipfs (kubo\'s CIDv1, raw leaves, 256 KiB chunks); none: off' },
+  { key: 'fullHashBytesPerSecond', env: 'META_CORE_FULL_HASH_BYTES_PER_SECOND', flag: 'full-hash-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '67108864', help: 'the background full hash reads at most this many bytes per second, one file at a time, and waits while the watcher scans or midhashes' },
   { key: 'indexExcludePrefixes', env: 'META_CORE_INDEX_EXCLUDE_PREFIXES', flag: 'index-exclude-prefixes', kind: { type: 'list' }, def: 'categories/newznab/', help: 'comma-separated field prefixes left out of search (explicit empty: exclude nothing)' },
   { key: 'logLevel', env: 'META_CORE_LOG_LEVEL', flag: 'log-level', kind: { type: 'enum', values: LOG_LEVELS }, def: 'info', help: `one of ${LOG_LEVELS.join(', ')}` },
   { key: 'swarmKeyPath', env: 'META_CORE_SWARM_KEY', flag: 'swarm-key', kind: { type: 'swarmkey' }, def: undefined, help: 'swarm key file of the private mesh to join (unset: standalone, no p2p port; meta-core keygen <path> writes one)' },

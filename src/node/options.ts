@@ -24,6 +24,8 @@ export type Kind =
   | { type: 'bool' }
   | { type: 'list' }
   | { type: 'enum', values: readonly string[] }
+  /** A comma-separated subset of `values`, or the word `none` for the empty set. */
+  | { type: 'subset', values: readonly string[] }
 
 export interface OptionSpec<K extends string = string> {
   key: K
@@ -203,6 +205,12 @@ function convert (kind: Kind, raw: string | undefined, cwd: string, checks: Addr
     case 'enum':
       if (raw === undefined || !kind.values.includes(raw)) return { problem: `must be one of ${kind.values.join(', ')}` }
       return raw
+    case 'subset': {
+      const list = listOf(raw)
+      if (list.length === 1 && list[0] === 'none') return []
+      if (list.length === 0 || list.some(x => !kind.values.includes(x))) return { problem: `must be a comma-separated list of ${kind.values.join(', ')}, or none` }
+      return [...new Set(list)]
+    }
   }
 }
 

@@ -136,7 +136,9 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       enabled: config.enableFileWatcher,
       rescanIntervalMs: config.rescanIntervalMs,
       settleMs: config.settleMs,
-      hashConcurrency: config.hashConcurrency
+      hashConcurrency: config.hashConcurrency,
+      fullHash: config.fullHash,
+      fullHashBytesPerSecond: config.fullHashBytesPerSecond
     })
     stops.push({ what: 'watcher', fn: () => watcher.stop() })
     // Starts watching and the initial scan in the background; the API can serve meanwhile.

@@ -48,6 +48,18 @@ export function defaultNodeUrl (httpHost: string, port: number): string {
 }
 
 interface Health { status: string, storage: boolean }
+/** `/status`'s watcher's background full hash (watcher/types.ts FullHashStatus); absent from an older node. */
+interface FullHashFigures {
+  state: string
+  algorithms: string[]
+  filesHashed: number
+  bytesHashed: number
+  filesKnown: number
+  filesPending: number
+  bytesPending: number
+  mbPerSecond: number
+  etaSeconds?: number
+}
 interface NodeStatus {
   status: string
   version: string
@@ -55,7 +67,7 @@ interface NodeStatus {
   uptimeSeconds: number
   fileCount: number
   eventStreams: number
-  watcher: { enabled: boolean, isScanning: boolean, fileCount: number, progress?: { filesPending?: number } } | null
+  watcher: { enabled: boolean, isScanning: boolean, fileCount: number, progress?: { filesPending?: number }, fullHash?: FullHashFigures } | null
 }
 
 export interface StatusReport { url: string, health: Health, status: NodeStatus, mesh: MeshView }
@@ -110,6 +122,7 @@ export function formatStatus (r: StatusReport): string {
       ['node id', m.self.name === null || m.self.name === undefined ? s.nodeId : `${s.nodeId}  (${m.self.name})`],
       ['records', count(s.fileCount)],
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
+      ...(w?.fullHash === undefined ? [] : [['full hash', fullHashLine(w.fullHash)] as [string, string]]),
       ['streams', `${count(s.eventStreams)} open SSE`],
       ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length - gossipOnly} peers (${connected} connected)${gossipOnly > 0 ? `, ${gossipOnly} heard via gossip` : ''}, ${count(members.length)} members known, frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
       ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : []),
@@ -202,6 +215,30 @@ export function joinLine (j: MeshJoinView | undefined, now: number): string | un
   const share = Math.min(1, j.records / j.expectedRecords)
   const left = j.secondsLeft === null ? 'time left unknown' : j.secondsLeft < 1 ? 'under a second left' : `about ${duration(j.secondsLeft * 1000)} left`
   return `${progressBar(share)} ${Math.floor(share * 100)} %  ${count(j.records)} of ${count(j.expectedRecords)} records, ${rate}, ${left}`
+}
+
+/**
+ * The background full hash in one line: off; up to date, with what it did
+ * since start; or under way (or paused behind the watcher), with the files
+ * and bytes done and left, the rate and the time left at it.
+ */
+export function fullHashLine (f: FullHashFigures): string {
+  if (f.state === 'off') return 'off (META_CORE_FULL_HASH=none)'
+  const done = `${count(f.filesHashed)} files (${bytes(f.bytesHashed)}) hashed since start, ${count(f.filesKnown)} had their CIDs already`
+  if (f.state === 'idle') return `${f.algorithms.join(', ')}: up to date; ${done}`
+  const left = f.etaSeconds === undefined ? '' : `, about ${duration(f.etaSeconds * 1000)} left`
+  const state = f.state === 'paused' ? 'paused while the watcher scans or hashes' : f.state === 'checking' ? 'checking records' : `${f.mbPerSecond} MB/s`
+  return `${f.algorithms.join(', ')}: ${count(f.filesPending)} files (${bytes(f.bytesPending)}) to go, ${state}${left}; ${done}`
+}
+
+/** 950 B, 4.2 kB, 3.1 MB, 12.5 GB (decimal units, as the page's). */
+function bytes (n: number): string {
+  if (n < 1000) return `${n} B`
+  const units = ['kB', 'MB', 'GB', 'TB', 'PB']
+  let v = n / 1000
+  let i = 0
+  while (v >= 1000 && i < units.length - 1) { v /= 1000; i++ }
+  return `${v.toFixed(1)} ${units[i]}`
 }
 
 /** `[#########...............]`: a share of 0 to 1 in 24 characters of plain ASCII (any terminal, any log). */

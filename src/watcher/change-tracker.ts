@@ -102,6 +102,11 @@ export class ChangeTracker {
     return this.candidates.size === 0 && this.moves.size === 0 && this.inflight.size === 0 && !this.writer.busy
   }
 
+  /** Files queued for their midhash or being hashed: reads of the watcher's own (the background full hash waits behind them). */
+  get hashing (): boolean {
+    return this.queue.busy
+  }
+
   pendingWork (): PendingWork {
     let files = 0
     let bytes = 0

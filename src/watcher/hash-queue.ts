@@ -24,6 +24,11 @@ export class HashQueue<T extends Queueable> {
     this.sem = new Semaphore(concurrency, () => { this.pump() })
   }
 
+  /** Files wait for their turn or are being hashed (registerFile's included). */
+  get busy (): boolean {
+    return this.head < this.queue.length || this.sem.inUse
+  }
+
   push (item: T): void {
     this.queue.push(item)
     this.pump()

@@ -44,12 +44,18 @@
  *   Unreadable files and folders are logged and skipped, never fatal, and an
  *   unreadable folder never makes its files count as deleted; a missing
  *   FILES_PATH fails the scan instead of deleting the library's records.
+ * - Full-content CIDs (full-hasher.ts, `fullHash`): once a file is recorded,
+ *   its sha2-256 and IPFS CIDs are computed in the background, one file at a
+ *   time at a bounded read rate, behind the watcher's own reads, and added
+ *   to its record's `cids/` key-set; never from bytes that changed while
+ *   read, never for content whose record carries them already; what a
+ *   restart interrupted is found again from the records.
  * - `stop()` is idempotent, aborts hashing and waits for writes in flight.
  */
 export { createWatcher } from './watcher.js'
 export { FILE_EVENTS } from './types.js'
 export type {
-  Watcher, WatcherHandle, WatcherComponents, WatcherInit, WatcherStatus, WatcherProgress, ScanSummary, RegisterResult
+  Watcher, WatcherHandle, WatcherComponents, WatcherInit, WatcherStatus, WatcherProgress, FullHashStatus, ScanSummary, RegisterResult
 } from './types.js'
 export { InvalidPathError, FileNotFoundError, FilesPathUnavailableError } from './errors.js'
 export { createFsEventSource } from './fs-event-source.js'

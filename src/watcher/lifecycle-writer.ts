@@ -53,6 +53,8 @@ export interface LifecycleWriterOptions {
   gatherMs?: number
   /** A path the records name as a copy on this node that the state did not know (now known, unconfirmed): look at it. */
   recheck?: (rel: string) => void
+  /** A file was recorded at a path as holding a content (committed): the background full hash's queue. */
+  onRecorded?: (entry: FileEntry) => void
 }
 
 interface Queued {
@@ -119,6 +121,7 @@ export class LifecycleWriter {
   private readonly gatherMs: number
   private readonly recheck: (rel: string) => void
   private readonly rt: WatcherRuntime
+  private readonly onRecorded: (entry: FileEntry) => void
   private queue: Queued[] = []
   private running: Promise<void> | undefined
 
@@ -132,6 +135,7 @@ export class LifecycleWriter {
     this.gatherMs = opts.gatherMs ?? 20
     this.recheck = opts.recheck ?? (() => {})
     this.rt = opts.runtime ?? systemRuntime
+    this.onRecorded = opts.onRecorded ?? (() => {})
   }
 
   get busy (): boolean {
@@ -303,6 +307,7 @@ export class LifecycleWriter {
         this.state.set(s.rel, entry)
         if (from !== undefined) this.state.delete(from)
         adopt()
+        this.onRecorded(entry)
       },
       outcome: { ok: true, event, created, ...(from !== undefined ? { oldPath: from } : {}) }
     }

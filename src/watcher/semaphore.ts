@@ -7,8 +7,13 @@ export class Semaphore {
   private free: number
   private readonly waiters: Array<() => void> = []
 
-  constructor (slots: number, private readonly onRelease: () => void = () => {}) {
+  constructor (private readonly slots: number, private readonly onRelease: () => void = () => {}) {
     this.free = slots
+  }
+
+  /** A slot is taken, or a caller waits for one. */
+  get inUse (): boolean {
+    return this.free < this.slots || this.waiters.length > 0
   }
 
   tryAcquire (): boolean {

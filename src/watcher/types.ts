@@ -3,6 +3,7 @@
  * only) and the node composition root (which creates the watcher).
  */
 import type { Logger, Startable } from '../common/index.js'
+import type { FullHashAlgorithm } from '../cid/index.js'
 import type { FileRecords, LocalStore, RecordReads } from '../records/index.js'
 import type { EventSourceStatus, FileEventSource } from './file-event-source.js'
 import type { WatcherRuntime } from './runtime.js'
@@ -39,6 +40,43 @@ export interface WatcherInit {
   watcherId?: string
   /** How often a running scan logs its progress (default 5 000 ms). */
   progressIntervalMs?: number
+  /**
+   * Full-content CIDs computed in the background for every file recorded
+   * (META_CORE_FULL_HASH: the node's default is both; unset here: none).
+   */
+  fullHash?: readonly FullHashAlgorithm[]
+  /** The background full hash reads at most this many bytes per second (META_CORE_FULL_HASH_BYTES_PER_SECOND, default 64 MiB). */
+  fullHashBytesPerSecond?: number
+}
+
+/**
+ * The background full hash (full-hasher.ts), since the watcher started.
+ * `state`: `off` (no algorithms), `idle` (every file's record carries its
+ * CIDs), `checking` (records being checked for CIDs they carry already),
+ * `hashing`, or `paused` (waiting while the watcher scans or midhashes).
+ */
+export interface FullHashStatus {
+  algorithms: string[]
+  state: 'off' | 'idle' | 'checking' | 'hashing' | 'paused'
+  /** Files read whole and their CIDs recorded, and their bytes. */
+  filesHashed: number
+  bytesHashed: number
+  /** Files not read: their record already carried the CIDs (a peer holding the same bytes computed them, or a client added them). */
+  filesKnown: number
+  /** Reads thrown away because the file changed meanwhile (it is read again once the watcher has recorded it). */
+  filesChanged: number
+  /** Files that could not be read (logged; tried again when they change). */
+  filesFailed: number
+  /** Files waiting (some may turn out to carry their CIDs already), the one being read included, and the bytes left of those known to need reading. */
+  filesPending: number
+  bytesPending: number
+  /** Read rate while reading (pauses left out), MB/s. */
+  mbPerSecond: number
+  bytesPerSecondLimit: number
+  /** At the rate so far (at the bound before the first read). */
+  etaSeconds?: number
+  /** The file being read. */
+  current?: { path: string, size: number, bytesRead: number }
 }
 
 export interface WatcherProgress {
@@ -72,6 +110,8 @@ export interface WatcherStatus {
    * (`outside`), names that are not valid UTF-8 (`unnamable`).
    */
   skipped: { special: number, outside: number, unnamable: number }
+  /** The background full hash: files and bytes done, what waits, rate and time left. */
+  fullHash: FullHashStatus
 }
 
 export interface ScanSummary {

@@ -6,12 +6,14 @@ import { ChangeTracker } from './change-tracker.js'
 import { FileNotFoundError, FilesPathUnavailableError, InvalidPathError } from './errors.js'
 import { isHiddenPath, isUnder, type FileEventSource } from './file-event-source.js'
 import { FileState } from './file-state.js'
+import { FullHasher } from './full-hasher.js'
 import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
 import { systemRuntime, type WatcherRuntime } from './runtime.js'
 import { ProgressMeter } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
-import { statPath, walkTree, type SkipReason, type SkippedEntry } from './tree-walk.js'
+import { SkipLog } from './skip-log.js'
+import { statPath, walkTree } from './tree-walk.js'
 import {
   FILE_EVENTS, type RegisterResult, type ScanSummary, type WatcherComponents, type WatcherHandle, type WatcherInit,
   type WatcherProgress, type WatcherStatus
@@ -49,6 +51,7 @@ class FilesWatcher implements WatcherHandle {
   private readonly state = new FileState()
   private readonly writer: LifecycleWriter
   private readonly tracker: ChangeTracker
+  private readonly fullHasher: FullHasher
   private readonly progress = new ProgressMeter()
   private readonly source: FileEventSource | undefined
   private hydrated = false
@@ -62,10 +65,7 @@ class FilesWatcher implements WatcherHandle {
   private scanning = false
   private lastScan: string | undefined
   private cancelRescan: (() => void) | undefined
-  /** Entries the last full scan skipped, by reason (GET /api/watchers). */
-  private skippedCounts: Record<SkipReason, number> = { special: 0, outside: 0, unnamable: 0 }
-  /** Skipped entries already logged: each is logged once while it stays (reset by every full scan). */
-  private loggedSkips = new Set<string>()
+  private readonly skips: SkipLog
   private hints = new Set<string>()
   private cancelHints: (() => void) | undefined
   private hintWork: Promise<void> | undefined
@@ -89,7 +89,9 @@ class FilesWatcher implements WatcherHandle {
     validateFieldPath(`holders/${this.holderId}`)
     this.log = (components.logger ?? silentLogger).child('watcher')
     this.rt = components.runtime ?? systemRuntime
+    this.skips = new SkipLog(this.log)
     let tracker: ChangeTracker | undefined
+    let fullHasher: FullHasher | undefined
     this.writer = new LifecycleWriter({
       records: components.records,
       state: this.state,
@@ -97,7 +99,8 @@ class FilesWatcher implements WatcherHandle {
       runtime: this.rt,
       logger: this.log,
       claimPendingDelete: cid => tracker?.claimPendingDelete(cid),
-      recheck: rel => { this.hint(rel) }
+      recheck: rel => { this.hint(rel) },
+      onRecorded: e => { fullHasher?.recorded(e) }
     })
     tracker = new ChangeTracker({
       root: () => this.realRoot,
@@ -111,6 +114,18 @@ class FilesWatcher implements WatcherHandle {
       onHashed: bytes => { this.progress.hashed(bytes) }
     })
     this.tracker = tracker
+    this.fullHasher = fullHasher = new FullHasher({
+      records: components.records,
+      state: this.state,
+      root: () => this.realRoot,
+      algorithms: init.fullHash ?? [],
+      bytesPerSecond: init.fullHashBytesPerSecond,
+      runtime: this.rt,
+      logger: this.log,
+      // Behind the watcher's own reads: a walk, files queued for their midhash or being hashed.
+      busy: () => this.scanning || tracker.hashing,
+      progressMs: this.progressMs
+    })
     this.source = components.eventSource ?? (this.enabled ? createFsEventSource({ root: this.root, logger: this.log }) : undefined)
   }
 
@@ -126,8 +141,10 @@ class FilesWatcher implements WatcherHandle {
     await fs.promises.mkdir(this.root, { recursive: true })
     this.realRoot = await fs.promises.realpath(this.root)
     // Disabled: nothing to compare until a scan or a registration asks (each hydrates first).
+    // What the records lack of the files known here is found again after every start (none known yet when disabled).
+    if (this.enabled) this.hydrate()
+    this.fullHasher.start()
     if (!this.enabled) return
-    this.hydrate()
     // Live events first: whatever changes while the initial scan runs is hinted rather than missed.
     await this.source?.start(rel => { this.hint(rel) })
     this.requestScan('initial-scan').catch(err => { this.scanFailed(err) })
@@ -142,6 +159,7 @@ class FilesWatcher implements WatcherHandle {
     this.stopping = (async () => {
       this.controller.abort()
       await stopAll([
+        async () => { await this.fullHasher.stop() },
         async () => { await this.source?.stop() },
         () => {
           this.cancelRescan?.()
@@ -175,7 +193,8 @@ class FilesWatcher implements WatcherHandle {
       isScanning: this.scanning,
       fileCount: this.state.size,
       progress: this.progress.snapshot(this.tracker.pendingWork()),
-      skipped: { ...this.skippedCounts }
+      skipped: { ...this.skips.counts },
+      fullHash: this.fullHasher.status()
     }
     if (this.lastScan !== undefined) s.lastScan = this.lastScan
     if (this.source !== undefined && this.started) s.events = this.source.status()
@@ -230,7 +249,7 @@ class FilesWatcher implements WatcherHandle {
     try {
       if (kind === 'reset') await this.resetState()
       const seen = new Set<string>()
-      const logged = new Set<string>()
+      this.skips.beginScan()
       let walked
       try {
         this.realRoot = await fs.promises.realpath(this.root)
@@ -239,14 +258,13 @@ class FilesWatcher implements WatcherHandle {
           signal,
           onFile: (rel, st) => { seen.add(rel); this.progress.seen(); this.tracker.observe(rel, st, tag) },
           onError: (rel, err) => { this.log.warn('unreadable entry skipped', { path: rel, code: err.code }) },
-          onSkip: (e) => { logged.add(this.logSkip(e)) }
+          onSkip: (e) => { this.skips.skip(e) }
         })
       } catch (err) {
         if (err instanceof AbortedError) throw err
         throw new FilesPathUnavailableError(this.filesPath, { cause: err })
       }
-      this.skippedCounts = walked.skipped
-      this.loggedSkips = logged
+      this.skips.endScan(walked.skipped)
       const unseen: string[] = []
       for (const rel of this.state.paths()) if (!seen.has(rel)) unseen.push(rel)
       await this.restat(unseen, tag, signal)
@@ -287,7 +305,7 @@ class FilesWatcher implements WatcherHandle {
       await Promise.all(rels.slice(i, i + RESTAT_BATCH).map(async rel => {
         try {
           const k = await statPath(this.realRoot, rel)
-          if (k.kind === 'none' && k.skipped !== undefined) this.logSkip(k.skipped)
+          if (k.kind === 'none' && k.skipped !== undefined) this.skips.skip(k.skipped)
           this.tracker.observe(rel, k.kind === 'file' ? k.st : null, tag)
         } catch (err) {
           // Unreadable is not gone: keep what we know.
@@ -316,17 +334,6 @@ class FilesWatcher implements WatcherHandle {
     this.log.info('scan progress', {
       phase: p.phase, filesSeen: p.filesSeen, filesHashed: p.filesHashed, filesPending: p.filesPending, mbPerSecond: p.mbPerSecond, etaSeconds: p.etaSeconds
     })
-  }
-
-  /** Logs a skipped entry once while it stays skipped; returns its log key. */
-  private logSkip (e: SkippedEntry): string {
-    const key = `${e.reason}:${e.rel}`
-    if (this.loggedSkips.has(key)) return key
-    this.loggedSkips.add(key)
-    if (e.reason === 'special') this.log.warn('not a regular file: skipped, never opened', { path: e.rel, kind: e.detail })
-    else if (e.reason === 'outside') this.log.warn('symlink leads outside the library: skipped, never read', { path: e.rel, target: e.detail })
-    else this.log.warn('name is not valid UTF-8: skipped (no API answer could name it)', { path: e.rel, kind: e.detail })
-    return key
   }
 
   // ------------------------------------------------------------ hints
@@ -374,7 +381,7 @@ class FilesWatcher implements WatcherHandle {
       this.log.debug('cannot stat a hinted path', { path: rel, err })
       return undefined
     }
-    if (k.kind === 'none' && k.skipped !== undefined) this.logSkip(k.skipped)
+    if (k.kind === 'none' && k.skipped !== undefined) this.skips.skip(k.skipped)
     if (k.kind === 'file') {
       this.tracker.observe(rel, k.st)
       return undefined
@@ -393,7 +400,7 @@ class FilesWatcher implements WatcherHandle {
         signal: this.controller.signal,
         onFile: (r, st) => { seen.add(r); this.tracker.observe(r, st) },
         onError: (r, err) => { this.log.warn('unreadable entry skipped', { path: r, code: err.code }) },
-        onSkip: (e) => { this.logSkip(e) }
+        onSkip: (e) => { this.skips.skip(e) }
       })
     } catch (err) {
       if (err instanceof AbortedError) return rel
