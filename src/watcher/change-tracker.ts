@@ -22,8 +22,8 @@ export interface ChangeTrackerOptions {
   logger?: Logger
   /** A path whose change arrived while it was being hashed or written: look at it again (the watcher re-stats and routes it). */
   recheck: (rel: string) => void
-  /** Bytes read by one finished hash (progress). */
-  onHashed?: (sampleBytes: number) => void
+  /** One file hashed: the bytes read and its size (progress). */
+  onHashed?: (sampleBytes: number, size: number) => void
 }
 
 /** What is left to hash: files waiting to settle, queued or being hashed, and their sample bytes. */
@@ -69,7 +69,7 @@ export class ChangeTracker {
   private readonly rt: WatcherRuntime
   private readonly log: Logger
   private readonly recheck: (rel: string) => void
-  private readonly onHashed: (n: number) => void
+  private readonly onHashed: (sampleBytes: number, size: number) => void
   private readonly settle: SettlePolicy
   private readonly queue: HashQueue<Candidate>
   private readonly moves = new MoveMatcher()
@@ -280,7 +280,7 @@ export class ChangeTracker {
       this.changed(c, after) // written while being read: that hash names bytes that never existed together
       return
     }
-    this.onHashed(midhashSampleRange(c.size).length)
+    this.onHashed(midhashSampleRange(c.size).length, c.size)
     c.phase = 'writing'
     const step: Step = { kind: 'seen', rel: c.rel, size: c.size, mtimeNs: String(c.mtimeNs), cid: digest.cid, tag: c.tag }
     const out = await this.writer.submit(step)

@@ -2,11 +2,13 @@ import type { PendingWork } from './change-tracker.js'
 import type { WatcherProgress } from './types.js'
 
 /**
- * Figures for long work: files seen by the walk, files and bytes hashed (the
- * bytes midhash256 read, at most 1 MiB a file), throughput, and an estimate
- * of the time left for the work found so far. The estimate takes the slower
- * of the byte rate and the file rate, so it holds both for libraries of big
- * videos (read-bound) and of many small files (per-file-bound).
+ * Figures for long work: files seen by the walk, files hashed and their
+ * sizes, the bytes midhash256 read for them (at most 1 MiB a file),
+ * throughput, and an estimate of the time left for the work found so far.
+ * The estimate takes the slower of the byte rate and the file rate, so it
+ * holds both for libraries of big videos (read-bound) and of many small
+ * files (per-file-bound). Files hashed between scans (live changes) are
+ * counted apart (`sinceScan`), so a scan's figures stay that scan's.
  */
 export class ProgressMeter {
   private phase: WatcherProgress['phase'] = 'idle'
@@ -16,6 +18,8 @@ export class ProgressMeter {
   private filesSeen = 0
   private filesHashed = 0
   private bytesHashed = 0
+  private fileBytesHashed = 0
+  private since = { filesHashed: 0, fileBytesHashed: 0 }
 
   begin (phase: Exclude<WatcherProgress['phase'], 'idle'>): void {
     this.phase = phase
@@ -25,6 +29,8 @@ export class ProgressMeter {
     this.filesSeen = 0
     this.filesHashed = 0
     this.bytesHashed = 0
+    this.fileBytesHashed = 0
+    this.since = { filesHashed: 0, fileBytesHashed: 0 }
   }
 
   end (): void {
@@ -40,9 +46,16 @@ export class ProgressMeter {
     this.filesSeen++
   }
 
-  hashed (bytes: number): void {
+  /** A file of `size` bytes was hashed, reading `sampleBytes` of it. */
+  hashed (sampleBytes: number, size: number): void {
+    if (!this.running) {
+      this.since.filesHashed++
+      this.since.fileBytesHashed += size
+      return
+    }
     this.filesHashed++
-    this.bytesHashed += bytes
+    this.bytesHashed += sampleBytes
+    this.fileBytesHashed += size
   }
 
   snapshot (pending: PendingWork): WatcherProgress {
@@ -52,6 +65,8 @@ export class ProgressMeter {
       filesSeen: this.filesSeen,
       filesHashed: this.filesHashed,
       bytesHashed: this.bytesHashed,
+      fileBytesHashed: this.fileBytesHashed,
+      sinceScan: { ...this.since },
       mbPerSecond: round2(this.bytesHashed / 1e6 / elapsed),
       filesPending: pending.files
     }

@@ -79,11 +79,18 @@ export interface FullHashStatus {
   current?: { path: string, size: number, bytesRead: number }
 }
 
+/** The current scan's figures, or the last one's while idle. */
 export interface WatcherProgress {
   phase: 'idle' | 'initial-scan' | 'scan' | 'reset'
+  /** Files the scan's walk found. */
   filesSeen: number
+  /** Files the scan hashed (new or changed), their sizes, and the bytes midhash256 read of them (at most 1 MiB a file). */
   filesHashed: number
+  fileBytesHashed: number
   bytesHashed: number
+  /** Files hashed since the scan ended (live changes), and their sizes. */
+  sinceScan: { filesHashed: number, fileBytesHashed: number }
+  /** Midhash bytes read per second during the scan. */
   mbPerSecond: number
   /** Estimated seconds left in the current scan, when known. */
   etaSeconds?: number

@@ -111,7 +111,7 @@ class FilesWatcher implements WatcherHandle {
       runtime: this.rt,
       logger: this.log,
       recheck: rel => { this.hint(rel) },
-      onHashed: bytes => { this.progress.hashed(bytes) }
+      onHashed: (bytes, size) => { this.progress.hashed(bytes, size) }
     })
     this.tracker = tracker
     this.fullHasher = fullHasher = new FullHasher({
