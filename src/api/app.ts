@@ -30,6 +30,8 @@ import { SseHub } from './sse/sse-hub.js'
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
 const DEFAULT_HEARTBEAT_MS = 30_000
 const DEFAULT_STATS_TTL_MS = 60_000
+/** A node in a mesh that reached no peer for this long reports degraded on /health. */
+const DEFAULT_HEALTH_NO_PEER_MS = 60_000
 /** 10 GiB: a few films. */
 const DEFAULT_CACHE_MAX_BYTES = 10 * 1024 ** 3
 /** Longest path parameter: a 512-character field path, percent-encoded, fits; longer is a 414. */
@@ -96,6 +98,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
     sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
     read: (fn) => components.records.read(fn),
+    healthNoPeerMs: init.healthNoPeerMs ?? DEFAULT_HEALTH_NO_PEER_MS,
     metrics,
     byteCache: init.byteCache ?? (init.cachePath === undefined
       ? undefined

@@ -49,6 +49,8 @@ export interface ApiInit {
   byteCache?: ByteCache
   /** `/metrics` answers without the token (META_CORE_METRICS_PUBLIC). */
   metricsPublic?: boolean
+  /** `/health` says degraded once a node in a mesh has reached no peer for this long (META_CORE_HEALTH_NO_PEER_MS, default 60 000 ms). */
+  healthNoPeerMs?: number
   /**
    * On close, requests still running this long after it began have their
    * connections cut (default 2 000 ms), so a stalled client cannot hold a
@@ -77,4 +79,5 @@ export interface ApiContext {
   byteCache: ByteCache | undefined
   /** Runs synchronous reads in one snapshot (`records.read`). */
   read: <T>(fn: () => T) => T
+  healthNoPeerMs: number
 }

@@ -60,6 +60,8 @@ export interface NodeConfig {
   cacheMaxBytes: number
   /** SIGTERM/SIGINT: everything stopped within this long, or the process exits 1 naming what it still waited for. */
   shutdownTimeoutMs: number
+  /** `/health` says degraded once a node with a swarm key has had no reachable peer for this long. */
+  healthNoPeerMs: number
   /** `/metrics` answers without the API token. */
   metricsPublic: boolean
   /** This node's name for people (peers, status, the page); the host name unless set. */
@@ -111,6 +113,7 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'cachePath', env: 'META_CORE_CACHE_PATH', flag: 'cache-path', kind: { type: 'optpath' }, def: undefined, help: 'folder where files fetched whole from peers are kept to serve again (unset: no cache)' },
   { key: 'cacheMaxBytes', env: 'META_CORE_CACHE_MAX_BYTES', flag: 'cache-max-bytes', kind: { type: 'int', min: 1_048_576, max: 2 ** 50 }, def: '10737418240', help: 'size cap of the cache; the least recently served files go first' },
   { key: 'shutdownTimeoutMs', env: 'META_CORE_SHUTDOWN_TIMEOUT_MS', flag: 'shutdown-timeout-ms', kind: { type: 'int', min: 1000, max: 600_000 }, def: '5000', help: 'on SIGTERM/SIGINT everything stops within this long (HTTP requests get half of it), else exit 1, in ms' },
+  { key: 'healthNoPeerMs', env: 'META_CORE_HEALTH_NO_PEER_MS', flag: 'health-no-peer-ms', kind: { type: 'int', min: 0, max: 86_400_000 }, def: '60000', help: 'GET /health says degraded once a node with a swarm key has reached no peer for this long, in ms' },
   { key: 'nodeName', env: 'META_CORE_NODE_NAME', flag: 'node-name', kind: { type: 'label', max: 64 }, def: undefined, help: 'this node\'s name, shown beside its peer id in status, /api/mesh, its peers and the page (default: the host name)' },
   { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }
 ]

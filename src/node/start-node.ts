@@ -148,6 +148,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
       filesPath: config.filesPath,
       apiToken: config.apiToken,
       metricsPublic: config.metricsPublic,
+      healthNoPeerMs: config.healthNoPeerMs,
       byteCache,
       // Requests in flight get half the shutdown budget; the mesh and the store need the rest.
       closeGraceMs: Math.floor(config.shutdownTimeoutMs / 2),

@@ -47,7 +47,7 @@ export function defaultNodeUrl (httpHost: string, port: number): string {
   return `http://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`
 }
 
-interface Health { status: string, storage: boolean }
+interface Health { status: string, storage: boolean, reasons?: Array<{ reason: string, message: string }> }
 /** `/status`'s watcher's background full hash (watcher/types.ts FullHashStatus); absent from an older node. */
 interface FullHashFigures {
   state: string
@@ -121,6 +121,7 @@ export function formatStatus (r: StatusReport): string {
       ['node', `${r.url}  ${r.health.status}${r.health.storage ? '' : ' (storage unavailable)'}, meta-core ${s.version}, up ${duration(s.uptimeSeconds * 1000)}`],
       ['node id', m.self.name === null || m.self.name === undefined ? s.nodeId : `${s.nodeId}  (${m.self.name})`],
       ['records', count(s.fileCount)],
+      ...(r.health.reasons ?? []).map(x => ['health', x.message] as [string, string]),
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
       ...(w?.fullHash === undefined ? [] : [['full hash', fullHashLine(w.fullHash)] as [string, string]]),
       ['streams', `${count(s.eventStreams)} open SSE`],

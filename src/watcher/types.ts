@@ -108,6 +108,8 @@ export interface WatcherStatus {
   isScanning: boolean
   fileCount: number
   lastScan?: string
+  /** The last scan failed (FILES_PATH gone or unreadable): why and when; absent once a scan succeeds again. */
+  lastError?: { message: string, at: string }
   progress: WatcherProgress
   /** The live event source; absent when the watcher is disabled. */
   events?: EventSourceStatus

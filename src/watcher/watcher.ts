@@ -64,6 +64,8 @@ class FilesWatcher implements WatcherHandle {
   private waitingScan: Promise<ScanSummary> | undefined
   private scanning = false
   private lastScan: string | undefined
+  /** Why the last scan failed; cleared by the next that succeeds (the status, and /health). */
+  private lastError: WatcherStatus['lastError']
   private cancelRescan: (() => void) | undefined
   private readonly skips: SkipLog
   private hints = new Set<string>()
@@ -197,6 +199,7 @@ class FilesWatcher implements WatcherHandle {
       fullHash: this.fullHasher.status()
     }
     if (this.lastScan !== undefined) s.lastScan = this.lastScan
+    if (this.lastError !== undefined) s.lastError = this.lastError
     if (this.source !== undefined && this.started) s.events = this.source.status()
     return s
   }
@@ -271,6 +274,7 @@ class FilesWatcher implements WatcherHandle {
       const counts = await this.tracker.closeTag(tag)
       const summary: ScanSummary = { fileCount: this.state.size, ...counts }
       this.lastScan = new Date().toISOString()
+      this.lastError = undefined
       const p = this.progress.snapshot(this.tracker.pendingWork())
       this.log.info('scan finished', {
         phase: kind, ...summary, seconds: round1((performance.now() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed, mbPerSecond: p.mbPerSecond
@@ -278,6 +282,7 @@ class FilesWatcher implements WatcherHandle {
       return summary
     } catch (err) {
       this.tracker.abandonTag(tag)
+      if (!(err instanceof AbortedError)) this.lastError = { message: err instanceof Error ? err.message : String(err), at: new Date().toISOString() }
       throw err
     } finally {
       clearInterval(ticker)

@@ -1,3 +1,4 @@
+import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
@@ -30,6 +31,21 @@ describe('health, status, stats, schema', () => {
     }
     const w = await h.app.inject({ method: 'PATCH', url: `/meta/${CID_A}`, payload: { t: 'x' } })
     expect(w.statusCode).toBe(503)
+  })
+
+  it('/health says degraded with the reason while the watcher\'s scans fail (?strict=1: 503), and ok once one succeeds', async () => {
+    fs.rmSync(h.filesPath, { recursive: true })
+    await h.app.inject({ method: 'POST', url: '/api/watchers/scan?wait=true' })
+    const bad = await h.app.inject({ url: '/health' })
+    expect(bad.statusCode).toBe(200)
+    expect(bad.json()).toMatchObject({ status: 'degraded', storage: true, redis: true, reasons: [{ reason: 'watcher', message: expect.stringContaining('last scan failed') }] })
+    expect((await h.app.inject({ url: '/health?strict=1' })).statusCode).toBe(503)
+    expect((await h.app.inject({ url: '/health?strict=0' })).statusCode).toBe(200)
+    fs.mkdirSync(h.filesPath)
+    expect((await h.app.inject({ method: 'POST', url: '/api/watchers/scan?wait=true' })).statusCode).toBe(200)
+    const ok = await h.app.inject({ url: '/health?strict=1' })
+    expect(ok.statusCode).toBe(200)
+    expect(ok.json()).toMatchObject({ status: 'ok', reasons: [] })
   })
 
   it('/status reports the service and its record count', async () => {

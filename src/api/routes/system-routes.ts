@@ -5,6 +5,7 @@
 import fs from 'node:fs'
 import type { FastifyInstance } from 'fastify'
 import type { ApiContext } from '../context.js'
+import { healthOf } from '../health.js'
 import { withErrors } from '../schemas.js'
 import { clockSchema } from './mesh-routes.js'
 
@@ -43,23 +44,35 @@ function schemaFromCounters (ctx: ApiContext): Record<string, FieldSchema> {
 }
 
 export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
-  app.get('/health', {
-    config: { public: true },
-    schema: {
-      summary: 'Liveness: always 200, status degraded when storage is unavailable or the clock is out of bound (writes refused)',
-      tags: ['system'],
-      security: [],
-      response: {
-        200: {
-          type: 'object',
-          properties: { status: { type: 'string', enum: ['ok', 'degraded'] }, storage: { type: 'boolean' }, redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' }, timestamp: { type: 'string' }, clock: { ...clockSchema, nullable: true } }
-        }
+  const healthBody = {
+    type: 'object',
+    properties: {
+      status: { type: 'string', enum: ['ok', 'degraded'] },
+      storage: { type: 'boolean' },
+      redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' },
+      timestamp: { type: 'string' },
+      clock: { ...clockSchema, nullable: true },
+      reasons: {
+        type: 'array',
+        description: 'why the status is degraded (empty when ok)',
+        items: { type: 'object', properties: { reason: { type: 'string', enum: ['storage', 'clock', 'no_peer', 'watcher'] }, message: { type: 'string' } } }
       }
     }
-  }, async () => {
-    const up = storageUp(ctx)
-    const clock = ctx.mesh?.status().self.clock ?? null
-    return { status: up && clock?.inBound !== false ? 'ok' : 'degraded', storage: up, redis: up, timestamp: new Date().toISOString(), clock }
+  } as const
+  app.get<{ Querystring: { strict?: string } }>('/health', {
+    config: { public: true },
+    schema: {
+      summary: 'Health: ok, or degraded with its reasons (storage unavailable, clock out of bound, no peer reached for a minute, the watcher\'s last scan failed). 200 either way, as the original; ?strict=1 answers 503 when degraded',
+      tags: ['system'],
+      security: [],
+      querystring: { type: 'object', properties: { strict: { type: 'string', enum: ['1', '0', 'true', 'false'] } }, additionalProperties: false },
+      response: { 200: healthBody, 503: healthBody }
+    }
+  }, async (req, reply) => {
+    const h = healthOf(ctx)
+    const strict = req.query.strict === '1' || req.query.strict === 'true'
+    if (strict && h.status !== 'ok') reply.code(503)
+    return h
   })
 
   app.get('/status', {
