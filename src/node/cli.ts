@@ -10,9 +10,9 @@
  * Exit codes: 0 done, 1 failed (a failed start, an unreachable node), 2 bad
  * usage or configuration (every problem listed at once).
  */
-import { ConfigError, parseConfig, usage } from './config.js'
+import { ConfigError, OPTIONS, parseConfig, usage } from './config.js'
 import { idUsage, keygen, keygenUsage, printId } from './keys-commands.js'
-import { parseOptions } from './options.js'
+import { parseOptions, unknownVariables } from './options.js'
 import { PortUnavailableError } from './port-check.js'
 import type { Output } from './run-node.js'
 import { defaultNodeUrl, fetchStatus, formatStatus, meshProblem, STATUS_OPTIONS, StatusError, statusUsage } from './status-command.js'
@@ -54,6 +54,8 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
     io.err(`meta-core: unknown command ${JSON.stringify(cmd)}\n\n${cliUsage()}\n`)
     return 2
   }
+  // The commands that read the environment name a variable none of their tables know (a typo is otherwise silently ignored).
+  if (cmd === 'start' || cmd === 'id' || cmd === 'status') warnUnknownVariables(env, io)
   try {
     switch (cmd as Command) {
       case 'help': {
@@ -96,6 +98,13 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
       return 2
     }
     throw err
+  }
+}
+
+/** Every table's variables are known to every command: a variable for `status` in the shell that starts a node is no typo. */
+function warnUnknownVariables (env: Readonly<Record<string, string | undefined>>, io: Output): void {
+  for (const u of unknownVariables(env, [...OPTIONS, ...STATUS_OPTIONS])) {
+    io.err(`meta-core: warning: ${u.name} is not a meta-core variable and is ignored (did you mean ${u.nearest}?)\n`)
   }
 }
 

@@ -237,6 +237,42 @@ export function isLoopback (host: string): boolean {
   return net.isIPv4(v4) && v4.startsWith('127.')
 }
 
+/** The prefix of the variables the node reads (FILES_PATH and ENABLE_FILE_WATCHER are the original's names). */
+const VARIABLE_PREFIX = 'META_CORE_'
+
+/**
+ * `META_CORE_*` variables set in `env` that no option of `specs` reads (a
+ * typo, or an option this version does not have), each with the known
+ * variable nearest to it by edit distance. Known names come from the option
+ * tables only, so an option added to a table is known with it.
+ */
+export function unknownVariables (env: Readonly<Record<string, string | undefined>>, specs: readonly OptionSpec[]): Array<{ name: string, nearest: string }> {
+  const known = [...new Set(specs.flatMap(o => o.env === undefined ? [] : [o.env]))]
+  const out: Array<{ name: string, nearest: string }> = []
+  for (const name of Object.keys(env).sort()) {
+    if (!name.startsWith(VARIABLE_PREFIX) || known.includes(name) || env[name] === undefined) continue
+    let nearest = known[0] ?? ''
+    let best = Infinity
+    for (const k of known) {
+      const d = editDistance(name, k)
+      if (d < best) { best = d; nearest = k }
+    }
+    out.push({ name, nearest })
+  }
+  return out
+}
+
+/** Levenshtein distance (insertions, deletions, substitutions), two rows at a time. */
+function editDistance (a: string, b: string): number {
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i]
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1))
+    prev = cur
+  }
+  return prev[b.length]
+}
+
 /** `--help` lines for a table of options. */
 export function optionLines (specs: readonly OptionSpec[]): string[] {
   const lines: string[] = []

@@ -107,4 +107,26 @@ describe('meta-core CLI', () => {
     expect(await withTimeout(below.exited, 30_000, 'the CLI to refuse the path')).toBe(2)
     expect(below.stderr()).toContain(`cannot be created: ${path.join(dir, 'library.txt')} is a file, not a folder`)
   }, 60_000)
+
+  it('names an unknown META_CORE_ variable at start, with the nearest known one, and runs on the options it knows', async () => {
+    const dir = tmp()
+    const cli = runCli(['--port', '0', '--log-level', 'warn'], {
+      META_CORE_DB_PATH: path.join(dir, 'db', 'm.db'),
+      FILES_PATH: path.join(dir, 'files'),
+      META_CORE_HTTP_PROT: '9100',
+      META_CORE_FULLHASH: 'none',
+      META_CORE_SETTLE_MS: '500'
+    })
+    started.push(cli)
+    const url = await listeningUrl(cli)
+    const warnings = cli.stderr().split('\n').filter(l => l.includes('warning'))
+    expect(warnings).toEqual([
+      'meta-core: warning: META_CORE_FULLHASH is not a meta-core variable and is ignored (did you mean META_CORE_FULL_HASH?)',
+      'meta-core: warning: META_CORE_HTTP_PROT is not a meta-core variable and is ignored (did you mean META_CORE_HTTP_PORT?)'
+    ])
+    // The typo changed nothing: the node took --port 0, not 9100, and full hashing stayed on.
+    expect(url).not.toMatch(/:9100$/)
+    const w = await (await fetch(`${url}/api/watchers`)).json() as { watchers: Array<{ fullHash: { algorithms: string[] } }> }
+    expect(w.watchers[0].fullHash.algorithms).toEqual(['sha2-256', 'ipfs'])
+  }, 60_000)
 })
