@@ -191,4 +191,36 @@ describe('full-content CIDs in the background', () => {
     expect(await fullHash(b)).toMatchObject({ filesHashed: 0, bytesHashed: 0, filesKnown: 1, filesPending: 0 })
     expect((await record(b, referenceIpfsCid(content))).body.metadata.filePath).toBe('/files/copy of film.mkv')
   }, 60_000)
+
+  it('a file streamed from a peer is held to the sha2-256 CID the holder\'s watcher computed', async () => {
+    const key = swarmKeyIn(state.dir())
+    const content = Buffer.from(patternBytes(3 * MiB + 7))
+    const dirA = path.join(state.dir(), 'holder')
+    write(dirA, 'film.mkv', content)
+    // Whole seconds, so the mtime can be set back exactly after the bytes are changed behind the watcher's back.
+    const file = path.join(dirA, 'files', 'film.mkv')
+    const when = new Date(Math.floor(Date.now() / 1000) * 1000 - 3_600_000)
+    fs.utimesSync(file, when, when)
+    const a = await startMeshNode({ dir: dirA, swarmKey: key, watcher: true })
+    state.nodes.push(a)
+    const b = await startMeshNode({ dir: path.join(state.dir(), 'asker'), swarmKey: key, bootstrap: [p2pAddr(a)] })
+    state.nodes.push(b)
+    const ipfs = referenceIpfsCid(content)
+    await waitFor(async () => (await record(b, ipfs)).status === 200, { timeoutMs: 20_000, what: 'B to learn the record with its full-content CIDs' })
+    const good = await fetch(`${b.url}/file/${ipfs}`)
+    expect(good.headers.get('x-meta-core-served-by')).toBe(a.mesh.peerId)
+    expect(Buffer.from(await good.arrayBuffer()).equals(content)).toBe(true)
+
+    // One byte changed outside the midhash sample, size and mtime as recorded: A still serves the file as that content,
+    // and only the whole-file digest can tell.
+    const fd = fs.openSync(file, 'r+')
+    fs.writeSync(fd, Buffer.from([content[0] ^ 0xff]), 0, 1, 0)
+    fs.closeSync(fd)
+    fs.utimesSync(file, when, when)
+    const bad = await fetch(`${b.url}/file/${ipfs}`)
+    expect(bad.status).toBe(200)
+    await expect(bad.arrayBuffer()).rejects.toThrow()
+    const metrics = await (await fetch(`${b.url}/metrics`)).text()
+    expect(metrics).toContain(`meta_core_peer_bytes_integrity_failures_total{peer="${a.mesh.peerId}"} 1`)
+  }, 60_000)
 })

@@ -2,8 +2,10 @@
  * Checks bytes from a peer against the record's CIDs while they stream
  * through, for the CIDs that can be checked that way:
  *
- * - a sha2-256 raw CID, when the transfer is the whole file (the digest
- *   covers every byte, so a range cannot be checked against it);
+ * - a sha2-256 CID (raw-codec spelling `bafkrei…`, which the watcher adds
+ *   in the background, or the meta-hash spelling `baejbei…`), when the
+ *   transfer is the whole file (the digest covers every byte, so a range
+ *   cannot be checked against it);
  * - a midhash256 CID, when the transfer covers its sample (the whole file up
  *   to 1 MiB, else the 1 MiB in the middle): a whole-file transfer always
  *   does, a range only when it spans the middle MiB, and then only those
@@ -28,7 +30,7 @@ export class StreamCheck {
     for (const cid of cids) {
       const d = decodeCid(cid)
       if (d === undefined) continue
-      if (whole && d.codec === CODEC_RAW && d.mhCode === MH_SHA2_256) this.sha.push({ cid, digest: d.digest })
+      if (whole && (d.codec === CODEC_RAW || d.codec === MH_SHA2_256) && d.mhCode === MH_SHA2_256) this.sha.push({ cid, digest: d.digest })
       if (d.mhCode === MH_MIDHASH256) this.mid.push({ cid, digest: d.digest })
     }
     if (this.sha.length > 0) this.hash = createHash('sha256')
