@@ -4,8 +4,9 @@
  * through a `MeshRuntime` on virtual time, and a gossipsub router model in
  * place of libp2p.
  *
- * A node is stopped like a killed process: its core and router are dropped
- * without a graceful stop (unflushed push frames are lost, as on a crash),
+ * A node is stopped like a killed process: its router is dropped and its
+ * core stopped with a runtime that is already dead (unflushed push frames
+ * are lost, as on a crash: nothing it does after reaches the network),
  * timers it scheduled never fire, and its store stays as it was committed.
  * A restart builds a new core and router over the same store; a fresh join
  * is a new node with an empty store.
@@ -142,8 +143,13 @@ export class SimNode {
     this.w.net.stop(this.index)
     this.router?.stop()
     this.router = undefined
+    // The dead life's core is stopped too, not only dropped: its work already under way (a range copy waiting for a
+    // page) would otherwise ask again at once each time a request fails for want of a connection, in promises alone,
+    // and hold the process for ever (nothing it does reaches the network or the timers: its runtime is dead).
+    const core = this.core
     this.core = undefined
     this.inbound = undefined
+    core?.stop().catch((err: unknown) => { this.w.fail(err, `node ${this.index} stop`) })
     for (const set of this.pending.values()) for (const p of set) p.reject(new Error('node stopped'))
     this.pending.clear()
   }

@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { waitFor } from '../../src/common/index.js'
 import { tmpDir } from '../helpers/tmp.js'
 
 const tmp = tmpDir('mc-sim-')
@@ -50,4 +51,27 @@ describe('npm run sim', () => {
     const timing = JSON.parse(fs.readFileSync(path.join(out, 'timing.json'), 'utf8')) as { runs: Array<{ wallMs: number }> }
     expect(timing.runs[0].wallMs).toBeGreaterThan(0)
   })
+
+  it('exits within seconds of its report when a preloaded joiner is still copying the range as the run ends', async () => {
+    // A joiner of 1,500 preloaded records over slow uplinks: the records reach it through its range copy and its other
+    // peers' rounds, and the copy still goes through the rest of the range when the run ends. Its stopped core used to
+    // ask again and again for ever, in promises alone, holding a core and the process.
+    const out = path.join(tmp.dir, 'copying')
+    const child = spawn(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--scenario', 'fresh-join', '--nodes', '3', '--preload', '1500', '--record-shape', 'library',
+      '--bandwidth', '0.02', '--request-timeout', '3600000', '--warmup', '1', '--duration', '2', '--join-at', '1', '--tail', '1', '--seed', '5', '--quiet', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (b: Buffer) => { stdout += b.toString() })
+    child.stderr.on('data', (b: Buffer) => { stderr += b.toString() })
+    let code: number | null | undefined
+    child.on('exit', (c) => { code = c })
+    try {
+      await waitFor(() => stdout.includes(path.join(out, 'report.html')) || code !== undefined, { timeoutMs: 60_000, what: `the report (stderr: ${stderr.slice(-300)})` })
+      expect(fs.existsSync(path.join(out, 'report.html'))).toBe(true)
+      await waitFor(() => code !== undefined, { timeoutMs: 10_000, what: 'the simulator to exit after its report' })
+      expect(code, stderr).toBe(0)
+    } finally {
+      if (code === undefined) child.kill('SIGKILL')
+    }
+  }, 90_000)
 })
