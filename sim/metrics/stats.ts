@@ -37,24 +37,38 @@ export function round (x: number, digits = 2): number {
   return Object.is(r, -0) ? 0 : r
 }
 
+/** Bins a histogram should have across its values at the least: fewer say nothing of their spread. */
+const MIN_BINS = 12
+/** The finest bins: 2,000 per decade, about 0.1 % wide (a few values per bin at the report's sizes). */
+const MAX_PER_DECADE = 2000
+
 /**
- * Counts of `values` in bins of equal width on a log scale: `perDecade`
- * bins per factor of 10, from the bin holding the smallest value (at least
- * 1) to the one holding the largest. Returns each bin's lower and upper
- * edge and its count; values below 1 count in the first bin.
+ * Counts of `values` in bins of equal width on a log scale: at least
+ * `perDecade` bins per factor of 10, and more when the values span so
+ * little of a decade that fewer than `MIN_BINS` bins would cover them (all
+ * writes readable within a few ms of each other would otherwise be one
+ * bar), from the bin holding the smallest value (at least 1) to the one
+ * holding the largest. Returns each bin's upper edge and its count, the
+ * first bin's lower edge, and the bins per decade used; values below 1
+ * count in the first bin.
  */
-export function logHistogram (values: readonly number[], perDecade = 10): { edges: number[], counts: number[], lower: number } {
-  if (values.length === 0) return { edges: [], counts: [], lower: 1 }
-  const bin = (v: number): number => Math.floor(Math.log10(Math.max(1, v)) * perDecade + 1e-9)
-  let lo = Infinity
-  let hi = -Infinity
+export function logHistogram (values: readonly number[], perDecade = 10): { edges: number[], counts: number[], lower: number, perDecade: number } {
+  if (values.length === 0) return { edges: [], counts: [], lower: 1, perDecade }
+  let min = Infinity
+  let max = -Infinity
   for (const v of values) {
-    const b = bin(v)
-    if (b < lo) lo = b
-    if (b > hi) hi = b
+    const x = Math.max(1, v)
+    if (x < min) min = x
+    if (x > max) max = x
   }
+  const span = Math.log10(max / min)
+  const per = span > 0 ? Math.min(MAX_PER_DECADE, Math.max(perDecade, Math.ceil(MIN_BINS / span))) : perDecade
+  const bin = (v: number): number => Math.floor(Math.log10(Math.max(1, v)) * per + 1e-9)
+  const lo = bin(min)
+  const hi = bin(max)
   const counts = new Array<number>(hi - lo + 1).fill(0)
   for (const v of values) counts[bin(v) - lo]++
-  const edge = (b: number): number => round(10 ** (b / perDecade), 1)
-  return { edges: counts.map((_, i) => edge(lo + i + 1)), counts, lower: edge(lo) }
+  // Four significant digits: edges stay apart however narrow the bins.
+  const edge = (b: number): number => Number((10 ** (b / per)).toPrecision(4))
+  return { edges: counts.map((_, i) => edge(lo + i + 1)), counts, lower: edge(lo), perDecade: per }
 }

@@ -45,8 +45,8 @@ export interface RunSummary {
    * latencyMs when the run has no partitions.
    */
   latencyMsUnpartitioned: Summary
-  /** Stable latency in bins of equal width on a log scale (10 per decade): `lower` is the first bin's lower edge, `edges` each bin's upper one. */
-  latencyHistogram: { edges: number[], counts: number[], lower: number }
+  /** Stable latency in bins of equal width on a log scale (10 per decade, more when the latencies span little of one: stats.ts logHistogram): `lower` is the first bin's lower edge, `edges` each bin's upper one. */
+  latencyHistogram: { edges: number[], counts: number[], lower: number, perDecade: number }
   messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
   lostMessages: Record<string, number>
   perNode: {

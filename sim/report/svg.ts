@@ -46,11 +46,40 @@ function yAxis (max: number, y: (v: number) => number): string {
 }
 
 /**
- * A histogram over a logarithmic x axis: bins from `lower` to `edges[i]`
- * (upper edges, equal width on the log scale), ticks at 1, 2 and 5 times
- * each power of ten, vertical markers (p50, p99).
+ * Ticks for a logarithmic axis from `lo` to `hi` (values, not logs): 1, 2
+ * and 5 times each power of ten; when fewer than three of those fall in a
+ * narrow range, evenly spaced round values instead (a histogram of writes
+ * all readable within a few ms of each other spans a sliver of a decade).
  */
-export function logHistogramSvg (lower: number, edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string): string {
+export function logTicks (lo: number, hi: number): number[] {
+  const out: number[] = []
+  for (let d = Math.floor(Math.log10(lo)); d <= Math.ceil(Math.log10(hi)); d++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** d
+      if (v >= lo * (1 - 1e-9) && v <= hi * (1 + 1e-9)) out.push(v)
+    }
+  }
+  if (out.length >= 3) return out
+  const raw = (hi - lo) / 4
+  const p = 10 ** Math.floor(Math.log10(raw))
+  const step = [1, 2, 2.5, 5, 10].map(m => m * p).find(s => s >= raw) ?? 10 * p
+  const ticks: number[] = []
+  for (let v = Math.ceil(lo / step) * step; v <= hi * (1 + 1e-9); v += step) ticks.push(Number(v.toPrecision(12)))
+  return ticks
+}
+
+/** A tick's label, with the decimals its neighbours need to differ. */
+function tickLabel (v: number, step: number): string {
+  if (step >= 1 || v >= 1e4) return fmt(v)
+  return v.toFixed(Math.min(4, Math.ceil(-Math.log10(step))))
+}
+
+/**
+ * A histogram over a logarithmic x axis: bins from `lower` to `edges[i]`
+ * (upper edges, equal width on the log scale), ticks from `logTicks`,
+ * vertical markers (p50, p99), both axes labelled.
+ */
+export function logHistogramSvg (lower: number, edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string, yLabel = 'writes per bin'): string {
   if (counts.length === 0 || counts.every(c => c === 0)) return '<p class="empty">no data</p>'
   const lo = Math.log10(Math.max(1e-3, lower))
   const hi = Math.log10(edges[edges.length - 1])
@@ -62,21 +91,19 @@ export function logHistogramSvg (lower: number, edges: number[], counts: number[
   let from = lower
   counts.forEach((c, i) => {
     const to = edges[i]
-    body += `<rect x="${x(from).toFixed(1)}" y="${y(c).toFixed(1)}" width="${Math.max(1, x(to) - x(from) - 1).toFixed(1)}" height="${(H - M.b - y(c)).toFixed(1)}" fill="${COLORS[0]}"><title>${fmt(from)}–${fmt(to)}: ${c}</title></rect>`
+    body += `<rect x="${x(from).toFixed(1)}" y="${y(c).toFixed(1)}" width="${Math.max(1, x(to) - x(from) - 1).toFixed(1)}" height="${(H - M.b - y(c)).toFixed(1)}" fill="${COLORS[0]}"><title>${+from.toPrecision(4)}–${+to.toPrecision(4)}: ${c}</title></rect>`
     from = to
   })
-  for (let d = Math.floor(lo); d <= Math.ceil(hi); d++) {
-    for (const m of [1, 2, 5]) {
-      const v = m * 10 ** d
-      if (Math.log10(v) < lo - 1e-9 || Math.log10(v) > hi + 1e-9) continue
-      body += `<line x1="${x(v)}" x2="${x(v)}" y1="${H - M.b}" y2="${H - M.b + 4}" stroke="#888"/><text x="${x(v)}" y="${H - M.b + 14}" text-anchor="middle" fill="#555">${fmt(v)}</text>`
-    }
+  const ticks = logTicks(10 ** lo, 10 ** hi)
+  const step = ticks.length > 1 ? Math.min(...ticks.slice(1).map((t, i) => t - ticks[i])) : 1
+  for (const v of ticks) {
+    body += `<line x1="${x(v).toFixed(1)}" x2="${x(v).toFixed(1)}" y1="${H - M.b}" y2="${H - M.b + 4}" stroke="#888"/><text x="${x(v).toFixed(1)}" y="${H - M.b + 14}" text-anchor="middle" fill="#555">${tickLabel(v, step)}</text>`
   }
   markers.forEach((m, i) => {
     body += `<line x1="${x(m.x)}" x2="${x(m.x)}" y1="${M.t}" y2="${H - M.b}" stroke="${COLORS[1 + i]}" stroke-dasharray="4 3"/>` +
       `<text x="${x(m.x) + 3}" y="${M.t + 12 + 12 * i}" fill="${COLORS[1 + i]}">${esc(m.label)}</text>`
   })
-  return frame(body, xLabel + ' (log scale)', 'writes')
+  return frame(body, xLabel + ' (log scale)', yLabel)
 }
 
 interface Series {

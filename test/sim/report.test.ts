@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest'
 import { runScenario, type SimOptions } from '../../sim/index.js'
 import { reportHtml } from '../../sim/report/html.js'
 import { logHistogram } from '../../sim/metrics/stats.js'
+import { logHistogramSvg, logTicks } from '../../sim/report/svg.js'
 
 describe('report', () => {
   it('bins latencies on a log scale, ten bins per decade', () => {
@@ -18,6 +19,27 @@ describe('report', () => {
     // Equal width on the log scale: each edge about 10^0.1 times the one before.
     for (let i = 1; i < h.edges.length; i++) expect(h.edges[i] / h.edges[i - 1]).toBeCloseTo(10 ** 0.1, 1)
     expect(logHistogram([], 10).counts).toEqual([])
+  })
+
+  it('keeps a narrow spread readable: more log bins than ten a decade, and round ticks inside it, on labelled axes', () => {
+    // Every write readable within 106 to 108.6 ms (a baseline run at 50 ms a hop): ten bins a decade made that one bar.
+    const values = Array.from({ length: 162 }, (_, i) => 106 + (i % 27) / 10)
+    const h = logHistogram(values, 10)
+    expect(h.counts.length).toBeGreaterThanOrEqual(10)
+    expect(h.counts.reduce((a, b) => a + b, 0)).toBe(162)
+    for (let i = 1; i < h.edges.length; i++) expect(Math.log10(h.edges[i] / h.edges[i - 1])).toBeCloseTo(1 / h.perDecade, 3)
+    const ticks = logTicks(h.lower, h.edges[h.edges.length - 1])
+    expect(ticks.length).toBeGreaterThanOrEqual(3)
+    for (const t of ticks) expect(t).toBeGreaterThanOrEqual(h.lower)
+    const svg = logHistogramSvg(h.lower, h.edges, h.counts, [], 'ms until readable')
+    const labels = [...svg.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map(m => m[1])
+    expect(new Set(labels.filter(l => /^10\d(\.\d+)?$/.test(l))).size).toBeGreaterThanOrEqual(3)
+    expect(labels).toContain('ms until readable (log scale)')
+    expect(labels).toContain('writes per bin')
+    expect(svg.match(/<rect [^>]*fill="#2563eb"/g)?.length).toBe(h.counts.length)
+    // A wide spread keeps ten bins a decade and 1-2-5 ticks.
+    expect(logHistogram([100, 30_000], 10).perDecade).toBe(10)
+    expect(logTicks(100, 30_000)).toEqual([100, 200, 500, 1000, 2000, 5000, 10_000, 20_000])
   })
 
   it('counts traffic under load only, upload and download apart, and names the busiest node', async () => {
