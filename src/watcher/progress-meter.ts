@@ -83,3 +83,7 @@ export class ProgressMeter {
 function round2 (x: number): number {
   return Math.round(x * 100) / 100
 }
+
+export function round1 (x: number): number {
+  return Math.round(x * 10) / 10
+}

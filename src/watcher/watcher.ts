@@ -10,7 +10,7 @@ import { FullHasher } from './full-hasher.js'
 import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
 import { systemRuntime, type WatcherRuntime } from './runtime.js'
-import { ProgressMeter } from './progress-meter.js'
+import { ProgressMeter, round1 } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
 import { SkipLog } from './skip-log.js'
 import { statPath, walkTree } from './tree-walk.js'
@@ -63,6 +63,8 @@ class FilesWatcher implements WatcherHandle {
   /** A requested scan that has not started yet: later requests join it. */
   private waitingScan: Promise<ScanSummary> | undefined
   private scanning = false
+  /** A scan walks the tree or re-stats what it did not find (then it only waits for its files to settle and be hashed). */
+  private walking = false
   private lastScan: string | undefined
   /** Why the last scan failed; cleared by the next that succeeds (the status, and /health). */
   private lastError: WatcherStatus['lastError']
@@ -124,8 +126,8 @@ class FilesWatcher implements WatcherHandle {
       bytesPerSecond: init.fullHashBytesPerSecond,
       runtime: this.rt,
       logger: this.log,
-      // Behind the watcher's own reads: a walk, files queued for their midhash or being hashed.
-      busy: () => this.scanning || tracker.hashing,
+      // Behind the watcher's own reads: a walk, files queued for their midhash or being hashed (not files settling).
+      busy: () => this.walking || tracker.hashing,
       progressMs: this.progressMs
     })
     this.source = components.eventSource ?? (this.enabled ? createFsEventSource({ root: this.root, logger: this.log }) : undefined)
@@ -242,7 +244,7 @@ class FilesWatcher implements WatcherHandle {
     const signal = this.controller.signal
     if (signal.aborted) throw new AbortedError('watcher stopped')
     this.cancelRescan?.()
-    this.scanning = true
+    this.scanning = this.walking = true
     const tag = this.tracker.openTag()
     this.progress.begin(kind)
     const t0 = performance.now()
@@ -271,6 +273,7 @@ class FilesWatcher implements WatcherHandle {
       const unseen: string[] = []
       for (const rel of this.state.paths()) if (!seen.has(rel)) unseen.push(rel)
       await this.restat(unseen, tag, signal)
+      this.walking = false
       const counts = await this.tracker.closeTag(tag)
       const summary: ScanSummary = { fileCount: this.state.size, ...counts }
       this.lastScan = new Date().toISOString()
@@ -287,7 +290,7 @@ class FilesWatcher implements WatcherHandle {
     } finally {
       clearInterval(ticker)
       this.progress.end()
-      this.scanning = false
+      this.scanning = this.walking = false
       this.armRescan()
     }
   }
@@ -442,8 +445,4 @@ class FilesWatcher implements WatcherHandle {
 function positive (n: number, name: string): number {
   if (!Number.isFinite(n) || n <= 0) throw new InvalidInputError(`${name} must be a positive number of ms`)
   return n
-}
-
-function round1 (x: number): number {
-  return Math.round(x * 10) / 10
 }
