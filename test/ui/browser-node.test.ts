@@ -57,7 +57,10 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: node panel and file preview', () => {
     const errors = watchPageErrors(page)
     await page.goto(`${node.url}/ui/node`)
     await expect.poll(async () => await page.getByTestId('watcher-state').textContent()).toBe('initial scan')
-    expect(await page.getByTestId('watcher-scan').textContent()).toMatch(new RegExp(`^${SETTLED + FRESH} seen, ${SETTLED} hashed \\(`))
+    expect(await page.getByTestId('watcher-scan').textContent()).toMatch(new RegExp(`^${SETTLED + FRESH} files seen, ${SETTLED} new or changed hashed \\(`))
+    // The settled files' full-content CIDs follow in the background while the fresh ones settle (the walk is over).
+    await expect.poll(async () => await page.getByTestId('watcher-full-hash').textContent(), { timeout: 20_000 })
+      .toMatch(new RegExp(`^sha2-256, ipfs: up to date${SETTLED} files \\(.+\\) hashed since start, 0 had theirs already$`))
     expect(await page.getByTestId('watcher-queue').textContent()).toBe(`${FRESH} waiting to settle or be hashed`)
     expect(await page.locator('.watcher progress').getAttribute('value')).toBe(String(SETTLED / (SETTLED + FRESH)))
     const st = await api<{ fileCount: number, nodeId: string }>(`${node.url}/status`)

@@ -20,7 +20,7 @@ import { HAVE_CHROMIUM, api, launchBrowser, screenshot, startTestNode, waitFor, 
 
 const SAMPLE = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../fixtures/sample-64x64.webm')
 
-interface Mesh { self: { peerId: string, addrs: string[] }, peers: Array<{ peerId: string, connected: boolean }> }
+interface Mesh { self: { peerId: string, name: string, addrs: string[] }, peers: Array<{ peerId: string, connected: boolean }> }
 
 describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () => {
   let browser: Browser
@@ -28,6 +28,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
   let c: TestNode
   let keyDir: string
   let cid: string
+  let canonical = ''
   let peerA: string
 
   beforeAll(async () => {
@@ -51,6 +52,11 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     c = await startTestNode([...mesh, '--enable-file-watcher=false', '--bootstrap', self.addrs[0]])
     await waitFor(async () => (await api<{ metadata: Record<string, string> }>(`${c.url}/api/meta/${cid}`)).json?.metadata?.[`holders/${peerA}`] === 'true',
       { timeoutMs: 30_000, what: 'C to learn the record and that A holds it' })
+    // A's watcher adds the file's full-content CIDs in the background: the record's canonical CID is the sha2-256 one then.
+    await waitFor(async () => {
+      canonical = (await api<{ canonical_cid: string }>(`${c.url}/api/meta/${cid}`)).json?.canonical_cid ?? ''
+      return canonical.startsWith('bafkrei')
+    }, { timeoutMs: 30_000, what: 'C to learn the record\'s full-content CIDs' })
   }, 90_000)
   afterAll(async () => {
     await browser?.close()
@@ -66,7 +72,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     await page.goto(`${c.url}/cid/${cid}`)
     const video = page.locator('video.preview')
     await video.waitFor()
-    expect(await video.getAttribute('src')).toBe(`/file/${cid}`)
+    expect(await video.getAttribute('src')).toBe(`/file/${canonical}`)
     await page.waitForFunction(() => (document.querySelector('video.preview') as HTMLVideoElement | null)?.readyState !== undefined &&
       (document.querySelector('video.preview') as HTMLVideoElement).readyState >= 1)
     const media = await video.evaluate((v: HTMLVideoElement) => ({ w: v.videoWidth, h: v.videoHeight, duration: v.duration, error: v.error?.code ?? null }))
@@ -110,8 +116,9 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     expect(errors).toEqual([])
   })
 
-  it('shows on A\'s node panel its own file and the bytes it sent C', async () => {
-    const peerC = (await api<Mesh>(`${c.url}/api/mesh`)).json.self.peerId
+  it('shows on A\'s node panel its own file and the bytes it sent C, C by its name as in the peers table', async () => {
+    const selfC = (await api<Mesh>(`${c.url}/api/mesh`)).json.self
+    const peerC = selfC.peerId
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 900 } })
     const page = await ctx.newPage()
     const errors = watchPageErrors(page)
@@ -122,6 +129,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     const sent = await row.locator('td').nth(1).textContent()
     expect(sent).not.toMatch(/^0\b/)
     expect(await row.getByTestId('transfers-now').textContent()).toBe('idle')
+    expect(await row.getByTestId('transfers-peer').textContent()).toBe(`${selfC.name} ${peerC.slice(0, 8)}…${peerC.slice(-8)}`)
+    expect(await page.locator(`table.peers tr[data-peer="${peerC}"]`).getByTestId('peer-name').textContent()).toBe(selfC.name)
     await ctx.close()
     expect(errors).toEqual([])
   })

@@ -26,17 +26,37 @@ export interface RecordView {
 /** GET /api/file/{cid}/info */
 export interface FileInfo { exists: boolean, contentType?: string, size?: number, filePath?: string }
 
-export interface Health { status: 'ok' | 'degraded', storage: boolean, timestamp: string }
+export interface HealthReason { reason: 'storage' | 'clock' | 'no_peer' | 'watcher', message: string }
 
+/** GET /health; `reasons` is absent from an older node. */
+export interface Health { status: 'ok' | 'degraded', storage: boolean, timestamp: string, reasons?: HealthReason[] }
+
+/** The current scan's figures (the last one's while idle); `fileBytesHashed` and `sinceScan` are absent from an older node. */
 export interface WatcherProgress {
   phase: 'idle' | 'initial-scan' | 'scan' | 'reset'
   filesSeen: number
   filesHashed: number
+  fileBytesHashed?: number
   bytesHashed: number
+  sinceScan?: { filesHashed: number, fileBytesHashed: number }
   mbPerSecond: number
   etaSeconds?: number
   startedAt?: string
   filesPending?: number
+}
+
+/** The background full hash (GET /api/watchers). */
+export interface FullHashStatus {
+  algorithms: string[]
+  state: 'off' | 'idle' | 'checking' | 'hashing' | 'paused'
+  filesHashed: number
+  bytesHashed: number
+  filesKnown: number
+  filesPending: number
+  bytesPending: number
+  mbPerSecond: number
+  etaSeconds?: number
+  current?: { path: string, size: number, bytesRead: number }
 }
 
 export interface WatcherStatus {
@@ -47,7 +67,10 @@ export interface WatcherStatus {
   isScanning: boolean
   fileCount: number
   lastScan?: string
+  lastError?: { message: string, at: string }
   progress: WatcherProgress
+  /** Absent from an older node. */
+  fullHash?: FullHashStatus
 }
 
 export interface Status {

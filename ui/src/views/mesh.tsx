@@ -113,7 +113,7 @@ export function MeshPanel () {
       )}
       {state.kind === 'error' && <ErrorNote error={state.error} />}
       {state.kind === 'mesh' && <MeshView s={state} remotes={remotes} />}
-      {state.kind === 'mesh' && <Transfers />}
+      {state.kind === 'mesh' && <Transfers names={new Map(state.mesh.peers.map(p => [p.peerId, p.name]))} />}
       {state.kind === 'mesh' && <CompareForm urls={urls} onChange={setAndSave} remotes={remotes} own={state} />}
     </section>
   )

@@ -2,11 +2,12 @@
  * File bytes this node moves to and from its peers (GET /api/mesh/transfers):
  * per peer, what it served from its library and fetched for its own
  * clients, and the transfers running now. Shown in the node panel's mesh
- * part; polled like the rest of it.
+ * part, each peer by the name it announced (from GET /api/mesh, as the
+ * peers table), its id short beside it; polled like the rest of it.
  */
 import { useEffect, useState } from 'preact/hooks'
 import { call } from '../api.js'
-import { formatBytes } from '../format.js'
+import { formatBytes, shortId } from '../format.js'
 import { useInterval } from './common.js'
 
 const POLL_MS = 3000
@@ -21,7 +22,8 @@ interface PeerTransfers {
   fetchingNow: number
 }
 
-export function Transfers () {
+/** `names`: each peer's announced name, by peer id (null: not heard). */
+export function Transfers ({ names }: { names: ReadonlyMap<string, string | null | undefined> }) {
   const [rows, setRows] = useState<PeerTransfers[] | undefined>(undefined)
   const refresh = (): void => {
     call<{ peers: PeerTransfers[] }>('GET', '/api/mesh/transfers', { quiet: true }).then(r => { setRows(r.peers) }, () => { setRows(undefined) })
@@ -41,7 +43,7 @@ export function Transfers () {
               <tbody>
                 {rows.map(r => (
                   <tr key={r.peerId} data-peer={r.peerId}>
-                    <td><code>{r.peerId}</code></td>
+                    <td data-testid="transfers-peer">{names.get(r.peerId) ?? <span class="muted">not heard</span>} <code class="muted" title={r.peerId}>{shortId(r.peerId, 8)}</code></td>
                     <td class="num">{formatBytes(r.bytesServed)}</td>
                     <td class="num">{formatBytes(r.bytesFetched)}</td>
                     <td data-testid="transfers-now">{r.servingNow + r.fetchingNow === 0 ? <span class="muted">idle</span> : `${r.servingNow} sending, ${r.fetchingNow} receiving`}{r.busyRefusals > 0 && <span class="muted"> ({r.busyRefusals} refused busy)</span>}</td>
