@@ -41,6 +41,8 @@ describe('parseConfig', () => {
       rescanIntervalMs: 300_000,
       settleMs: 2000,
       hashConcurrency: 4,
+      fullHash: ['sha2-256', 'ipfs'],
+      fullHashBytesPerSecond: 67_108_864,
       indexExcludePrefixes: ['categories/newznab/'],
       logLevel: 'info',
       swarmKeyPath: undefined,
@@ -62,6 +64,7 @@ describe('parseConfig', () => {
       cachePath: undefined,
       cacheMaxBytes: 10_737_418_240,
       shutdownTimeoutMs: 5000,
+      healthNoPeerMs: 60_000,
       metricsPublic: false,
       nodeName: os.hostname().slice(0, 64)
     })
@@ -78,6 +81,8 @@ describe('parseConfig', () => {
       META_CORE_RESCAN_INTERVAL_MS: '60000',
       META_CORE_SETTLE_MS: '0',
       META_CORE_HASH_CONCURRENCY: '2',
+      META_CORE_FULL_HASH: 'ipfs',
+      META_CORE_FULL_HASH_BYTES_PER_SECOND: '1048576',
       META_CORE_INDEX_EXCLUDE_PREFIXES: 'a/, b/',
       META_CORE_LOG_LEVEL: 'debug',
       META_CORE_SWARM_KEY: SWARM_KEY,
@@ -99,6 +104,7 @@ describe('parseConfig', () => {
       META_CORE_CACHE_PATH: 'cache',
       META_CORE_CACHE_MAX_BYTES: '2097152',
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
+      META_CORE_HEALTH_NO_PEER_MS: '5000',
       META_CORE_METRICS_PUBLIC: 'true',
       META_CORE_NODE_NAME: 'living-room'
     }
@@ -112,6 +118,8 @@ describe('parseConfig', () => {
       rescanIntervalMs: 60_000,
       settleMs: 0,
       hashConcurrency: 2,
+      fullHash: ['ipfs'],
+      fullHashBytesPerSecond: 1_048_576,
       indexExcludePrefixes: ['a/', 'b/'],
       logLevel: 'debug',
       swarmKeyPath: SWARM_KEY,
@@ -133,6 +141,7 @@ describe('parseConfig', () => {
       cachePath: path.resolve(CWD, 'cache'),
       cacheMaxBytes: 2_097_152,
       shutdownTimeoutMs: 8000,
+      healthNoPeerMs: 5000,
       metricsPublic: true,
       nodeName: 'living-room'
     })
@@ -142,6 +151,7 @@ describe('parseConfig', () => {
       '--bootstrap=', '--blocked-peers', '', '--target-peers', '0', '--cross-region-peers', '2', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0', '--tombstone-retention-ms', '60000',
       '--gossip-d', '0', '--gossip-dlo=0', '--gossip-dhi', '0', '--push-window-ms', '5',
       '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic',
+      '--full-hash', 'none', '--full-hash-bytes-per-second=65536', '--health-no-peer-ms', '0',
       '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576']
     expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
@@ -153,6 +163,8 @@ describe('parseConfig', () => {
       rescanIntervalMs: 1000,
       settleMs: 5,
       hashConcurrency: 8,
+      fullHash: [],
+      fullHashBytesPerSecond: 65_536,
       indexExcludePrefixes: [],
       logLevel: 'warn',
       swarmKeyPath: SWARM_KEY,
@@ -174,6 +186,7 @@ describe('parseConfig', () => {
       cachePath: '/c',
       cacheMaxBytes: 1_048_576,
       shutdownTimeoutMs: 1000,
+      healthNoPeerMs: 0,
       metricsPublic: false,
       nodeName: 'attic'
     })
@@ -187,6 +200,15 @@ describe('parseConfig', () => {
   it('treats an empty variable as unset, except the exclude list where empty means none', async () => {
     expect(await cfg([], { META_CORE_HTTP_PORT: '', META_CORE_API_TOKEN: '' })).toMatchObject({ httpPort: 9000, apiToken: undefined })
     expect((await cfg([], { META_CORE_INDEX_EXCLUDE_PREFIXES: '' })).indexExcludePrefixes).toEqual([])
+  })
+
+  it('takes the full hash\'s algorithms as a list of known names, or none, and names any other', async () => {
+    expect((await cfg(['--full-hash', 'ipfs, sha2-256, ipfs'])).fullHash).toEqual(['ipfs', 'sha2-256'])
+    expect((await cfg([], { META_CORE_FULL_HASH: 'none' })).fullHash).toEqual([])
+    for (const bad of ['sha1', 'none,ipfs', ',']) {
+      expect(await problems(['--full-hash', bad]), bad).toContain('invalid META_CORE_FULL_HASH (--full-hash)')
+    }
+    expect(await problems(['--full-hash', 'md5'])).toContain('must be a comma-separated list of sha2-256, ipfs, or none')
   })
 
   it('accepts boolean spellings', async () => {
