@@ -123,7 +123,7 @@ export function formatStatus (r: StatusReport): string {
       ['records', count(s.fileCount)],
       ...(r.health.reasons ?? []).map(x => ['health', x.message] as [string, string]),
       ['watcher', w === null ? 'none' : !w.enabled ? `off, ${count(w.fileCount)} files` : `${w.isScanning ? 'scanning' : 'idle'}, ${count(w.fileCount)} files, ${count(w.progress?.filesPending ?? 0)} pending`],
-      ...(w?.fullHash === undefined ? [] : [['full hash', fullHashLine(w.fullHash)] as [string, string]]),
+      ...(w?.fullHash === undefined ? [] : [['hashes', fullHashLine(w.fullHash)] as [string, string]]),
       ['streams', `${count(s.eventStreams)} open SSE`],
       ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length - gossipOnly} peers (${connected} connected)${gossipOnly > 0 ? `, ${gossipOnly} heard via gossip` : ''}, ${count(members.length)} members known, frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
       ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : []),

@@ -123,3 +123,24 @@ describe('meta-core status: what is true of each peer', () => {
     expect(GOSSIP_NOTE).toMatch(/its changes reach this node through them/)
   })
 })
+
+describe('meta-core status: health reasons and the full hash', () => {
+  it('says why the node is degraded, and what the full hash has left, its rate and the time left', () => {
+    const r = report([peer({})], undefined)
+    r.health = { status: 'degraded', storage: true, reasons: [{ reason: 'watcher', message: 'the watcher\'s last scan failed at 2026-12-01T11:59:00.000Z: files path unavailable' }] }
+    r.status.watcher = {
+      enabled: true,
+      isScanning: false,
+      fileCount: 12,
+      progress: { filesPending: 0 },
+      fullHash: { state: 'hashing', algorithms: ['sha2-256', 'ipfs'], filesHashed: 3, bytesHashed: 4_500_000_000, filesKnown: 2, filesPending: 7, bytesPending: 9_000_000_000, mbPerSecond: 64.1, etaSeconds: 140 }
+    }
+    const out = formatStatus(r)
+    expect(lineOf(out, 'node ')).toContain('degraded')
+    expect(lineOf(out, 'health')).toBe('health   the watcher\'s last scan failed at 2026-12-01T11:59:00.000Z: files path unavailable')
+    expect(lineOf(out, 'hashes')).toBe('hashes   sha2-256, ipfs: 7 files (9.0 GB) to go, 64.1 MB/s, about 2 min 20 s left; 3 files (4.5 GB) hashed since start, 2 had their CIDs already')
+    r.status.watcher.fullHash = { ...r.status.watcher.fullHash!, state: 'idle', filesPending: 0, bytesPending: 0 }
+    expect(lineOf(formatStatus(r), 'hashes')).toBe('hashes   sha2-256, ipfs: up to date; 3 files (4.5 GB) hashed since start, 2 had their CIDs already')
+  })
+})
+
