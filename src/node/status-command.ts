@@ -13,6 +13,7 @@
  * done and the time left.
  */
 import type { MeshJoinView, MeshPeerView, MeshView } from '../mesh/index.js'
+import type { FullHashStatus } from '../watcher/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
 export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'httpHost' | 'httpPort' | 'apiToken' | 'json' | 'timeoutMs'>> = [
@@ -48,18 +49,8 @@ export function defaultNodeUrl (httpHost: string, port: number): string {
 }
 
 interface Health { status: string, storage: boolean, reasons?: Array<{ reason: string, message: string }> }
-/** `/status`'s watcher's background full hash (watcher/types.ts FullHashStatus); absent from an older node. */
-interface FullHashFigures {
-  state: string
-  algorithms: string[]
-  filesHashed: number
-  bytesHashed: number
-  filesKnown: number
-  filesPending: number
-  bytesPending: number
-  mbPerSecond: number
-  etaSeconds?: number
-}
+/** The figures of `/status`'s watcher's background full hash this command prints (absent from an older node). */
+type FullHashFigures = Pick<FullHashStatus, 'state' | 'algorithms' | 'filesHashed' | 'bytesHashed' | 'filesKnown' | 'filesPending' | 'bytesPending' | 'mbPerSecond' | 'etaSeconds'>
 interface NodeStatus {
   status: string
   version: string
