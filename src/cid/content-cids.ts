@@ -14,9 +14,6 @@
  * can tell that the bytes it read are the content it meant to read.
  */
 import { createHash } from 'node:crypto'
-import { importer } from 'ipfs-unixfs-importer'
-import { fixedSize } from 'ipfs-unixfs-importer/chunker'
-import { balanced } from 'ipfs-unixfs-importer/layout'
 import type { CID } from 'multiformats/cid'
 import { InvalidInputError, openRegularFile } from '../common/index.js'
 import { CODEC_RAW, MH_SHA2_256 } from './codes.js'
@@ -121,7 +118,25 @@ export async function contentCids (path: string, opts: ContentCidOptions): Promi
   }
 }
 
+/**
+ * The importer, loaded on first use: it costs a node's start (and every
+ * command's, `status` and `keygen` included) about a sixth of a second, and
+ * only the background full hash needs it.
+ */
+let unixfs: Promise<{
+  importer: typeof import('ipfs-unixfs-importer').importer
+  fixedSize: typeof import('ipfs-unixfs-importer/chunker').fixedSize
+  balanced: typeof import('ipfs-unixfs-importer/layout').balanced
+}> | undefined
+
+async function loadImporter (): Promise<Awaited<NonNullable<typeof unixfs>>> {
+  unixfs ??= Promise.all([import('ipfs-unixfs-importer'), import('ipfs-unixfs-importer/chunker'), import('ipfs-unixfs-importer/layout')])
+    .then(([i, c, l]) => ({ importer: i.importer, fixedSize: c.fixedSize, balanced: l.balanced }))
+  return await unixfs
+}
+
 async function ipfsRoot (content: AsyncIterable<Uint8Array>): Promise<Cid> {
+  const { importer, fixedSize, balanced } = await loadImporter()
   let root: CID | undefined
   const entries = importer([{ content }], NO_BLOCKS, {
     cidVersion: 1,
