@@ -94,11 +94,15 @@ export class FullHasher {
     if (!this.enabled || this.running) return
     this.running = true
     this.controller = new AbortController()
+    this.knownFiles()
+  }
+
+  /** Every file the watcher holds now is checked (at start, and when its state is loaded later: a watcher that only registers files). */
+  knownFiles (): void {
     for (const rel of this.o.state.paths()) {
       const e = this.o.state.get(rel)
       if (e !== undefined) this.recorded(e)
     }
-    this.kick()
   }
 
   /** The watcher recorded a file as holding `e.cid`: its record is checked for the CIDs when its turn comes. */

@@ -185,6 +185,7 @@ class FilesWatcher implements WatcherHandle {
     // One read snapshot for the whole walk: a statement per record, not a read lock per statement.
     const r = this.c.records.read(() => this.state.hydrate(this.c.records, this.holderId))
     this.hydrated = true
+    this.fullHasher.knownFiles()
     this.log.info('file state loaded', { files: this.state.size, fromRows: r.fromRows, unconfirmed: r.fromRecords })
   }
 
