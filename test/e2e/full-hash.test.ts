@@ -223,4 +223,21 @@ describe('full-content CIDs in the background', () => {
     const metrics = await (await fetch(`${b.url}/metrics`)).text()
     expect(metrics).toContain(`meta_core_peer_bytes_integrity_failures_total{peer="${a.mesh.peerId}"} 1`)
   }, 60_000)
+
+  it('a node that only registers files hashes them too, those it registered before full hashing was on included', async () => {
+    const dir = path.join(state.dir(), 'register')
+    const first = Buffer.from(patternBytes(300 * KiB))
+    const second = Buffer.from(patternBytes(300 * KiB)).reverse()
+    write(dir, 'plugin/first.bin', first)
+    write(dir, 'plugin/second.bin', second)
+    let n = await startLocal(dir, ['--enable-file-watcher', 'false', '--full-hash', 'none'])
+    expect((await getJson(n, '/api/files/register', { method: 'POST', body: JSON.stringify({ path: 'plugin/first.bin' }) })).status).toBe(201)
+    await stopNode(n)
+    n = await startLocal(dir, ['--enable-file-watcher', 'false'])
+    expect((await getJson(n, '/api/files/register', { method: 'POST', body: JSON.stringify({ path: 'plugin/second.bin' }) })).status).toBe(201)
+    for (const b of [first, second]) {
+      await waitFor(async () => (await record(n, referenceIpfsCid(b))).status === 200, { timeoutMs: 15_000, what: 'each registered file\'s full-content CIDs' })
+    }
+  }, 60_000)
 })
+

@@ -9,7 +9,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
-import { midhash256 } from '../../src/cid/index.js'
+import { midhash256, sha256FileCid } from '../../src/cid/index.js'
 import { RecordReplica } from '../../src/mesh/index.js'
 import type { RemoteEntry } from '../../src/records/index.js'
 import type { RunningNode } from '../../src/node/index.js'
@@ -47,6 +47,9 @@ describe('the same content on two nodes before they meet', () => {
     let b = await startMeshNode({ dir: dirB, swarmKey: key, watcher: true })
     state.nodes.push(a, b)
     for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to record the file' })
+    // And to add its full-content CIDs in the background (each node hashes its own copy: they have not met yet).
+    const sha = (await sha256FileCid(path.join(dirA, 'files', 'film.mkv'))).cid
+    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${sha}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to add the full-content CIDs' })
     const ridA = a.store.records.resolveRoot(cid)!
     const ridB = b.store.records.resolveRoot(cid)!
     expect(ridA).not.toBe(ridB)
@@ -73,7 +76,7 @@ describe('the same content on two nodes before they meet', () => {
       expect((await getJson(n, '/api/stats')).body.records).toBe(1)
       expect((await getJson(n, '/meta')).body).toMatchObject({ count: 1, total: 1 })
     }
-    // Nothing was written because of the merge: each node holds exactly the two mints' entries.
+    // Nothing was written because of the merge: each node holds exactly the two mints' entries (and each one's full-content CIDs).
     expect(replicated(a)).toEqual(before)
     expect(replicated(b)).toEqual(before)
   })
