@@ -177,7 +177,7 @@ export class RecordStore implements Records {
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> { return await this.remote.applyRemote(entries) }
-  newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries) }
+  newerByRoot (entries: readonly RemoteEntry[], ties?: boolean): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries, ties) }
 
   /**
    * Applies many peers' entries at once: a full resync's pages, a bulk

@@ -157,8 +157,11 @@ export interface Replication {
   bulkProgress: () => BulkProgress
   /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
   readonly bulkRunning: boolean
-  /** The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway). */
-  newerByRoot: (entries: readonly RemoteEntry[]) => Map<string, RemoteEntry[]>
+  /**
+   * The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway);
+   * an entry at the held version is left out unread unless `ties` (its value then decides: remote-apply.ts).
+   */
+  newerByRoot: (entries: readonly RemoteEntry[], ties?: boolean) => Map<string, RemoteEntry[]>
   changesSince: (cursor: string | undefined, opts: PageOptions) => ChangePage
   exportRange: (after: string | undefined, opts: PageOptions) => ExportPage
   onChanges: (listener: ChangeListener) => () => void
