@@ -180,10 +180,6 @@ export interface Replication {
   rangeRoots: (prefix: string, limit?: number) => RootHash[]
   /** The replicated state of one root: its root tombstone, live keys and tombstones, with versions. */
   exportRoot: (rid: RecordId) => RemoteEntry[]
-  /** Drops field and root tombstones whose clock is older than `beforeMs` (the tombstone horizon). */
-  compactTombstones: (beforeMs: number) => Promise<{ roots: number, tombstones: number }>
-  /** Deletes these live keys with a fresh local version. */
-  retireKeys: (keys: readonly string[]) => Promise<number>
 }
 
 /** A stream entry as clients see it; `fields: null` for an entry they are not shown (it still advances a cursor). */
