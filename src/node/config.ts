@@ -116,7 +116,7 @@ export const RETIRED_OPTIONS: ReadonlyArray<{ env: string, flag: string, why: st
   {
     env: 'META_CORE_TOMBSTONE_RETENTION_MS',
     flag: 'tombstone-retention-ms',
-    why: 'deletions are never forgotten any more, so there is no tombstone horizon to set (docs/mesh.md, "Deletes")'
+    why: 'deletions are never forgotten any more, so there is no tombstone horizon to set (docs/mesh.md, "Deletes are never forgotten")'
   }
 ]
 
