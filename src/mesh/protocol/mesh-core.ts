@@ -42,8 +42,8 @@ import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from '
 const EPOCH_KEY = 'mesh:epoch'
 /** A row older versions kept (when a round last ended caught up, for a tombstone horizon): nothing reads it now. */
 const OLD_CONTACT_KEY = 'mesh:last-contact'
-/** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
-const RESYNC_BUSY_RETRY_MS = 5_000
+/** A request refused for now (we copy the range from that peer, or reconcile with it) is to be asked again after this long (ms). */
+const BUSY_RETRY_MS = 5_000
 
 interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
@@ -268,25 +268,25 @@ export class MeshCore {
         // are still served, so two nodes copying from each other both finish. Every other peer's pulls and
         // checks are served as always: a copy holds no one hostage.
         p.counters.busyRefusals++
-        return errorReply('busy', 'resyncing from you', RESYNC_BUSY_RETRY_MS)
+        return errorReply('busy', 'resyncing from you', BUSY_RETRY_MS)
       }
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
       // While we copy the whole range from this peer, its reconciliation would send us the same entries again: later.
-      else if (m.t === 'recon' && copyPeer) return errorReply('busy', 'copying the range', RESYNC_BUSY_RETRY_MS)
+      else if (m.t === 'recon' && copyPeer) return errorReply('busy', 'copying the range', BUSY_RETRY_MS)
       else if (m.t === 'recon') {
         // Two peers reconciling with each other at once would move the keys each lacks twice. A lone top
         // range (a check, or a first step) is always answered; past it, the peer with the smaller id goes
         // on: the other's next step is refused busy, or its reconciliation stops when the smaller's arrives.
         const descending = m.ranges.length !== 1 || m.ranges[0].p !== ''
-        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', RESYNC_BUSY_RETRY_MS)
+        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', BUSY_RETRY_MS)
         if (descending) p.sync.yieldReconciliation()
         reply = serveRecon(this.store, m, Math.floor(now))
       }
       else if (m.t === 'roots') {
         // The key comparison is a reconciliation under way too: the same rule as for its descending ranges.
-        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', RESYNC_BUSY_RETRY_MS)
+        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', BUSY_RETRY_MS)
         p.sync.yieldReconciliation()
         reply = serveRoots(this.store, m, Math.floor(now))
       }

@@ -4,11 +4,10 @@
  * with the store, and nothing depends on how long either change log is kept.
  *
  * Items are roots. A root's position is the first 32 bits of SHA-256 of its
- * id; its hash covers its versions and values (the record layer's
- * fingerprints.ts, kept up to date as changes commit). A range is the set of
- * roots whose position starts with a hex prefix ("" is everything, 8 digits
- * one position); its fingerprint is the sum of its roots' hashes and their
- * count.
+ * id; its hash covers its folded versions and its values (the record
+ * layer's fingerprints.ts, kept up to date as changes commit). A range is
+ * the roots whose position starts with a hex prefix ("" is everything, 8
+ * digits one position); its fingerprint sums their hashes, with their count.
  *
  * 1. Ranges. The initiator sends the fingerprint of the whole range. The
  *    side that receives a fingerprint compares it with its own for that
