@@ -346,35 +346,50 @@ export interface ReconcileOutcome {
  * lacks. Undefined when a request failed or the peer's store changed
  * under it (its log id): the next round starts again, and what was already
  * exchanged is not exchanged again.
+ *
+ * A walk that moved keys is followed by one more walk at once. The key
+ * comparison goes by versions (values do not travel in `roots`), so a root
+ * holding a tie (one version, two values: an equivocating member) beside a
+ * key whose versions differ is settled by versions first; the second walk
+ * finds the root still different with every version equal, and moves its
+ * fields both ways (`answerRoots`), where the tie is decided. Between two
+ * stores the first walk left equal, the second costs one fingerprint each
+ * way.
  */
 export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
-  const walk = new RangeWalk(store, limits)
-  let first: { log: string, head: string | null } | undefined
   const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0 }
-  for (;;) {
-    if (!io.alive()) return undefined
-    const m = walk.next()
-    if (m !== undefined) {
-      const reply = await io.ask(m)
-      if (reply?.t !== 'recond') return undefined
-      if (first === undefined) {
-        first = { log: reply.log, head: reply.head }
-        // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
-        if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
-        // We hold next to nothing of what the peer holds (a node that wrote a few records, or got a few pushed, before its first
-        // round): a copy of the range moves it once for the node, where a reconciliation with each peer would move it from each.
-        const claim = io.copyInstead === true ? copyRather(store, reply) : undefined
-        if (claim !== undefined) return { ...first, equal: false, ...out, rounds: 1, copy: claim }
-      } else if (reply.log !== first.log) return undefined
-      walk.take(reply)
-      if (walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
+  let first: { log: string, head: string | null } | undefined
+  for (let pass = 0; pass < 2; pass++) {
+    const walk = new RangeWalk(store, limits)
+    for (;;) {
+      if (!io.alive()) return undefined
+      const m = walk.next()
+      if (m !== undefined) {
+        const reply = await io.ask(m)
+        if (reply?.t !== 'recond') return undefined
+        if (first === undefined) {
+          first = { log: reply.log, head: reply.head }
+          // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
+          if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
+          // We hold next to nothing of what the peer holds (a node that wrote a few records, or got a few pushed, before its first
+          // round): a copy of the range moves it once for the node, where a reconciliation with each peer would move it from each.
+          const claim = io.copyInstead === true ? copyRather(store, reply) : undefined
+          if (claim !== undefined) return { ...first, equal: false, ...out, rounds: 1, copy: claim }
+        } else if (reply.log !== first.log) return undefined
+        walk.take(reply)
+        if (pass === 0 && walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
+      }
+      // The keys of the roots found so far, once enough are waiting or the walk is over.
+      while (walk.pendingRoots >= EXCHANGE_ROOTS || (walk.done && walk.pendingRoots > 0)) {
+        if (!(await exchange(store, io, walk.takeDiffering(EXCHANGE_ROOTS), limits, out))) return undefined
+      }
+      if (walk.done && walk.pendingRoots === 0) break
     }
-    // The keys of the roots found so far, once enough are waiting or the walk is over.
-    while (walk.pendingRoots >= EXCHANGE_ROOTS || (walk.done && walk.pendingRoots > 0)) {
-      if (!(await exchange(store, io, walk.takeDiffering(EXCHANGE_ROOTS), limits, out))) return undefined
-    }
-    if (walk.done && walk.pendingRoots === 0) return { ...first!, equal: false, ...out, rounds: walk.rounds, roots: walk.found }
+    out.rounds += walk.rounds
+    out.roots += walk.found
+    if (walk.found === 0) break
   }
+  return { ...first!, equal: false, ...out }
 }
 
 /** A copy of the range rather than a reconciliation: the peer holds at least this many times our roots… */
