@@ -60,7 +60,7 @@ export interface PullMessage { t: 'pull', log: string | null, cursor: string | n
  * joining node can copy them from several peers; peers that predate it ignore it.
  */
 export interface SnapMessage { t: 'snap', after: string | null, maxBytes: number, split?: number }
-/** Pull reply. `gap`: the cursor cannot be served (trimmed, older than the tombstone horizon, or another log): resync. */
+/** Pull reply. `gap`: the cursor cannot be served (trimmed, or another log): reconcile. `clock`: the server's wall clock (ms), a clock sample. */
 export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntry[], next: string | null, head: string | null, gap: boolean, clock?: number }
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
 /** `records`: on a range's first page, how many records the peer holds (the joining node's time left); absent from older peers. */
@@ -84,18 +84,24 @@ export interface ReconMessage { t: 'recon', ranges: ReconRange[] }
  */
 export interface ReconReplyMessage { t: 'recond', log: string, head: string | null, ranges: ReconRange[], diff: string[], taken: number, clock?: number }
 /**
- * Key-level comparison of roots known to differ: `rids`, and the sender's
- * versions of their keys (`entries`, values left out: every value is null).
+ * Key-level comparison of roots known to differ (their hashes, over values
+ * and versions, differ): `rids`, and the sender's versions of their keys
+ * (`entries`, values left out: every value is null).
  */
 export interface RootsMessage { t: 'roots', rids: string[], entries: RemoteEntry[] }
-/** Its reply: the responder's entries the sender's versions do not cover, the keys it wants (the sender's are newer), and how many of `rids` it answered. */
+/**
+ * Its reply: the responder's entries the sender's versions do not cover, the keys it wants (the sender's are
+ * newer), and how many of `rids` it answered. A root whose versions are the same on both sides differs in a
+ * value held at an equal version: all its entries are sent and all its keys wanted (reconcile.ts).
+ */
 export interface RootsReplyMessage { t: 'rootsd', entries: RemoteEntry[], want: string[], taken: number, clock?: number }
 /** Entries a reconciliation found the peer lacks (the keys its `rootsd` reply wanted). */
 export interface GiveMessage { t: 'give', entries: RemoteEntry[] }
 /** Reply to `give`: how many of its entries took a new version. */
 export interface TakenMessage { t: 'taken', applied: number }
 type ErrorCode = 'busy' | 'blocked' | 'bad-request' | 'internal'
-export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number, clock?: number }
+/** A refusal. It carries no clock: a sample comes only from a valid reply (clock-guard.ts). */
+export interface ErrorMessage { t: 'error', code: ErrorCode, message: string, retryAfterMs?: number }
 
 export type Message = PushMessage | PullMessage | SnapMessage | ChangesMessage | SnapshotMessage | ErrorMessage |
 ReconMessage | ReconReplyMessage | RootsMessage | RootsReplyMessage | GiveMessage | TakenMessage
@@ -169,7 +175,7 @@ function body (m: Message): unknown {
     case 'rootsd': return { t: m.t, b: encodeBlock(m.entries), x: m.want, k: m.taken, w: m.clock }
     case 'give': return { t: m.t, b: encodeBlock(m.entries) }
     case 'taken': return { t: m.t, n: m.applied }
-    case 'error': return { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs, w: m.clock }
+    case 'error': return { t: m.t, c: m.code, m: m.message, r: m.retryAfterMs }
   }
 }
 
@@ -287,7 +293,6 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
       const message = str(o.m, 'message').slice(0, 500)
       const out: ErrorMessage = { t: 'error', code, message }
       if (o.r !== undefined) out.retryAfterMs = count(o.r, 'retryAfterMs')
-      if (o.w !== undefined) out.clock = count(o.w, 'clock')
       return out
     }
     default:

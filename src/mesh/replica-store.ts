@@ -8,10 +8,8 @@
  * and version; a key whose own version was dropped under a root tombstone is
  * answered by that root tombstone (`file:<rid>`).
  *
- * Gap: retention removed entries after the cursor, the cursor is ahead of
- * the head (this log never issued it), or it is older than the tombstone
- * horizon the core passes (`notBeforeMs`) with changes after it.
- * Reconciliation reads the range fingerprints (`rangeFingerprint`,
+ * Gap: retention removed entries after the cursor, or the cursor is ahead
+ * of the head (this log never issued it). Reconciliation reads the range fingerprints (`rangeFingerprint`,
  * `rangeRoots`) and whole roots (`exportRoots`).
  *
  * Node-local bookkeeping lives under `mesh:` (never replicated, refused by
@@ -75,7 +73,7 @@ export class RecordReplica implements ReplicaStore {
     return this.records.changeLogHead() ?? EMPTY_LOG_HEAD
   }
 
-  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number, notBeforeMs?: number }): ChangePage {
+  changesSince (cursor: Cursor | null, opts: { limit: number, maxBytes: number }): ChangePage {
     const page = this.records.changesSince(cursor ?? undefined, opts)
     return { changes: page.changes, next: page.next ?? cursor, head: page.head ?? EMPTY_LOG_HEAD, gap: page.gap }
   }
@@ -101,9 +99,9 @@ export class RecordReplica implements ReplicaStore {
    * (a full resync is thousands of such pages). A page is at most 1 MiB, so
    * its transaction stays small.
    */
-  async apply (entries: readonly RemoteEntry[]): Promise<{ applied: number, refused: number }> {
+  async apply (entries: readonly RemoteEntry[], opts: { ties?: boolean } = {}): Promise<{ applied: number, refused: number }> {
     // Most of an anti-entropy page is already known (it came by push, or from another peer): those never reach the write path.
-    const byRoot = this.records.newerByRoot(entries)
+    const byRoot = this.records.newerByRoot(entries, opts.ties === true)
     if (byRoot.size === 0) return { applied: 0, refused: 0 }
     const r = await this.records.applyBatch([...byRoot.values()].flat(), WHOLE_PAGE)
     return { applied: r.applied, refused: r.refused }
@@ -159,14 +157,6 @@ export class RecordReplica implements ReplicaStore {
 
   exportRoots (rids: readonly string[]): RemoteEntry[] {
     return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
-  }
-
-  async compactTombstones (beforeMs: number): Promise<number> {
-    return (await this.records.compactTombstones(beforeMs)).tombstones
-  }
-
-  async retire (keys: readonly string[]): Promise<void> {
-    await this.records.retireKeys(keys)
   }
 
   clock (): string {

@@ -7,7 +7,7 @@
 import type { Startable } from '../common/index.js'
 import type { BulkProgress } from '../records/index.js'
 import type { MeshRecords } from './replica-store.js'
-import type { PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
+import type { CopyStatus, PeerCounters, SelfStatus, StoreDigest } from './protocol/index.js'
 import { RecordReplica } from './replica-store.js'
 import type { ByteSource } from './bytes-service.js'
 
@@ -82,6 +82,14 @@ export interface MeshView {
   members: MeshMemberView[]
   /** The bulk transfer (a join) under way or last ended since start: keys and records received, rate, time left. */
   join: MeshJoinView
+  /** The node's copy of the range (a join) since start: what it is doing, why it started, why it stopped. */
+  copy?: MeshCopyView
+}
+
+/** The range copy as `GET /api/mesh` shows it (range-copy.ts `CopyStatus`, times in ISO 8601). */
+export interface MeshCopyView extends Omit<CopyStatus, 'startedAt' | 'endedAt'> {
+  startedAt: string | null
+  endedAt: string | null
 }
 
 /** A join as `GET /api/mesh` shows it (times in ISO 8601). */
@@ -101,9 +109,18 @@ export interface MeshJoinView {
   secondsLeft: number | null
 }
 
+const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
+
 export function joinView (p: BulkProgress): MeshJoinView {
-  const iso = (ms: number | null): string | null => ms === null ? null : new Date(ms).toISOString()
   return { ...p, startedAt: iso(p.startedAt), endedAt: iso(p.endedAt) }
+}
+
+/** No copy since start (or no core). */
+const NO_COPY: CopyStatus = { state: 'none', why: null, peers: [], startedAt: null, endedAt: null, stopped: null }
+
+export function copyView (c: CopyStatus | undefined): MeshCopyView {
+  const v = c ?? NO_COPY
+  return { ...v, startedAt: iso(v.startedAt), endedAt: iso(v.endedAt) }
 }
 
 export interface MeshService extends Startable {
@@ -142,7 +159,8 @@ export class StandaloneMesh implements MeshService {
       peers: [],
       targetPeers: 0,
       members: [],
-      join: joinView(this.replica.bulkProgress())
+      join: joinView(this.replica.bulkProgress()),
+      copy: copyView(undefined)
     }
   }
 

@@ -49,8 +49,6 @@ export interface NodeConfig {
   /** A push frame leaves this long after the first change it carries (the core's flushMs). */
   pushWindowMs: number
   maxClockDriftMs: number
-  /** The tombstone horizon: tombstones older than this are compacted (docs/mesh.md). */
-  tombstoneRetentionMs: number
   /** File bytes sent to one peer per second (the byte protocol's per-peer rate). */
   peerBytesPerSecond: number
   /** File transfers one peer may run from this node at once; beyond it the peer is answered busy. */
@@ -66,6 +64,8 @@ export interface NodeConfig {
   metricsPublic: boolean
   /** This node's name for people (peers, status, the page); the host name unless set. */
   nodeName: string
+  /** Options of older versions this configuration still sets, which no longer do anything: said as warnings at start. */
+  retired?: string[]
 }
 
 /** The configuration cannot be used; the message says what to change. */
@@ -107,7 +107,6 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'gossipDhi', env: 'META_CORE_GOSSIP_DHI', flag: 'gossip-dhi', kind: { type: 'int', min: 0, max: 100 }, def: '12', help: 'gossipsub prunes mesh peers above this many (at least META_CORE_GOSSIP_D)' },
   { key: 'pushWindowMs', env: 'META_CORE_PUSH_WINDOW_MS', flag: 'push-window-ms', kind: { type: 'int', min: 1, max: 60_000 }, def: '50', help: 'local changes are pushed in one frame this long after the first of them, in ms (longer: fewer, larger frames)' },
   { key: 'maxClockDriftMs', env: 'META_CORE_MAX_CLOCK_DRIFT_MS', flag: 'max-clock-drift-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '10000', help: 'remote versions further ahead of this node\'s clock are refused, in ms' },
-  { key: 'tombstoneRetentionMs', env: 'META_CORE_TOMBSTONE_RETENTION_MS', flag: 'tombstone-retention-ms', kind: { type: 'int', min: 60_000, max: 2 ** 42 }, def: '2592000000', help: 'tombstones older than this are compacted; a node out of contact with its peers for longer drops, rather than brings back, values they no longer hold, in ms (default 30 days)' },
   { key: 'peerBytesPerSecond', env: 'META_CORE_PEER_BYTES_PER_SECOND', flag: 'peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '536870912', help: 'file bytes sent to one peer per second at most (peers playing this node\'s files)' },
   { key: 'peerMaxTransfers', env: 'META_CORE_PEER_MAX_TRANSFERS', flag: 'peer-max-transfers', kind: { type: 'int', min: 1, max: 1024 }, def: '8', help: 'file transfers one peer may run from this node at once; beyond it the peer is told busy' },
   { key: 'cachePath', env: 'META_CORE_CACHE_PATH', flag: 'cache-path', kind: { type: 'optpath' }, def: undefined, help: 'folder where files fetched whole from peers are kept to serve again (unset: no cache)' },
@@ -117,6 +116,35 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'nodeName', env: 'META_CORE_NODE_NAME', flag: 'node-name', kind: { type: 'label', max: 64 }, def: undefined, help: 'this node\'s name, shown beside its peer id in status, /api/mesh, its peers and the page (default: the host name)' },
   { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }
 ]
+
+/**
+ * Options older versions had that no longer do anything. A configuration
+ * that still sets one starts as if it did not, with a warning saying why
+ * (an upgrade must not stop a node over a setting it can drop later).
+ */
+export const RETIRED_OPTIONS: ReadonlyArray<{ env: string, flag: string, why: string }> = [
+  {
+    env: 'META_CORE_TOMBSTONE_RETENTION_MS',
+    flag: 'tombstone-retention-ms',
+    why: 'deletions are never forgotten any more, so there is no tombstone horizon to set (docs/mesh.md, "Deletes are never forgotten")'
+  }
+]
+
+/** `argv` without the retired options (and their values), and a warning for each retired option set there or in `env`. */
+function withoutRetired (argv: readonly string[], env: Readonly<Record<string, string | undefined>>): { argv: string[], retired: string[] } {
+  const out: string[] = []
+  const set = new Set<(typeof RETIRED_OPTIONS)[number]>()
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]
+    const o = RETIRED_OPTIONS.find(x => arg === `--${x.flag}` || arg.startsWith(`--${x.flag}=`))
+    if (o === undefined) { out.push(arg); continue }
+    set.add(o)
+    if (!arg.includes('=') && i + 1 < argv.length && !argv[i + 1].startsWith('--')) i++
+  }
+  for (const o of RETIRED_OPTIONS) if (env[o.env] !== undefined && env[o.env] !== '') set.add(o)
+  const retired = [...set].map(o => `${o.env} (--${o.flag}) is set but no longer does anything: ${o.why}; remove it from the configuration`)
+  return { argv: out, retired }
+}
 
 type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help', text: string }
 
@@ -143,7 +171,8 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
   help: boolean
 }> {
   const specs: Array<OptionSpec<keyof NodeConfig | E>> = [...OPTIONS, ...extra]
-  const { values, explicit, problems, help } = await parseChecked(specs, argv, env, cwd)
+  const current = withoutRetired(argv, env)
+  const { values, explicit, problems, help } = await parseChecked(specs, current.argv, env, cwd)
   const out = values as Partial<Record<keyof NodeConfig, unknown>>
   const host = out.httpHost as string | undefined
   if (host !== undefined && !isLoopback(host) && out.apiToken === undefined) {
@@ -165,6 +194,7 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
   if (out.keyPath === undefined && typeof out.dbPath === 'string') {
     out.keyPath = path.join(path.dirname(out.dbPath), path.basename(out.dbPath, path.extname(out.dbPath)) + '.key')
   }
+  if (current.retired.length > 0) out.retired = current.retired
   const extraValues: Partial<Record<E, unknown>> = {}
   for (const o of extra) extraValues[o.key] = (values as Partial<Record<E, unknown>>)[o.key]
   return { config: out as unknown as NodeConfig, extra: extraValues, problems, help }

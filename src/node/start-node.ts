@@ -57,6 +57,7 @@ type Maybe<T> = T | Promise<T>
 
 export async function startNode (config: NodeConfig, opts: StartOptions = {}): Promise<RunningNode> {
   const log = opts.logger ?? createLogger({ level: config.logLevel, name: 'meta-core' })
+  for (const w of config.retired ?? []) log.warn(w)
   const stops: Array<{ what: string, fn: () => Maybe<void> }> = []
   let step: string | undefined
   const unwind = async (): Promise<void> => {
@@ -125,7 +126,7 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         targetPeers: config.targetPeers,
         crossRegionPeers: config.crossRegionPeers,
         degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
-        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers, tombstoneRetentionMs: config.tombstoneRetentionMs },
+        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers },
         ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

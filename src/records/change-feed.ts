@@ -50,8 +50,6 @@ export interface PageOptions {
   limit: number
   /** Stop adding to the page once its entries pass this many bytes (`entryBytes`); a page always holds at least one. */
   maxBytes?: number
-  /** changesSince: a cursor from before this time (ms: the tombstone horizon) is a gap, since tombstones after it may have been compacted. */
-  notBeforeMs?: number
 }
 
 /** Change-log rows examined per call at most: a log of one hot key changed again and again must not make a page unbounded work. */
@@ -128,10 +126,7 @@ export function changesSince (kv: KvStore, cursor: string | undefined, opts: Pag
     let after = cursor === undefined ? undefined : parseEventId(cursor)
     let next = cursor === undefined ? undefined : (cursor as EventId)
     const from = after ?? ZERO
-    // Past the horizon a change after the cursor may name a key whose tombstone was compacted since (it would
-    // be answered as nothing): unless nothing changed after the cursor, the reader reconciles.
-    const lost = (low !== undefined && compareEventIds(from, parseEventId(low)) < 0) ||
-      (after !== undefined && opts.notBeforeMs !== undefined && after.ms < opts.notBeforeMs && head !== undefined && compareEventIds(after, parseEventId(head)) < 0)
+    const lost = low !== undefined && compareEventIds(from, parseEventId(low)) < 0
     const neverIssued = compareEventIds(from, head === undefined ? ZERO : parseEventId(head)) > 0
     if (lost || neverIssued) return { changes: [], next, head, gap: true }
     const current = new CurrentState(kv)

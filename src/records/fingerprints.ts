@@ -6,7 +6,7 @@
  *
  * Every root has a position, the first 32 bits of SHA-256(rid) (8 hex), and
  * a hash, the first 128 bits of SHA-256 over its id, its version map
- * (stored canonically) and its live fields' names and values in name order:
+ * (folded and canonical: versions.ts) and its live fields' names and values in name order:
  * equal exactly when two stores hold the same keys, values, tombstones and
  * versions of the root. The id is in it so that two roots of equal content
  * (the same fields written in one batch) do not cancel out of a range's sum:
@@ -84,8 +84,8 @@ export function rootPosition (rid: string): string {
 }
 
 /**
- * The hash of a root's replicated state: its id, its version map as stored
- * (canonical) and its live fields, `fields` giving name → value; 32 hex.
+ * The hash of a root's replicated state: its id, its version map folded and
+ * canonical (`VersionMap.serialize` of a parsed map) and its live fields, `fields` giving name → value; 32 hex.
  */
 export function rootHash (rid: string, verSerialized: string, fields: ReadonlyMap<string, string> | Record<string, string>): string {
   const entries = fields instanceof Map ? [...fields as ReadonlyMap<string, string>] : Object.entries(fields)
@@ -370,7 +370,8 @@ export class Fingerprints {
             const rid = k.slice(VER.length)
             const vm = VersionMap.parse(v)
             this.rebuildAfter = rid
-            this.update(tx, rid, vm, v, readLiveFields(tx, rid))
+            // The folded form (versions.ts), as the mutation path writes it: a row stored otherwise hashes the same.
+            this.update(tx, rid, vm, vm.serialize(), readLiveFields(tx, rid))
           }
           tx.put(FP_REBUILD, `${FP_FORMAT} ${last}`)
         })

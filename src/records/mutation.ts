@@ -77,7 +77,8 @@ interface MutationOptions {
   /** Root tombstone to apply before the changes (DeleteRoot, local or remote). */
   rootTombstone?: Version
   /**
-   * Remote merge: each change is applied only if its version wins, and a
+   * Remote merge: each change is applied only if it wins (a newer version,
+   * or at an equal one the tie's winner: versions.ts `beats`), and a
    * version-only change (same value, newer version) is still published so
    * peers pulling from this node learn it. Local writes always win (the HLC
    * is ahead of everything observed) and a same-value write is a no-op.
@@ -200,8 +201,8 @@ export class Mutator {
 
     for (const ch of changes) {
       const { field, value, version } = ch
-      if (opts.remote === true && !vm.wins(field, version)) continue
       const old = cur.get(field)
+      if (opts.remote === true && !vm.beats(field, version, value, () => old)) continue
       const k = ch.key ?? fieldKey(rid, field)
       if (value === null) {
         if (old === undefined) {

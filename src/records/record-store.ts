@@ -15,7 +15,6 @@ import { eventStreams } from './events.js'
 import { CLIENT_NAMESPACES, LAYER_NAMESPACES, localStore } from './local-store.js'
 import { readStoreIdentity, writeStoreIdentity, type StoreIdentity } from './store-identity.js'
 import { Fingerprints, type RangeFingerprint, type RootHash } from './fingerprints.js'
-import { compactTombstones, retireKeys, type CompactionResult } from './tombstones.js'
 import { createHash } from 'node:crypto'
 import type {
   EventStreams, FieldVersion, LibraryPage, LocalStore, Records, ReplicaDigest, SchemaCounter
@@ -177,7 +176,7 @@ export class RecordStore implements Records {
   // ---------------------------------------------------------------- replication (remote-apply.ts, change-log.ts, change-feed.ts)
 
   async applyRemote (entries: readonly RemoteEntry[]): Promise<ApplyResult> { return await this.remote.applyRemote(entries) }
-  newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries) }
+  newerByRoot (entries: readonly RemoteEntry[], ties?: boolean): Map<string, RemoteEntry[]> { return this.remote.newerByRoot(entries, ties) }
 
   /**
    * Applies many peers' entries at once: a full resync's pages, a bulk
@@ -246,10 +245,6 @@ export class RecordStore implements Records {
   /** The roots whose position starts with `prefix`, with their hashes, in position order (at most `limit`). */
   rangeRoots (prefix: string, limit?: number): RootHash[] { return this.fingerprints.items(prefix, limit) }
 
-  /** Drops field and root tombstones whose clock is older than `beforeMs` (tombstones.ts). */
-  async compactTombstones (beforeMs: number): Promise<CompactionResult> { return await compactTombstones(this.ctx, this.fingerprints, beforeMs) }
-  /** Deletes these live keys with a fresh local version (tombstones.ts): values a node away past the horizon must not bring back. */
-  async retireKeys (keys: readonly string[]): Promise<number> { return await retireKeys(this.ctx, keys) }
 
   /** Change-log rows after `after` as stored (id, set/del, key, version), for tests and tools. */
   readChangeLog (after: string | undefined, limit: number): ChangeLogEntry[] { return readChangeLog(this.kv, after, limit) }

@@ -81,8 +81,14 @@ export class RemoteApplier {
    * one snapshot outside any write. A version never goes back, so an entry
    * that does not win now cannot win when a write runs: a caller may skip
    * the rest without changing the outcome. Entries are not validated here.
+   *
+   * An entry at the version the store holds is the same write again (most
+   * of a pulled page: it came by push too) and is left out unread, unless
+   * `ties`: then its value is compared with the stored one and it stays
+   * when it wins the tie (versions.ts `tieWins`). Reconciliation asks for
+   * that: it is what repairs a version that came with two values.
    */
-  newerByRoot (entries: readonly RemoteEntry[]): Map<string, RemoteEntry[]> {
+  newerByRoot (entries: readonly RemoteEntry[], ties = false): Map<string, RemoteEntry[]> {
     const kv = this.ctx.kv
     return kv.read(() => {
       const maps = new Map<string, VersionMap>()
@@ -96,7 +102,10 @@ export class RemoteApplier {
           maps.set(rid, vm)
         }
         const v = makeVersion(e.hlc, e.origin)
-        const wins = slash < 0 ? vm.root === undefined || v > vm.root : vm.wins(e.key.slice(slash + 1), v)
+        const field = slash < 0 ? undefined : e.key.slice(slash + 1)
+        const wins = field === undefined
+          ? vm.root === undefined || v > vm.root
+          : vm.beats(field, v, e.value, () => (ties ? kv.get(e.key) : e.value ?? undefined))
         if (!wins) continue
         const list = byRoot.get(rid)
         if (list === undefined) byRoot.set(rid, [e])

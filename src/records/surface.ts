@@ -157,8 +157,11 @@ export interface Replication {
   bulkProgress: () => BulkProgress
   /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
   readonly bulkRunning: boolean
-  /** The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway). */
-  newerByRoot: (entries: readonly RemoteEntry[]) => Map<string, RemoteEntry[]>
+  /**
+   * The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway);
+   * an entry at the held version is left out unread unless `ties` (its value then decides: remote-apply.ts).
+   */
+  newerByRoot: (entries: readonly RemoteEntry[], ties?: boolean) => Map<string, RemoteEntry[]>
   changesSince: (cursor: string | undefined, opts: PageOptions) => ChangePage
   exportRange: (after: string | undefined, opts: PageOptions) => ExportPage
   onChanges: (listener: ChangeListener) => () => void
@@ -177,10 +180,6 @@ export interface Replication {
   rangeRoots: (prefix: string, limit?: number) => RootHash[]
   /** The replicated state of one root: its root tombstone, live keys and tombstones, with versions. */
   exportRoot: (rid: RecordId) => RemoteEntry[]
-  /** Drops field and root tombstones whose clock is older than `beforeMs` (the tombstone horizon). */
-  compactTombstones: (beforeMs: number) => Promise<{ roots: number, tombstones: number }>
-  /** Deletes these live keys with a fresh local version. */
-  retireKeys: (keys: readonly string[]) => Promise<number>
 }
 
 /** A stream entry as clients see it; `fields: null` for an entry they are not shown (it still advances a cursor). */

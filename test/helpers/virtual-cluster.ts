@@ -16,6 +16,12 @@ export interface VirtualCluster {
   nodes: ClusterNode[]
   /** Stops node i's core and starts a new one over the same store (a restart: new frame epoch), links as before. */
   restart: (i: number) => Promise<void>
+  /** Stops node i (its core; its links go down): a node away. Its store stays as it was. */
+  stop: (i: number) => Promise<void>
+  /** Starts node i again (a new core over its store), with no link: connect it as it should come back. */
+  start: (i: number) => Promise<void>
+  /** Stops node i, closes its store and opens it again (a process restart: the store as on disk), then starts it with no link. */
+  reopen: (i: number) => Promise<void>
   /** Digests of every node's replicated range. */
   digests: () => string[]
   close: () => Promise<void>
@@ -51,14 +57,31 @@ export async function virtualCluster (n: number, opts: {
   }
   const makeCore = (id: string, replica: RecordReplica): MeshCore =>
     new MeshCore({ selfId: id, runtime: opts.runtime?.(id, runtimeOf(id)) ?? runtimeOf(id), store: replica, options: opts.mesh })
+  const open = (id: string): { store: NodeStore, replica: RecordReplica } => {
+    const store = openNodeStore({ ...opts.store, path: path.join(t.dir, `${id}.db`), nodeId: id, now: wall(id), backgroundCheckpoint: false })
+    return { store, replica: new RecordReplica(store.records, { newLogId: () => `log-${opts.seed}-${id}` }) }
+  }
   for (let i = 0; i < n; i++) {
     const id = `peer${String.fromCharCode(65 + i)}`
-    const store = openNodeStore({ ...opts.store, path: path.join(t.dir, `${id}.db`), nodeId: id, now: wall(id), backgroundCheckpoint: false })
-    const replica = new RecordReplica(store.records, { newLogId: () => `log-${opts.seed}-${id}` })
+    const { store, replica } = open(id)
     const core = makeCore(id, replica)
     mesh.attach(id, core)
     await core.start()
     nodes.push({ id, store, replica, core })
+  }
+  const stopped = new Set<number>()
+  const stop = async (i: number): Promise<void> => {
+    if (stopped.has(i)) return
+    stopped.add(i)
+    mesh.detach(nodes[i].id)
+    await nodes[i].core.stop()
+  }
+  const start = async (i: number): Promise<void> => {
+    if (!stopped.delete(i)) return
+    const node = nodes[i]
+    node.core = makeCore(node.id, node.replica)
+    mesh.attach(node.id, node.core)
+    await node.core.start()
   }
   return {
     mesh,
@@ -72,6 +95,15 @@ export async function virtualCluster (n: number, opts: {
       mesh.attach(node.id, node.core)
       await node.core.start()
       for (const p of peers) mesh.connect(node.id, p)
+    },
+    stop,
+    start,
+    reopen: async (i) => {
+      await stop(i)
+      const node = nodes[i]
+      node.store.close()
+      Object.assign(node, open(node.id))
+      await start(i)
     },
     digests: () => nodes.map(x => x.replica.digest().digest),
     close: async () => {

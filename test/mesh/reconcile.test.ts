@@ -5,7 +5,8 @@
  * tombstones, root tombstones, roots only one side has, concurrent versions
  * of one key on both) are reconciled by moving exactly the keys one side
  * lacks, and end with equal digests; equal stores exchange one fingerprint
- * each way.
+ * each way. Entries are applied with ties decided by value, as the core
+ * applies a reconciliation's.
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -37,7 +38,7 @@ async function run (a: Side, b: Side): Promise<{ outcome: ReconcileOutcome | und
   const wire: Wire = { bytesOut: 0, bytesIn: 0, requests: 0 }
   const outcome = await reconcile(a.r, {
     alive: () => true,
-    apply: async (entries) => { await a.r.apply(entries) },
+    apply: async (entries) => { await a.r.apply(entries, { ties: true }) },
     ask: async (m: RequestMessage): Promise<Message> => {
       const req = encodeMessage(m)
       wire.bytesOut += req.length
@@ -47,7 +48,7 @@ async function run (a: Side, b: Side): Promise<{ outcome: ReconcileOutcome | und
       if (got.t === 'recon') reply = serveRecon(b.r, got, 0)
       else if (got.t === 'roots') reply = serveRoots(b.r, got, 0)
       else if (got.t === 'give') {
-        await b.r.apply(got.entries)
+        await b.r.apply(got.entries, { ties: true })
         reply = encodeMessage({ t: 'taken', applied: got.entries.length })
       } else throw new Error(`unexpected ${got.t}`)
       wire.bytesIn += reply.length
@@ -205,6 +206,24 @@ describe('range-based set reconciliation', () => {
     expect(outcome).toMatchObject({ equal: false, keysIn: 2, keysOut: 2 })
     expect(stateOf(a)).toEqual(stateOf(b))
     expect(a.r.digest()).toEqual(b.r.digest())
+  }, 60_000)
+
+  it('settles a tie (one version, two values) in the same reconciliation as a newer version of another key of that root', async () => {
+    const a = open('nodeA')
+    const b = open('nodeB')
+    const rids = await base(a, b, 300, prng(11))
+    const rid = rids[42]
+    // A member signed one version with two values, one to each store; A also holds a newer year than B.
+    const tie = a.s.records.hlc.now()
+    await a.s.records.applyRemote([{ key: `file:${rid}/title`, value: 'aaa', hlc: tie, origin: 'nodeLiar' }])
+    await b.s.records.applyRemote([{ key: `file:${rid}/title`, value: 'zzz', hlc: tie, origin: 'nodeLiar' }])
+    await a.s.records.applyRemote([{ key: `file:${rid}/year`, value: '2001', hlc: a.s.records.hlc.now(), origin: 'nodeA' }])
+    const { outcome } = await run(a, b)
+    expect(outcome).toMatchObject({ equal: false })
+    expect(a.r.digest()).toEqual(b.r.digest())
+    for (const x of [a, b]) expect(x.s.records.getFlat(rid)).toMatchObject({ title: 'zzz', year: '2001' })
+    const again = await run(a, b)
+    expect(again.outcome!.equal).toBe(true)
   }, 60_000)
 
   it('fills an empty store from a full one, and a full one from an empty one gives nothing', async () => {

@@ -58,7 +58,6 @@ describe('parseConfig', () => {
       gossipDhi: 12,
       pushWindowMs: 50,
       maxClockDriftMs: 10_000,
-      tombstoneRetentionMs: 2_592_000_000,
       peerBytesPerSecond: 536_870_912,
       peerMaxTransfers: 8,
       cachePath: undefined,
@@ -98,7 +97,6 @@ describe('parseConfig', () => {
       META_CORE_GOSSIP_DHI: '4',
       META_CORE_PUSH_WINDOW_MS: '500',
       META_CORE_MAX_CLOCK_DRIFT_MS: '5000',
-      META_CORE_TOMBSTONE_RETENTION_MS: '86400000',
       META_CORE_PEER_BYTES_PER_SECOND: '1048576',
       META_CORE_PEER_MAX_TRANSFERS: '2',
       META_CORE_CACHE_PATH: 'cache',
@@ -135,7 +133,6 @@ describe('parseConfig', () => {
       gossipDhi: 4,
       pushWindowMs: 500,
       maxClockDriftMs: 5000,
-      tombstoneRetentionMs: 86_400_000,
       peerBytesPerSecond: 1_048_576,
       peerMaxTransfers: 2,
       cachePath: path.resolve(CWD, 'cache'),
@@ -148,7 +145,7 @@ describe('parseConfig', () => {
     const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
       '--index-exclude-prefixes=', '--log-level', 'warn', '--key-path', '/k', '--p2p-listen', '/ip4/0.0.0.0/tcp/4100',
-      '--bootstrap=', '--blocked-peers', '', '--target-peers', '0', '--cross-region-peers', '2', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0', '--tombstone-retention-ms', '60000',
+      '--bootstrap=', '--blocked-peers', '', '--target-peers', '0', '--cross-region-peers', '2', '--anti-entropy-ms', '60000', '--max-clock-drift-ms=0',
       '--gossip-d', '0', '--gossip-dlo=0', '--gossip-dhi', '0', '--push-window-ms', '5',
       '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic',
       '--full-hash', 'none', '--full-hash-bytes-per-second=65536', '--health-no-peer-ms', '0',
@@ -180,7 +177,6 @@ describe('parseConfig', () => {
       gossipDhi: 0,
       pushWindowMs: 5,
       maxClockDriftMs: 0,
-      tombstoneRetentionMs: 60_000,
       peerBytesPerSecond: 65_536,
       peerMaxTransfers: 16,
       cachePath: '/c',
@@ -195,6 +191,21 @@ describe('parseConfig', () => {
       expect(o.env ?? '').toMatch(/^[A-Z0-9_]+$/)
       expect(o.flag).toMatch(/^[a-z0-9-]+$/)
     }
+  })
+
+  it('starts with a warning, not a failure, when an option older versions had is still set', async () => {
+    const warning = /^META_CORE_TOMBSTONE_RETENTION_MS \(--tombstone-retention-ms\) is set but no longer does anything: .*tombstone horizon/
+    const byEnv = await cfg([], { META_CORE_TOMBSTONE_RETENTION_MS: '86400000' })
+    expect(byEnv.retired).toHaveLength(1)
+    expect(byEnv.retired?.[0]).toMatch(warning)
+    // As a flag, with its value in the next argument or after `=`: the options around it read as usual.
+    for (const flags of [['--tombstone-retention-ms', '60000', '--settle-ms', '5'], ['--tombstone-retention-ms=60000', '--settle-ms', '5']]) {
+      const byFlag = await cfg(flags)
+      expect(byFlag.retired?.[0]).toMatch(warning)
+      expect(byFlag.settleMs).toBe(5)
+    }
+    expect((await cfg([])).retired).toBeUndefined()
+    expect(OPTIONS.some(o => o.env === 'META_CORE_TOMBSTONE_RETENTION_MS')).toBe(false)
   })
 
   it('treats an empty variable as unset, except the exclude list where empty means none', async () => {

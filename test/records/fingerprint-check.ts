@@ -16,7 +16,9 @@ export function fingerprintErrors (s: NodeStore): string[] {
     const want = new Map<string, string>()
     for (const [k, v] of kv.range('ver:', prefixEnd('ver:'))) {
       const rid = k.slice(4)
-      want.set(FP_ROOT + rootPosition(rid) + rid, `${rootHash(rid, v, kv.suffixes(`file:${rid}/`))} ${versionedKeys(VersionMap.parse(v))}`)
+      // Of the folded map (versions.ts), whatever the row holds.
+      const vm = VersionMap.parse(v)
+      want.set(FP_ROOT + rootPosition(rid) + rid, `${rootHash(rid, vm.serialize(), kv.suffixes(`file:${rid}/`))} ${versionedKeys(vm)}`)
     }
     const have = new Map(kv.range(FP_ROOT, prefixEnd(FP_ROOT)))
     for (const [k, v] of want) if (have.get(k) !== v) errors.push(`root row ${k}: ${have.get(k) ?? 'missing'}, want ${v}`)

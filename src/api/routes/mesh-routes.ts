@@ -87,6 +87,19 @@ const joinSchema = {
   }
 } as const
 
+const copySchema = {
+  type: 'object',
+  description: 'the node\'s copy of the whole range from its peers (a join), since start: what it is doing, why it started and why it stopped',
+  properties: {
+    state: { type: 'string', enum: ['none', 'copying', 'waiting', 'done', 'abandoned'], description: 'none: no copy since start; copying: peers serve it; waiting: no peer serves it now (abandoned once none has served a page for a while); done: the range is in; abandoned: stopped before, what arrived kept, the peers reconcile instead' },
+    why: { type: 'string', nullable: true, description: 'why the node copies the range' },
+    peers: { ...strList, description: 'the peers serving it now' },
+    startedAt: { type: 'string', nullable: true, description: 'ISO 8601' },
+    endedAt: { type: 'string', nullable: true, description: 'ISO 8601; null: under way, or none' },
+    stopped: { type: 'string', nullable: true, description: 'why it was abandoned' }
+  }
+} as const
+
 /** Shared with `/health`: this node's clock against the peers it measures. */
 export const clockSchema = {
   type: 'object',
@@ -135,7 +148,8 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
             peers: { type: 'array', items: peerSchema },
             targetPeers: { ...int, description: 'connections this node dials learned members up to (0: only its bootstrap list)' },
             members: { type: 'array', items: memberSchema, description: 'the members whose addresses this node knows (node-local, kept across restarts)' },
-            join: joinSchema
+            join: joinSchema,
+            copy: copySchema
           }
         }
       }, 503)

@@ -30,7 +30,7 @@ import type { MeshRecords } from '../replica-store.js'
 import { MeshCore, meshOptions, type GossipVerdict, type MeshOptions, type MeshRuntime, type RuntimeProbe, type StoreDigest } from '../protocol/index.js'
 import { RecordReplica } from '../replica-store.js'
 import { logSyncProgress } from '../sync-progress-log.js'
-import { joinView, type MeshService, type MeshView } from '../service.js'
+import { copyView, joinView, type MeshService, type MeshView } from '../service.js'
 import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
@@ -353,7 +353,8 @@ export class Libp2pMesh implements MeshService {
       }),
       targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
       members: this.membership?.members() ?? [],
-      join: joinView(this.replica.bulkProgress())
+      join: joinView(this.replica.bulkProgress()),
+      copy: copyView(s?.copy)
     }
   }
 

@@ -1,8 +1,12 @@
 /**
  * This node's clock against its peers' (CockroachDB's max-offset rule).
  *
- * Every pull reply carries the serving peer's wall clock; with the round
- * trip it gives the offset of our clock to that peer within ±rtt/2. A
+ * Every valid pull reply (a page, a fingerprint, a key comparison) carries
+ * the serving peer's wall clock; with the round trip it gives the offset of
+ * our clock to that peer within ±rtt/2. Only established members count: a
+ * member is sampled only from replies it delivered (a refusal carries no
+ * clock: peer-sync.ts), and counts once, its latest sample, so identities
+ * made to answer `busy` with a clock of their choosing outvote nobody. A
  * sample is kept per connected peer and aged with the runtime's monotonic
  * clock: a step of our wall clock after the sample (NTP, a VM resume) moves
  * the estimate by the same amount at once, with no message exchanged.
@@ -13,7 +17,10 @@
  * wall clock plus `maxClockDriftMs`): a persisted HLC still ahead after our
  * clock was corrected. Out of bound against most (more than half) of the
  * peers measured, the node refuses local writes until it is back in bound;
- * with no peer measured it writes as a node alone does.
+ * with no peer measured it writes as a node alone does. The refusal says
+ * the clocks disagree and by how much; it says this node's clock is the one
+ * off only when the peers it is out of bound against agree with each other
+ * (two clocks alone cannot tell which one is wrong).
  */
 import { parseHlc } from '../../records/index.js'
 import type { ClockRefusal } from '../../records/index.js'
@@ -66,7 +73,7 @@ export class ClockGuard {
     return { wall: this.rt.now(), mono: this.mono() }
   }
 
-  /** A reply from `peer` carrying its wall clock `peerWall`, for a request sent at `sent`. */
+  /** A valid reply from `peer` carrying its wall clock `peerWall`, for a request sent at `sent`. */
   record (peer: PeerKey, sent: { wall: number, mono: number }, peerWall: number): void {
     const wall = this.rt.now()
     const mono = this.mono()
@@ -101,6 +108,8 @@ export class ClockGuard {
     const h = parseHlc(this.hlc())
     const hlcMs = h === undefined ? 0 : h.ms
     const offsets: number[] = []
+    /** Offsets to the peers whose clocks ours is out of bound against. */
+    const apart: number[] = []
     let out = 0
     let worstAhead = 0
     for (const s of this.samples.values()) {
@@ -108,23 +117,39 @@ export class ClockGuard {
       offsets.push(off)
       // What this peer accepts: its wall clock (ours minus the offset) plus the drift limit.
       const past = hlcMs - (now - off + this.opts.maxClockDriftMs)
-      if (Math.abs(off) - s.uncertaintyMs > this.opts.maxClockOffsetMs) out++
+      if (Math.abs(off) - s.uncertaintyMs > this.opts.maxClockOffsetMs) { out++; apart.push(off) }
       else if (past - s.uncertaintyMs > 0) { out++; worstAhead = Math.max(worstAhead, past) }
     }
     offsets.sort((a, b) => a - b)
     const median = offsets.length === 0 ? null : offsets[Math.floor(offsets.length / 2)]
     const inBound = out * 2 <= offsets.length
     let message: string | null = null
-    if (!inBound) {
-      message = worstAhead > 0 && Math.abs(median ?? 0) <= this.opts.maxClockOffsetMs
-        ? `this node's clock is in bound but its last version is ${Math.round(hlcMs - now)} ms ahead of it, past what its peers accept: writes resume in about ${Math.ceil(worstAhead / 1000)} s`
-        : `this node's clock is off by ${Math.round(median ?? 0)} ms against its peers (bound ±${this.opts.maxClockOffsetMs} ms, ${out} of ${offsets.length} peers out of bound): writes resume once it is corrected`
-    }
+    if (!inBound) message = this.refusalMessage(median ?? 0, apart, out, offsets.length, worstAhead, hlcMs - now)
     const status: ClockStatus = { inBound, measured: offsets.length, outOfBound: out, offsetMs: median === null ? null : Math.round(median), hlcAheadMs: Math.max(0, Math.round(hlcMs - now)), message }
     if (inBound !== this.wasInBound) {
       this.wasInBound = inBound
       this.onChange(status)
     }
     return status
+  }
+
+  /**
+   * Why writes are refused. The HLC left ahead is this node's own fact. A
+   * clock apart from its peers' is this node's fault only if those peers
+   * agree with each other (their offsets to us within the bound of each
+   * other); against one peer, or peers that disagree, it cannot be told.
+   */
+  private refusalMessage (median: number, apart: number[], out: number, measured: number, worstAhead: number, hlcAheadMs: number): string {
+    const bound = this.opts.maxClockOffsetMs
+    if (worstAhead > 0 && Math.abs(median) <= bound) {
+      return `this node's clock is in bound but its last version is ${Math.round(hlcAheadMs)} ms ahead of it, past what its peers accept: writes resume in about ${Math.ceil(worstAhead / 1000)} s`
+    }
+    const by = Math.round(Math.abs(median))
+    const side = median > 0 ? 'ahead of' : 'behind'
+    if (apart.length >= 2 && Math.max(...apart) - Math.min(...apart) <= bound) {
+      return `this node's clock is off by about ${by} ms (${side} ${out} of its ${measured} peers, whose clocks agree with each other; bound ±${bound} ms): writes resume once it is corrected`
+    }
+    const whom = measured === 1 ? 'its peer\'s' : `${out} of its ${measured} peers'`
+    return `this node's clock and ${whom} disagree by about ${by} ms (bound ±${bound} ms; which clock is off cannot be told from here): writes resume once they agree`
   }
 }

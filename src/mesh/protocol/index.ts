@@ -8,6 +8,7 @@ export { DEFAULT_MESH_OPTIONS, meshOptions } from './options.js'
 export type { MeshOptions } from './options.js'
 export { CURSOR_PREFIX } from './peer-sync.js'
 export type { MeshStatus, PeerStatus, SelfStatus, PeerCounters } from './status.js'
+export type { CopyStatus } from './range-copy.js'
 export type {
   MeshRuntime, MeshEndpoint, RuntimeProbe, ReplicaStore, ChangePage, RangePage, ApplyOutcome, BulkPage, StoreDigest, PeerKey, Cursor, RemoteEntry
 } from './runtime.js'

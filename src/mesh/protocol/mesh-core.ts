@@ -26,7 +26,6 @@
  *   and logged, never thrown at the adapter.
  */
 import { silentLogger, type Logger } from '../../common/index.js'
-import { formatHlc } from '../../records/index.js'
 import { decodeMessage, encodeMessage, WireError, type GiveMessage } from '../messages.js'
 import { meshOptions, type MeshOptions } from './options.js'
 import { ClockGuard, type ClockStatus } from './clock-guard.js'
@@ -41,12 +40,10 @@ import { TokenBucket } from './token-bucket.js'
 import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
 const EPOCH_KEY = 'mesh:epoch'
-/** When a round with a peer last ended caught up (wall ms): a node away past the tombstone horizon knows it at start. */
-const LAST_CONTACT_KEY = 'mesh:last-contact'
-/** The last-contact row is written at most this often. */
-const CONTACT_WRITE_MS = 60_000
-/** A pull from a peer we are resyncing from is answered busy, to be asked again after this long (ms). */
-const RESYNC_BUSY_RETRY_MS = 5_000
+/** A row older versions kept (when a round last ended caught up, for a tombstone horizon): nothing reads it now. */
+const OLD_CONTACT_KEY = 'mesh:last-contact'
+/** A request refused for now (we copy the range from that peer, or reconcile with it) is to be asked again after this long (ms). */
+const BUSY_RETRY_MS = 5_000
 
 interface MeshCoreInit {
   /** This node's peer id: the origin of its versions and the signer of its frames. */
@@ -77,10 +74,6 @@ export class MeshCore {
   private readonly inflight = new Set<Promise<unknown>>()
   private state: 'new' | 'starting' | 'running' | 'stopped' = 'new'
   private startPromise: Promise<void> | undefined
-  /** Out of contact with every peer for longer than the tombstone horizon when it started, and not reconciled since. */
-  private stale = false
-  private contactWrittenAt = -Infinity
-  private cancelCompaction: (() => void) | undefined
   private stopPromise: Promise<void> | undefined
 
   constructor (init: MeshCoreInit) {
@@ -102,7 +95,16 @@ export class MeshCore {
       random: () => this.rt.random(),
       log: this.log
     })
-    this.copy = new RangeCopy({ store: this.store, opts: this.options, track: async (op) => await this.track(op), log: (msg, fields) => { this.log.info(msg, fields) } })
+    this.copy = new RangeCopy({
+      store: this.store,
+      opts: this.options,
+      track: async (op) => await this.track(op),
+      log: (msg, fields) => { this.log.info(msg, fields) },
+      now: () => this.rt.now(),
+      schedule: (ms, fn) => this.rt.schedule(ms, fn),
+      // An abandoned copy keeps what arrived: a bulk transfer it left under way ends (its held-back record applied).
+      endBulk: async () => { if (this.state === 'running') await this.enqueueApply([], { bulk: { done: true } }) }
+    })
     this.clock = new ClockGuard(this.rt, this.options, () => this.store.clock(), (c) => { this.clockChanged(c) })
   }
 
@@ -126,10 +128,8 @@ export class MeshCore {
     const epoch = Math.max(Math.floor(this.rt.now()), (Number.isSafeInteger(last) ? last : 0) + 1)
     await this.track(this.store.setLocal(EPOCH_KEY, String(epoch)))
     if (this.state !== 'starting') return // stopped while starting
-    const contact = Number(this.store.getLocal(LAST_CONTACT_KEY) ?? '0')
-    this.stale = Number.isFinite(contact) && contact > 0 && this.rt.now() - contact > this.options.tombstoneRetentionMs
-    if (this.stale) this.log.warn('out of contact with the mesh for longer than the tombstone horizon: values older than it that peers lack are dropped, not given', { lastContact: contact, horizonMs: this.options.tombstoneRetentionMs })
-    this.scheduleCompaction(1_000)
+    if (this.store.getLocal(OLD_CONTACT_KEY) !== undefined) await this.track(this.store.setLocal(OLD_CONTACT_KEY, null))
+    this.copy.start()
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
     this.store.setClockGate?.(() => this.clock.refusal())
@@ -156,7 +156,7 @@ export class MeshCore {
     this.unsubscribe = undefined
     this.store.setClockGate?.(undefined)
     this.pusher?.stop()
-    this.cancelCompaction?.()
+    this.copy.stop()
     for (const p of this.peers.values()) p.sync.stop()
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight])
   }
@@ -213,7 +213,9 @@ export class MeshCore {
     return screenEntries(this.store, entries, { perEntry, now: this.rt.now(), maxClockDriftMs: this.options.maxClockDriftMs, selfId: this.selfId })
   }
 
-  private async enqueueApply (entries: RemoteEntry[], bulk?: BulkPage): Promise<void> {
+  /** `bulk`: a page of a bulk transfer (ReplicaStore.applyBulk); `ties`: a reconciliation's entries (ReplicaStore.apply). */
+  private async enqueueApply (entries: RemoteEntry[], opts: { bulk?: BulkPage, ties?: boolean } = {}): Promise<void> {
+    const { bulk, ties } = opts
     const run = this.applyQueue.then(async () => {
       // After stop the store may be closing: refuse, so a pull does not move its cursor past a page it never applied.
       if (this.state === 'stopped') throw new Error('mesh stopped')
@@ -224,7 +226,7 @@ export class MeshCore {
         return
       }
       if (entries.length === 0) return
-      const r = await store.apply(entries)
+      const r = await store.apply(entries, ties === true ? { ties } : undefined)
       if (r.refused > 0) this.log.warn('store refused entries for clock drift', { refused: r.refused })
     })
     // The queue goes on after a failed apply (the store was closing, say): the pull path repairs what it missed.
@@ -236,42 +238,12 @@ export class MeshCore {
     sync.sync(urgent).catch((err: unknown) => { this.log.warn('pull round failed', { err, peer: sync.peer }) }) // the next anti-entropy tick retries
   }
 
-  // ------------------------------------------------------------ tombstones
-
-  /** Compacts tombstones older than the horizon soon, then every `compactEveryMs`. */
-  private scheduleCompaction (delayMs: number): void {
-    const compact = this.store.compactTombstones
-    if (compact === undefined) return
-    this.cancelCompaction = this.rt.schedule(delayMs, () => {
-      if (this.state !== 'running') return
-      const before = this.rt.now() - this.options.tombstoneRetentionMs
-      this.track(compact.call(this.store, before))
-        .then(n => { if (n > 0) this.log.info('compacted tombstones older than the horizon', { tombstones: n, horizonMs: this.options.tombstoneRetentionMs }) })
-        .catch((err: unknown) => { this.log.warn('tombstone compaction failed', { err }) })
-        .finally(() => { if (this.state === 'running') this.scheduleCompaction(this.options.compactEveryMs) })
-    })
-  }
-
-  /** The HLC below which our entries may be ones the mesh deleted and compacted while we were away; undefined when we were not away that long. */
-  private staleBefore (): string | undefined {
-    return this.stale ? formatHlc({ ms: Math.max(0, Math.floor(this.rt.now() - this.options.tombstoneRetentionMs)), counter: 0 }) : undefined
-  }
-
-  /** A round with a peer ended caught up (or reconciled): we are in contact with the mesh. */
-  private contact (): void {
-    this.stale = false
-    const now = this.rt.now()
-    if (now - this.contactWrittenAt < CONTACT_WRITE_MS || this.state !== 'running') return
-    this.contactWrittenAt = now
-    this.track(this.store.setLocal(LAST_CONTACT_KEY, String(Math.floor(now)))).catch(() => {})
-  }
-
   // ------------------------------------------------------------ serving
 
   /** A peer's pull request; always resolves with reply bytes (an error message when refused). */
   async handleRequest (peer: PeerKey, bytes: Uint8Array): Promise<Uint8Array> {
     try {
-      if (this.state !== 'running') return errorReply('busy', 'not running', 1000)
+      if (this.state !== 'running') return errorReply('busy', 'not running', 1_000)
       if (this.blocked.has(peer)) return errorReply('blocked', 'blocked')
       const p = this.peer(peer)
       const now = this.rt.now()
@@ -287,34 +259,36 @@ export class MeshCore {
         p.counters.framesRejected++
         return errorReply('bad-request', err instanceof WireError ? err.message : 'undecodable')
       }
-      if (m.t === 'pull' && p.sync.connected && this.copy.active && this.store.digest().keys > 0) {
-        // We are copying the mesh's whole range: what a peer's pull would bring it is its own records coming
-        // back (a join's pages are in our log too). Only while the copy runs and we hold something: two
-        // nodes meeting with empty stores must not hold each other off. It pulls again once our copy is
-        // done (at the retry hint); push carries our own writes meanwhile. Range requests are still
-        // served, so two nodes copying from each other both finish.
+      // A peer the copy takes from (one we never synced with), while we copy the range (range-copy.ts).
+      const copyPeer = p.sync.connected && p.sync.copyPeer && this.copy.active
+      if (m.t === 'pull' && copyPeer && this.store.digest().keys > 0) {
+        // What its pull would bring it is its own records coming back (a join's pages are in our log too). Only
+        // while we hold something: two nodes meeting with empty stores must not hold each other off. It pulls
+        // again once our copy is done (at the retry hint); push carries our own writes meanwhile. Range requests
+        // are still served, so two nodes copying from each other both finish. Every other peer's pulls and
+        // checks are served as always: a copy holds no one hostage.
         p.counters.busyRefusals++
-        return errorReply('busy', 'resyncing from you', RESYNC_BUSY_RETRY_MS)
+        return errorReply('busy', 'resyncing from you', BUSY_RETRY_MS)
       }
       let reply: Uint8Array
       if (m.t === 'pull') reply = servePull(this.store, this.options, m, Math.floor(now))
       else if (m.t === 'snap') reply = serveSnap(this.store, this.options, m, Math.floor(now))
-      // While we copy the whole range, a reconciliation would send us the same entries again: later.
-      else if (m.t === 'recon' && this.copy.active) return errorReply('busy', 'copying the range', 5_000, Math.floor(now))
+      // While we copy the whole range from this peer, its reconciliation would send us the same entries again: later.
+      else if (m.t === 'recon' && copyPeer) return errorReply('busy', 'copying the range', BUSY_RETRY_MS)
       else if (m.t === 'recon') {
         // Two peers reconciling with each other at once would move the keys each lacks twice. A lone top
         // range (a check, or a first step) is always answered; past it, the peer with the smaller id goes
         // on: the other's next step is refused busy, or its reconciliation stops when the smaller's arrives.
         const descending = m.ranges.length !== 1 || m.ranges[0].p !== ''
-        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        if (descending && p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', BUSY_RETRY_MS)
         if (descending) p.sync.yieldReconciliation()
         reply = serveRecon(this.store, m, Math.floor(now))
       }
       else if (m.t === 'roots') {
         // The key comparison is a reconciliation under way too: the same rule as for its descending ranges.
-        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', 5_000, Math.floor(now))
+        if (p.sync.reconciling && this.selfId < peer) return errorReply('busy', 'reconciling with you', BUSY_RETRY_MS)
         p.sync.yieldReconciliation()
-        reply = serveRoots(this.store, m, Math.floor(now), this.staleBefore())
+        reply = serveRoots(this.store, m, Math.floor(now))
       }
       else if (m.t === 'give') reply = await this.takeGiven(p, m)
       else {
@@ -334,7 +308,7 @@ export class MeshCore {
    * Entries a peer's reconciliation found we lack: screened as a pulled
    * page is (malformed and forged entries dropped, drifted ones refused:
    * the peer's next reconciliation offers them again), applied through the
-   * queue before the reply.
+   * queue before the reply, ties decided by value.
    */
   private async takeGiven (p: PeerEntry, m: GiveMessage): Promise<Uint8Array> {
     const screened = this.screen(m.entries, true)
@@ -342,7 +316,7 @@ export class MeshCore {
     p.counters.entriesDropped += screened.dropped
     p.counters.forged += screened.forged
     p.counters.driftRefusals += screened.drifted.length
-    await this.enqueueApply(screened.ok)
+    await this.enqueueApply(screened.ok, { ties: true })
     p.counters.reconKeysIn += screened.ok.length
     return encodeMessage({ t: 'taken', applied: screened.ok.length })
   }
@@ -378,7 +352,8 @@ export class MeshCore {
         publishFailures: this.pusher?.stats.publishFailures ?? 0,
         clock: this.clock.status()
       },
-      peers
+      peers,
+      copy: this.copy.status()
     }
   }
 
@@ -400,10 +375,7 @@ export class MeshCore {
           screen: (entries, perEntry) => this.screen(entries, perEntry),
           mark: () => this.clock.mark(),
           clockSample: (peer, sent, wall) => { this.clock.record(peer, sent, wall) },
-          apply: async (entries, bulk) => { await this.enqueueApply(entries, bulk) },
-          staleBefore: () => this.staleBefore(),
-          retire: async (keys) => { await this.track(this.store.retire?.(keys) ?? Promise.resolve()) },
-          contact: () => { this.contact() },
+          apply: async (entries, opts) => { await this.enqueueApply(entries, opts) },
           track: async (op) => await this.track(op),
           copy: this.copy,
           log: (msg, fields) => { this.log.debug(msg, fields) }

@@ -53,14 +53,11 @@ export interface MeshOptions {
   /** Peers whose frames, requests and connections are refused. */
   blockedPeers: readonly string[]
   /**
-   * The tombstone horizon (replication.md: 30 days): tombstones older than
-   * this are compacted, a cursor older than it reconciles, and a node out of
-   * contact with every peer for longer does not bring back what its peers
-   * no longer hold (docs/mesh.md).
+   * A copy of the range (range-copy.ts) that no peer has served a page of
+   * for this long, and that none serves now (its peers left, or refused its
+   * pages), is abandoned for reconciliation, keeping what arrived.
    */
-  tombstoneRetentionMs: number
-  /** Tombstones are compacted this often (and once soon after start). */
-  compactEveryMs: number
+  copyStallMs: number
 }
 
 export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
@@ -81,8 +78,7 @@ export const DEFAULT_MESH_OPTIONS: Readonly<MeshOptions> = {
   sequenceWindow: 4096,
   maxPagesPerRound: 100_000,
   blockedPeers: [],
-  tombstoneRetentionMs: 30 * 24 * 3600 * 1000,
-  compactEveryMs: 3600 * 1000
+  copyStallMs: 30_000
 }
 
 export function meshOptions (o: Partial<MeshOptions> = {}): MeshOptions {

@@ -8,9 +8,14 @@
  * peer read with them and nothing else is sent (the anti-entropy check).
  * Otherwise it asks for the changes after the cursor, page by page, until
  * the page reaches the head the peer reported (the fast path for a peer a
- * little behind). When the cursor is unusable (the peer answers `gap`: its
- * log was trimmed past the cursor, or the log is another one, the peer's
- * store was replaced; or we never synced with it), the round reconciles:
+ * little behind). A check that finds the ranges different right after one
+ * that did too means something the change logs cannot carry differs (a
+ * store restored or compacted by an older version, a version signed with
+ * two values): once the pull has caught up, that round reconciles, so no
+ * difference between two connected peers survives two checks. When the
+ * cursor is unusable (the peer answers `gap`: its log was trimmed past the
+ * cursor, or the log is another one, the peer's store was replaced; or we
+ * never synced with it), the round reconciles:
  * range-based set reconciliation moves only the keys either side lacks,
  * whatever either log still holds, then the changes after the head the
  * peer read at its first answer follow. A store with nothing in it yet
@@ -31,34 +36,21 @@
  * (record grammar, sizes, a version of our own origin we never issued) is
  * dropped and counted; the rest of its page is applied.
  *
- * Every reply carries the peer's wall clock: with the request's round trip
- * it is a sample of our clock's offset to the peer (clock-guard.ts).
+ * Every valid reply carries the peer's wall clock: with the request's round
+ * trip it is a sample of our clock's offset to the peer (clock-guard.ts). A
+ * refusal carries none: a peer is measured only once it delivers replies.
  */
-import {
-  decodeMessage, encodeMessage, entryWeight, WireError, type ChangesMessage, type PullMessage, type ReconMessage, type ReconReplyMessage,
-  type RequestMessage, type RootsMessage, type RootsReplyMessage, type SnapMessage, type SnapshotMessage, type TakenMessage
-} from '../messages.js'
+import type { ChangesMessage, PullMessage, RequestMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
+import { CURSOR_PREFIX, parseState, park, withParked, type CursorState } from './cursor-state.js'
+import { askPeer, type ReplyTo, type SentMark } from './peer-request.js'
 import type { CopySource, RangeCopy } from './range-copy.js'
 import { reconcile } from './reconcile.js'
 import type { BulkPage, Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
 
-export const CURSOR_PREFIX = 'mesh:cursor/'
-
-interface CursorState {
-  /** The peer's log id this cursor belongs to; null: never synced. */
-  log: string | null
-  cursor: Cursor | null
-  /** A full resync an older version had under way from this peer (its position continues the node's copy, range-copy.ts). */
-  snap?: { log: string | null, head: Cursor | null, after: string | null }
-  /** Entries refused for clock drift, kept to try again (the newest version per key). */
-  parked?: RemoteEntry[]
-}
-
-/** Where a request left, for the clock sample its reply gives (clock-guard.ts). */
-interface SentMark { wall: number, mono: number }
+export { CURSOR_PREFIX } from './cursor-state.js'
 
 interface PeerSyncDeps {
   rt: MeshRuntime
@@ -67,14 +59,11 @@ interface PeerSyncDeps {
   counters: PeerCounters
   /** `perEntry`: drop malformed entries one by one rather than refuse the lot. */
   screen: (entries: readonly RemoteEntry[], perEntry: boolean) => Screened
-  /** `bulk`: a page of a bulk transfer (a full resync's range), for the store's bulk path (ReplicaStore.applyBulk). */
-  apply: (entries: RemoteEntry[], bulk?: BulkPage) => Promise<void>
-  /** Set while this node was away past the tombstone horizon (reconcile.ts `staleBefore`). */
-  staleBefore: () => string | undefined
-  /** Deletes live keys with a fresh local version (what a node away past the horizon must not give back). */
-  retire: (keys: string[]) => Promise<void>
-  /** A round ended caught up with the peer, or reconciled with it. */
-  contact: () => void
+  /**
+   * `bulk`: a page of a bulk transfer (a full resync's range), for the store's bulk path (ReplicaStore.applyBulk);
+   * `ties`: a reconciliation's entries, whose ties the store decides by value (ReplicaStore.apply).
+   */
+  apply: (entries: RemoteEntry[], opts?: { bulk?: BulkPage, ties?: boolean }) => Promise<void>
   /** The clock sample of a reply: when its request left, and the peer's wall clock in it. */
   mark: () => SentMark
   clockSample: (peer: PeerKey, sent: SentMark, peerWall: number) => void
@@ -86,11 +75,6 @@ interface PeerSyncDeps {
 }
 
 type Step = 'more' | 'done' | 'stop' | 'reconcile' | 'copy'
-
-/** The reply each request is answered with. */
-type ReplyTo<R extends RequestMessage> = R extends PullMessage ? ChangesMessage : R extends SnapMessage ? SnapshotMessage
-  : R extends ReconMessage ? ReconReplyMessage : R extends RootsMessage ? RootsReplyMessage : TakenMessage
-const REPLY_TYPE = { pull: 'changes', snap: 'snapshot', recon: 'recond', roots: 'rootsd', give: 'taken' } as const
 
 export class PeerSync {
   connected = false
@@ -111,6 +95,8 @@ export class PeerSync {
   private yielded = false
   /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
   private noRecon = false
+  /** Checks in a row that found the ranges different: at the second, the round reconciles once its pull has caught up. */
+  private differingChecks = 0
   private cancelTimer: (() => void) | undefined
   private retryAfterMs = 0
   private stopped = false
@@ -153,6 +139,11 @@ export class PeerSync {
     return this.load().log === null && (this.d.copy.active || this.d.store.digest().keys === 0)
   }
 
+  /** Never synced with: while the node copies the range, this peer's rounds serve the copy (its pulls would bring it its own records back). */
+  get copyPeer (): boolean {
+    return this.load().log === null
+  }
+
   /**
    * Runs a round now (or once more after the running one); resolves when
    * the rounds end. `urgent`: we know we are behind (a missed push frame),
@@ -181,6 +172,7 @@ export class PeerSync {
 
   disconnect (): void {
     this.connected = false
+    this.differingChecks = 0
     this.d.copy.leave(this.peer)
     this.cancelTimer?.()
     this.cancelTimer = undefined
@@ -219,11 +211,15 @@ export class PeerSync {
       let first = this.load()
       if (first.snap !== undefined) {
         // An older version's resync from this peer: the node's copy continues from its position.
-        await this.d.copy.adopt(first.snap.after, first.snap.log === null ? undefined : { peer: this.peer, log: first.snap.log, head: first.snap.head })
+        await this.d.copy.adopt(first.snap.after, { why: 'a full resync an older version had under way', ...(first.snap.log === null ? {} : { lead: { peer: this.peer, log: first.snap.log, head: first.snap.head } }) })
         await this.save(withParked({ log: first.log, cursor: first.cursor }, first.parked))
         first = this.load()
       }
-      if (!urgent && !this.noRecon && first.log !== null && await this.checkStep(first) !== 'more') return
+      let repair = false
+      if (!urgent && !this.noRecon && first.log !== null) {
+        if (await this.checkStep(first) !== 'more') return
+        repair = ++this.differingChecks >= 2
+      }
       let reconciled = false
       let copied = false
       for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
@@ -234,6 +230,11 @@ export class PeerSync {
         if (!copied && s.log === null && (this.d.copy.active || this.d.store.digest().keys === 0)) step = 'copy'
         else if (s.log === null) step = 'reconcile'
         else step = await this.changesStep(s)
+        // Caught up, and still different after the last check too: what differs is not in the log.
+        if (step === 'done' && repair && !reconciled && !this.behind) {
+          this.d.log('ranges still differ after the pull caught up: reconciling', { peer: this.peer })
+          step = 'reconcile'
+        }
         if (step === 'copy') {
           copied = true
           const out = await this.d.copy.help(this.copySource())
@@ -303,10 +304,7 @@ export class PeerSync {
     if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before }, parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
-    if (!this.behind) {
-      this.caughtUpAt = this.lastSyncAt
-      this.d.contact()
-    }
+    if (!this.behind) this.caughtUpAt = this.lastSyncAt
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
     return this.behind && reply.next !== before ? 'more' : 'done'
   }
@@ -321,8 +319,8 @@ export class PeerSync {
     const reply = await this.ask({ t: 'recon', ranges: [{ p: '', fp: top.fp, n: top.roots }] })
     if (reply === undefined) return 'stop'
     if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return 'more'
+    this.differingChecks = 0
     this.d.counters.reconcilesEqual++
-    this.d.contact()
     if (reply.head !== null && (reply.log !== s.log || reply.head !== s.cursor)) await this.save(withParked({ log: reply.log, cursor: reply.head }, s.parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = false
@@ -342,29 +340,27 @@ export class PeerSync {
     try {
       const outcome = await reconcile(this.d.store, {
         ask: async (m) => await this.ask(m),
-        apply: async (entries) => { parked = await this.applyPage(entries, parked) },
+        apply: async (entries) => { parked = await this.applyPage(entries, parked, undefined, true) },
         alive: () => !this.stopped && this.connected && !this.yielded,
-        staleBefore: this.d.staleBefore(),
-        retire: async (keys) => { await this.d.retire(keys) },
-        copyInstead: s.log === null
+        // A peer whose claim a copy did not bear out is not taken at its word again (range-copy.ts).
+        copyInstead: s.log === null && this.d.copy.believes(this.peer)
       })
       if (outcome === undefined) {
         if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
         // A peer that does not know reconciliation (an older version) gets the full resync it always had.
         return this.noRecon ? await this.startResync() : 'stop'
       }
-      if (outcome.copy === true) {
+      if (outcome.copy !== undefined) {
         // The node's copy of the range, from every peer at once (range-copy.ts): this round's next step joins it.
-        this.d.log('peer holds far more than this node: copying the range', { peer: this.peer })
-        await this.d.copy.adopt(null)
+        this.d.log('peer holds far more than this node: copying the range', { peer: this.peer, roots: outcome.copy.roots, ours: outcome.copy.ours })
+        await this.d.copy.adopt(null, { why: `peer ${this.peer} said it holds ${outcome.copy.roots} roots against this node's ${outcome.copy.ours}`, claim: { peer: this.peer, ...outcome.copy } })
         return 'more'
       }
       if (outcome.equal) this.d.counters.reconcilesEqual++
       else this.d.counters.reconciles++
+      this.differingChecks = 0
       this.d.counters.reconKeysIn += outcome.keysIn
       this.d.counters.reconKeysOut += outcome.keysOut
-      if (outcome.retired > 0) this.d.log('dropped values older than the tombstone horizon that the peer no longer holds', { peer: this.peer, keys: outcome.retired })
-      this.d.contact()
       this.d.log('reconciled with peer', { peer: this.peer, rounds: outcome.rounds, roots: outcome.roots, keysIn: outcome.keysIn, keysOut: outcome.keysOut })
       this.lastSyncAt = this.d.rt.now()
       await this.save(withParked({ log: outcome.log, cursor: outcome.head }, parked))
@@ -380,7 +376,7 @@ export class PeerSync {
   /** A peer that does not reconcile (an older version): the node copies the whole range again, from the next step. */
   private async startResync (): Promise<Step> {
     this.d.log('peer does not reconcile: full resync', { peer: this.peer })
-    await this.d.copy.adopt(null)
+    await this.d.copy.adopt(null, { why: `peer ${this.peer} does not reconcile (an older version)` })
     return 'more'
   }
 
@@ -401,7 +397,7 @@ export class PeerSync {
    * Screens and applies a page: returns the parked entries to keep with the
    * cursor (`parked` itself when unchanged; undefined: none).
    */
-  private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined, bulk?: BulkPage): Promise<RemoteEntry[] | undefined> {
+  private async applyPage (entries: RemoteEntry[], parked: RemoteEntry[] | undefined, bulk?: BulkPage, ties = false): Promise<RemoteEntry[] | undefined> {
     const screened = this.d.screen(entries, true)
     if ('bad' in screened) return parked // not reached: a page's screen drops entries one by one
     if (screened.dropped > 0) {
@@ -413,68 +409,29 @@ export class PeerSync {
       this.d.log('dropped entries claiming our origin with versions we never issued', { peer: this.peer, entries: screened.forged })
     }
     // A bulk transfer's last page is applied even when empty: it ends the transfer.
-    if (screened.ok.length > 0 || bulk?.done === true) await this.d.apply(screened.ok, bulk)
+    if (screened.ok.length > 0 || bulk?.done === true) await this.d.apply(screened.ok, { ...(bulk === undefined ? {} : { bulk }), ties })
     if (screened.drifted.length === 0) return parked
     this.d.counters.driftRefusals += screened.drifted.length
     return this.park(parked ?? [], screened.drifted)
   }
 
-  /** The newest version per key of both lists, within `maxParkedBytes`: the entries furthest ahead are dropped first. */
+  /** The newest version per key of both lists, within `maxParkedBytes` (cursor-state.ts `park`). */
   private park (held: readonly RemoteEntry[], more: readonly RemoteEntry[]): RemoteEntry[] {
-    const byKey = new Map<string, RemoteEntry>()
-    for (const e of [...held, ...more]) {
-      const had = byKey.get(e.key)
-      if (had === undefined || e.hlc > had.hlc || (e.hlc === had.hlc && e.origin > had.origin)) byKey.set(e.key, e)
+    const { kept, dropped } = park(held, more, this.d.opts.maxParkedBytes)
+    if (dropped > 0) {
+      this.d.counters.entriesDropped += dropped
+      this.d.log('too many refused entries kept aside: dropped the furthest ahead', { peer: this.peer, dropped })
     }
-    const all = [...byKey.values()].sort((a, b) => (a.hlc < b.hlc ? -1 : a.hlc > b.hlc ? 1 : 0))
-    let bytes = 0
-    let keep = 0
-    while (keep < all.length && bytes + entryWeight(all[keep]) <= this.d.opts.maxParkedBytes) bytes += entryWeight(all[keep++])
-    if (keep < all.length) {
-      this.d.counters.entriesDropped += all.length - keep
-      this.d.log('too many refused entries kept aside: dropped the furthest ahead', { peer: this.peer, dropped: all.length - keep })
-    }
-    return all.slice(0, keep)
+    return kept
   }
 
-  /**
-   * Sends a request and waits for its reply: undefined when the request
-   * failed, the peer refused it (a busy refusal's hint says when the next
-   * round runs) or the reply is not the one expected (each counted and
-   * logged). Replies carrying the peer's clock give a clock sample.
-   */
+  /** A request to the peer (peer-request.ts): undefined when it failed or was refused; a busy refusal's hint times the next round. */
   private async ask<R extends RequestMessage> (req: R): Promise<ReplyTo<R> | undefined> {
-    const what = req.t === 'pull' || req.t === 'snap' ? 'pull request' : 'reconciliation request'
-    let bytes: Uint8Array
-    const sent = this.d.mark()
-    try {
-      bytes = await this.d.rt.request(this.peer, encodeMessage(req), { timeoutMs: this.d.opts.requestTimeoutMs })
-    } catch (err) {
-      this.d.counters.pullFailures++
-      this.d.log(`${what} failed`, { peer: this.peer, err })
-      return undefined
-    }
-    try {
-      const m = decodeMessage(bytes)
-      if (m.t === 'error') {
-        if (m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
-        this.d.counters.pullFailures++
-        if (m.code === 'busy') this.retryAfterMs = m.retryAfterMs ?? 0
-        if (m.code === 'bad-request' && req.t === 'recon') this.noRecon = true
-        this.d.log(`peer refused a ${what}`, { peer: this.peer, code: m.code, message: m.message })
-        return undefined
-      }
-      const want = REPLY_TYPE[req.t]
-      if (m.t !== want) throw new WireError(`expected a ${want} reply, got ${m.t}`)
-      if ('clock' in m && m.clock !== undefined) this.d.clockSample(this.peer, sent, m.clock)
-      if (what === 'pull request') this.d.counters.pagesIn++
-      this.d.counters.bytesIn += bytes.length
-      return m as ReplyTo<R>
-    } catch (err) {
-      this.d.counters.framesRejected++
-      this.d.log('bad reply from peer', { peer: this.peer, err })
-      return undefined
-    }
+    const r = await askPeer(this.d, this.peer, req)
+    if ('reply' in r) return r.reply
+    if ('refused' in r && r.refused.code === 'busy') this.retryAfterMs = r.refused.retryAfterMs ?? 0
+    if ('refused' in r && r.refused.code === 'bad-request' && req.t === 'recon') this.noRecon = true
+    return undefined
   }
 
   private load (): CursorState {
@@ -493,24 +450,5 @@ export class PeerSync {
   }
 }
 
-/** A cursor state with its parked entries (none: the field is left out). */
-function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorState {
-  const out: CursorState = { log: s.log, cursor: s.cursor }
-  if (s.snap !== undefined) out.snap = s.snap
-  if (parked !== undefined && parked.length > 0) out.parked = parked
-  return out
-}
-
 /** Where a page request starts (its log and cursor): a page asked for ahead is taken by the request for the same place. */
 const positionOf = (req: PullMessage): string => `${req.log ?? ''} ${req.cursor ?? ''}`
-
-function parseState (raw: string | undefined): CursorState {
-  if (raw === undefined) return { log: null, cursor: null }
-  try {
-    const o = JSON.parse(raw) as CursorState
-    if (typeof o === 'object' && o !== null && (o.log === null || typeof o.log === 'string')) return o
-  } catch {
-    // A cursor we cannot read only costs a resync: fall through to "never synced".
-  }
-  return { log: null, cursor: null }
-}

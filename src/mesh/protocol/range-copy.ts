@@ -5,13 +5,14 @@
  *
  * One copy per node, whatever the number of peers. The first peer asked
  * also gives the positions that cut its range into `COPY_SLICES` slices of
- * about equal roots (`splitPoints`); the slices are then fetched from the
- * connected peers at once, each slice from one peer, a few pages ahead,
- * and applied strictly in key order: the store sees one ordered stream of
- * pages, as from a single peer, so its bulk path (large transactions,
- * search built once behind them) and its rule that no record is ever half
- * applied hold unchanged. A peer that fails or leaves hands its slice, from
- * where it stopped, to another; with one peer the slices follow each other.
+ * about equal roots (range-slices.ts `splitPoints`); the slices are then
+ * fetched from the connected peers at once, each slice from one peer, a few
+ * pages ahead, and applied strictly in key order: the store sees one
+ * ordered stream of pages, as from a single peer, so its bulk path (large
+ * transactions, search built once behind them) and its rule that no record
+ * is ever half applied hold unchanged. A peer that fails or leaves hands
+ * its slice, from where it stopped, to another; with one peer the slices
+ * follow each other.
  *
  * Where the copy stands (the slice bounds, the slice being applied and the
  * last key applied in it) is kept in the store (`mesh:copy`), written after
@@ -22,33 +23,32 @@
  * the peer that served every page, whose log continues from the head it
  * read before its first page, as a cursor pull from one peer always did.
  *
- * A slice holds the keys after its start up to and including the next
- * slice's start. Starts are root keys (`file:<rid>`), so a root's own entry
- * ends one slice and its fields begin the next: the pages still follow
- * each other in key order and the store applies the root whole.
+ * A copy never holds the node hostage:
+ * - Only the peers it takes from (those the node never synced with) are
+ *   answered `busy` meanwhile (mesh-core.ts); every other peer's pulls and
+ *   checks are served.
+ * - Why it runs rests on the node's own facts or on pages: an empty store
+ *   is the node's own; a copy started because a peer said it holds far more
+ *   (reconcile.ts `CopyClaim`) goes on only if the first page of the range
+ *   bears that out (the records it says the range holds), else it is
+ *   abandoned at once and that peer's word is not taken again.
+ * - A copy no peer has served a page of for `copyStallMs`, none serving it
+ *   now (its peers left, or refused its pages), is abandoned: what arrived
+ *   is kept (a bulk transfer under way is ended, so its held-back record is
+ *   applied and search built), `mesh:copy` goes, and every peer's next
+ *   round reconciles.
+ * `status()` says what the copy is doing, why it started and why it stopped.
  */
-import type { SnapMessage, SnapshotMessage } from '../messages.js'
 import type { MeshOptions } from './options.js'
-import type { BulkPage, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
+import { worthCopying, type CopyClaim } from './reconcile.js'
+import { SliceFetch, type CopySource } from './range-slices.js'
+import type { PeerKey, ReplicaStore } from './runtime.js'
+
+export { splitPoints, type CopySource } from './range-slices.js'
 
 export const COPY_KEY = 'mesh:copy'
 /** Slices a copy is cut into when the first peer can say where. */
 export const COPY_SLICES = 8
-/** Pages a slice's fetch keeps ready ahead of the apply. */
-const PAGES_AHEAD = 2
-/** A sample of at least this many roots per slice places the cuts. */
-const SAMPLE_PER_SLICE = 64
-const POSITION_DIGITS = 4
-
-/** A peer serving the copy: its requests go through its own pull (counted there), its pages through its own screen. */
-export interface CopySource {
-  readonly peer: PeerKey
-  usable: () => boolean
-  ask: (req: SnapMessage) => Promise<SnapshotMessage | undefined>
-  applyPage: (entries: RemoteEntry[], bulk: BulkPage) => Promise<void>
-  /** The copy started with this peer's first page. */
-  started: () => void
-}
 
 interface CopyState {
   /** Slice starts: slice i holds the keys after bounds[i] up to and including bounds[i + 1] (the last, to the end). bounds[0] is null. */
@@ -62,6 +62,10 @@ interface CopyState {
   mixed?: boolean
   /** Not begun: the first page (which gives the slices) is still to ask for. */
   fresh?: boolean
+  /** Why the node copies the range (shown on the status). */
+  why?: string
+  /** The copy rests on what this peer said it holds: its first page must bear it out. */
+  claim?: CopyClaim & { peer: PeerKey }
 }
 
 /** How a copy ended for a peer: `cursor`, for the peer that served every page, is where its log continues (its head at the first page). */
@@ -70,108 +74,67 @@ export interface CopyOutcome {
   cursor?: { log: string, head: string | null }
 }
 
+/** The copy as the mesh status shows it. */
+export interface CopyStatus {
+  /**
+   * `none`: no copy since start; `copying`: peers serve it; `waiting`: under
+   * way, no peer serves it now (abandoned after `copyStallMs` without a
+   * page); `done`: the range is in; `abandoned`: it stopped before (`stopped`).
+   */
+  state: 'none' | 'copying' | 'waiting' | 'done' | 'abandoned'
+  /** Why the node copies (copied) the range. */
+  why: string | null
+  /** The peers serving it now. */
+  peers: PeerKey[]
+  /** When it began and ended (runtime ms); null when not. */
+  startedAt: number | null
+  endedAt: number | null
+  /** Why it was abandoned; null otherwise. */
+  stopped: string | null
+}
+
 export interface RangeCopyDeps {
   store: ReplicaStore
-  opts: Pick<MeshOptions, 'pageBytes'>
+  opts: Pick<MeshOptions, 'pageBytes' | 'copyStallMs'>
   track: <T>(p: Promise<T>) => Promise<T>
   log: (msg: string, fields?: Record<string, unknown>) => void
+  now: () => number
+  schedule: (delayMs: number, fn: () => void) => () => void
+  /** Ends a bulk transfer an abandoned copy left under way (its held-back record applied, its derived work built). */
+  endBulk: () => Promise<void>
 }
 
-/**
- * Positions cutting the store's range into `n` slices of about equal roots:
- * root keys at the quantiles of a uniform sample of the roots (those whose
- * position, a hash of the id, starts with zeros), sorted by id. Few roots:
- * no cut.
- */
-export function splitPoints (store: Pick<ReplicaStore, 'rangeFingerprint' | 'rangeRoots'>, n: number): string[] {
-  const total = store.rangeFingerprint('').roots
-  if (n < 2 || total < n * 2) return []
-  let digits = 0
-  while (digits < POSITION_DIGITS && total / 16 ** (digits + 1) >= SAMPLE_PER_SLICE * n) digits++
-  const sample = store.rangeRoots('0'.repeat(digits), Infinity).map(r => r.rid).sort()
-  const out: string[] = []
-  for (let i = 1; i < n; i++) {
-    const key = `file:${sample[Math.floor((i * sample.length) / n)]}`
-    if (sample.length >= n && (out.length === 0 || key > out[out.length - 1])) out.push(key)
-  }
-  return out
-}
-
-/** One slice's pages, fetched from one peer at a time, a few ahead of the apply. */
-class SliceFetch {
-  readonly pages: SnapshotMessage[] = []
-  /** The slice's last page is fetched. */
-  complete = false
-  source: CopySource | undefined
-  private filling = false
-  private wake: (() => void) | undefined
-
-  constructor (readonly end: string | null, private pos: string | null, private readonly pageBytes: number) {}
-
-  /** A page that reaches the next slice's start ends this one. */
-  ends (next: string | null): boolean {
-    return next === null || (this.end !== null && next >= this.end)
-  }
-
-  /** Takes a fetched first page (the one that gave the cuts). */
-  seed (page: SnapshotMessage): void {
-    this.pages.push(page)
-    this.pos = page.next
-    this.complete = this.ends(page.next)
-  }
-
-  assign (source: CopySource): void {
-    this.source = source
-    void this.fill()
-  }
-
-  private async fill (): Promise<void> {
-    if (this.filling) return
-    this.filling = true
-    try {
-      while (!this.complete && this.pages.length < PAGES_AHEAD) {
-        const src = this.source
-        if (src === undefined || !src.usable()) break
-        const reply = await src.ask({ t: 'snap', after: this.pos, maxBytes: this.pageBytes })
-        if (reply === undefined) {
-          // Failed or refused: the slice goes to another peer, from here.
-          if (this.source === src) this.source = undefined
-          break
-        }
-        if (this.source !== src) break // reassigned meanwhile: that fetch goes on from where this one stood
-        this.pages.push(reply)
-        this.pos = reply.next
-        this.complete = this.ends(reply.next)
-        this.wake?.()
-      }
-    } finally {
-      this.filling = false
-      this.wake?.()
-    }
-  }
-
-  /** The next page in order; undefined when none can come now (no usable peer for the slice). */
-  async take (): Promise<SnapshotMessage | undefined> {
-    for (;;) {
-      const page = this.pages.shift()
-      if (page !== undefined) {
-        void this.fill()
-        return page
-      }
-      if (this.source === undefined || !this.source.usable()) return undefined
-      if (!this.filling) void this.fill()
-      await new Promise<void>((resolve) => { this.wake = resolve })
-      this.wake = undefined
-    }
-  }
-}
+const WHY_EMPTY = 'the store held nothing'
+const WHY_KEPT = 'a copy under way when the node stopped'
 
 export class RangeCopy {
   private readonly sources = new Map<PeerKey, { src: CopySource, release: (r: CopyOutcome) => void }>()
   private running: Promise<void> | undefined
   private state: CopyState | undefined | null = null
+  /** Peers whose claim a copy's pages did not bear out: their word does not start another. */
+  private readonly distrusted = new Set<PeerKey>()
+  private view: Omit<CopyStatus, 'peers'> = { state: 'none', why: null, startedAt: null, endedAt: null, stopped: null }
+  /** When a page was last applied (or the copy began): a copy without one for `copyStallMs` is abandoned. */
+  private progressAt = 0
+  /** Bumped when a copy is abandoned: a run of it still under way stops at its next step. */
+  private generation = 0
+  private cancelStall: (() => void) | undefined
+  private stopped = false
 
   constructor (private readonly d: RangeCopyDeps) {}
+
+  /** At start: a copy kept from before the node stopped continues, with the same bound on waiting for a peer. */
+  start (): void {
+    const kept = this.load()
+    if (kept === undefined) return
+    this.began(kept.why ?? WHY_KEPT)
+  }
+
+  stop (): void {
+    this.stopped = true
+    this.cancelStall?.()
+    this.cancelStall = undefined
+  }
 
   /** A copy is under way (started and not finished), or due (the store holds nothing and never copied). */
   get active (): boolean {
@@ -183,10 +146,28 @@ export class RangeCopy {
     return this.sources.has(peer)
   }
 
-  /** Starts a copy from `after` (an older version's resync from a peer, kept in its cursor row; or a peer that cannot reconcile), unless one runs. */
-  async adopt (after: string | null, lead?: CopyState['lead']): Promise<void> {
+  /** False for a peer whose claim to hold far more than this node a copy's pages did not bear out. */
+  believes (peer: PeerKey): boolean {
+    return !this.distrusted.has(peer)
+  }
+
+  status (): CopyStatus {
+    return { ...this.view, peers: [...this.sources.keys()].sort() }
+  }
+
+  /**
+   * Starts a copy from `after` (null: from the start), unless one runs: a
+   * peer that said it holds far more (`claim`), one that cannot reconcile,
+   * or an older version's resync from a peer, kept in its cursor row (`lead`).
+   */
+  async adopt (after: string | null, o: { why: string, lead?: CopyState['lead'], claim?: CopyState['claim'] }): Promise<void> {
     if (this.load() !== undefined) return
-    await this.save(after === null && lead === undefined ? { bounds: [null], at: 0, after, fresh: true } : { bounds: [null], at: 0, after, ...(lead === undefined ? {} : { lead }) })
+    const s: CopyState = after === null && o.lead === undefined ? { bounds: [null], at: 0, after, fresh: true } : { bounds: [null], at: 0, after }
+    if (o.lead !== undefined) s.lead = o.lead
+    s.why = o.why
+    if (o.claim !== undefined) s.claim = o.claim
+    this.began(o.why)
+    await this.save(s)
   }
 
   /**
@@ -195,6 +176,9 @@ export class RangeCopy {
    * copy cannot go on now).
    */
   async help (src: CopySource): Promise<CopyOutcome> {
+    // A store that holds nothing copies on its own fact: the copy starts with the first peer that serves it (its
+    // state is set at once; the row is written meanwhile, tracked, before the first page's).
+    if (this.load() === undefined) this.adopt(null, { why: WHY_EMPTY }).catch((err: unknown) => { this.d.log('keeping the range copy\'s state failed', { err }) })
     this.sources.get(src.peer)?.release({ done: false })
     const out = new Promise<CopyOutcome>((resolve) => { this.sources.set(src.peer, { src, release: resolve }) })
     this.running ??= this.run().then((ended) => {
@@ -205,15 +189,17 @@ export class RangeCopy {
         const lead = ended?.lead
         s.release(ended === undefined ? { done: false } : { done: true, ...(lead !== undefined && lead.peer === peer && ended.mixed !== true ? { cursor: { log: lead.log, head: lead.head } } : {}) })
       }
+      if (ended === undefined) this.waiting()
     }, (err: unknown) => {
       this.running = undefined
       this.d.log('range copy failed', { err })
       for (const [peer, s] of this.sources) { this.sources.delete(peer); s.release({ done: false }) }
+      this.waiting()
     })
     return await out
   }
 
-  /** The peer left: its slices go to others. */
+  /** The peer left (or failed a page): its slices go to others. */
   leave (peer: PeerKey): void {
     const s = this.sources.get(peer)
     if (s === undefined) return
@@ -225,11 +211,61 @@ export class RangeCopy {
     return [...this.sources.values()].map(s => s.src).filter(s => s.usable())
   }
 
-  /** The first page, which also gives the slices; false when it cannot be had now. */
-  private async begin (fetches: Map<number, SliceFetch>): Promise<CopyState | undefined> {
-    const first = this.usable()[0]
+  /** A copy begins (or continues after a restart): shown, and bounded in how long it may go without a page. */
+  private began (why: string): void {
+    this.view = { state: 'waiting', why, startedAt: this.d.now(), endedAt: null, stopped: null }
+    this.progressAt = this.d.now()
+    this.armStall()
+  }
+
+  /** No peer serves the copy now: it waits for one, at most `copyStallMs` since its last page. */
+  private waiting (): void {
+    if (this.load() === undefined || this.view.state === 'abandoned') return
+    this.view = { ...this.view, state: 'waiting' }
+    this.armStall()
+  }
+
+  private armStall (): void {
+    if (this.cancelStall !== undefined || this.stopped) return
+    const due = Math.max(1, this.progressAt + this.d.opts.copyStallMs - this.d.now())
+    this.cancelStall = this.d.schedule(due, () => {
+      this.cancelStall = undefined
+      if (this.stopped || this.load() === undefined) return
+      if (this.d.now() - this.progressAt < this.d.opts.copyStallMs) { this.armStall(); return }
+      const secs = Math.round(this.d.opts.copyStallMs / 1000)
+      this.d.track(this.abandon(`no page for ${secs} s: the peers serving it left or refused its pages`)).catch((err: unknown) => { this.d.log('abandoning the range copy failed', { err }) })
+    })
+  }
+
+  /** Stops the copy, keeping what arrived: every peer's next round reconciles. */
+  private async abandon (why: string): Promise<void> {
+    this.generation++
+    this.cancelStall?.()
+    this.cancelStall = undefined
+    this.view = { ...this.view, state: 'abandoned', endedAt: this.d.now(), stopped: why }
+    this.d.log('range copy abandoned: reconciling instead', { why })
+    for (const peer of [...this.sources.keys()]) this.leave(peer)
+    await this.clear()
+    await this.d.endBulk()
+  }
+
+  /** The first page, which also gives the slices (from the peer whose claim the copy rests on, when it serves); undefined when it cannot be had now. */
+  private async begin (fetches: Map<number, SliceFetch>, kept: CopyState | undefined): Promise<CopyState | undefined> {
+    const claim = kept?.claim
+    const usable = this.usable()
+    const first = usable.find(x => x.peer === claim?.peer) ?? usable[0]
     if (first === undefined) return undefined
+    const gen = this.generation
     const reply = await first.ask({ t: 'snap', after: null, maxBytes: this.d.opts.pageBytes, split: COPY_SLICES })
+    if (gen !== this.generation) return undefined
+    if (claim !== undefined && (reply === undefined ? first.peer === claim.peer : !worthCopying(reply.records ?? 0, claim.ours))) {
+      // The copy rested on this peer's word, and the range's first page does not bear it out.
+      this.distrusted.add(claim.peer)
+      await this.abandon(reply === undefined
+        ? `peer ${claim.peer} said it holds ${claim.roots} roots and did not serve the first page of its range`
+        : `peer ${claim.peer} said it holds ${claim.roots} roots; the range's first page says ${reply.records ?? 'nothing of'} its records`)
+      return undefined
+    }
     if (reply === undefined) {
       this.leave(first.peer)
       return undefined
@@ -237,11 +273,17 @@ export class RangeCopy {
     first.started()
     const bounds = [null, ...(reply.splits ?? []).filter(k => k.startsWith('file:'))]
     this.d.log('copying the range', { peer: first.peer, slices: bounds.length, records: reply.records })
-    const f = new SliceFetch(bounds[1] ?? null, null, this.d.opts.pageBytes)
+    const f = this.slice(bounds[1] ?? null, null)
     f.seed(reply)
     f.source = first
     fetches.set(0, f)
-    return { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head }, ...(reply.records === undefined ? {} : { expected: reply.records }) }
+    const s: CopyState = { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head }, ...(reply.records === undefined ? {} : { expected: reply.records }) }
+    if (kept?.why !== undefined) s.why = kept.why
+    return s
+  }
+
+  private slice (end: string | null, from: string | null): SliceFetch {
+    return new SliceFetch(end, from, this.d.opts.pageBytes, (peer) => { this.leave(peer) })
   }
 
   /** Gives each slice from the one applied now on a peer, stealing one from a later slice for the current one if none is free. */
@@ -249,10 +291,10 @@ export class RangeCopy {
     for (let i = s.at; i < s.bounds.length; i++) {
       let f = fetches.get(i)
       if (f === undefined) {
-        f = new SliceFetch(s.bounds[i + 1] ?? null, i === s.at ? s.after : s.bounds[i], this.d.opts.pageBytes)
+        f = this.slice(s.bounds[i + 1] ?? null, i === s.at ? s.after : s.bounds[i])
         fetches.set(i, f)
       }
-      if (f.complete || (f.source !== undefined && f.source.usable())) continue
+      if (f.complete || (f.source !== undefined && f.source.usable() && this.sources.has(f.source.peer))) continue
       const busy = new Set([...fetches.values()].filter(x => !x.complete).map(x => x.source?.peer))
       const free = this.usable().find(x => !busy.has(x.peer))
       if (free !== undefined) {
@@ -271,20 +313,23 @@ export class RangeCopy {
 
   /** Runs the copy while peers serve it; its last state once the whole range is in, undefined when it cannot go on now. */
   private async run (): Promise<CopyState | undefined> {
+    const gen = this.generation
     const fetches = new Map<number, SliceFetch>()
     const kept = this.load()
-    let state = kept === undefined || kept.fresh === true ? await this.begin(fetches) : kept
+    let state = kept === undefined || kept.fresh === true ? await this.begin(fetches, kept) : kept
     if (state === undefined) return undefined
+    this.view = { ...this.view, state: 'copying' }
     for (;;) {
       const s: CopyState = state
       this.assign(s, fetches)
       const slice = fetches.get(s.at)!
       const src = slice.source
       const page = await slice.take()
+      if (gen !== this.generation) return undefined
       if (page === undefined) {
         if (src !== undefined && !src.usable()) this.leave(src.peer)
         if (this.usable().length > 0) continue
-        // No peer to go on with now: the next round of any peer continues from here.
+        // No peer to go on with now: the next round of any peer continues from here, within the stall bound.
         if (this.load() === undefined) await this.save(s)
         return undefined
       }
@@ -295,9 +340,14 @@ export class RangeCopy {
       const via = slice.source ?? src ?? this.usable()[0]
       if (via === undefined) return undefined
       await via.applyPage(entries, { done, ...(s.expected === undefined ? {} : { expectedRecords: s.expected }) })
+      if (gen !== this.generation) return undefined
+      this.progressAt = this.d.now()
       const mixed = s.mixed === true || s.lead === undefined || via.peer !== s.lead.peer || page.log !== s.lead.log
       if (done) {
         await this.clear()
+        this.cancelStall?.()
+        this.cancelStall = undefined
+        this.view = { ...this.view, state: 'done', endedAt: this.d.now() }
         this.d.log('range copied', { slices: s.bounds.length })
         return { ...s, mixed }
       }

@@ -4,11 +4,10 @@
  * with the store, and nothing depends on how long either change log is kept.
  *
  * Items are roots. A root's position is the first 32 bits of SHA-256 of its
- * id; its hash covers its versions and values (the record layer's
- * fingerprints.ts, kept up to date as changes commit). A range is the set of
- * roots whose position starts with a hex prefix ("" is everything, 8 digits
- * one position); its fingerprint is the sum of its roots' hashes and their
- * count.
+ * id; its hash covers its folded versions and its values (the record
+ * layer's fingerprints.ts, kept up to date as changes commit). A range is
+ * the roots whose position starts with a hex prefix ("" is everything, 8
+ * digits one position); its fingerprint sums their hashes, with their count.
  *
  * 1. Ranges. The initiator sends the fingerprint of the whole range. The
  *    side that receives a fingerprint compares it with its own for that
@@ -26,7 +25,13 @@
  *    versions do not cover (a key the initiator lacks or holds older, a
  *    newer root tombstone) and the keys it wants; the initiator applies the
  *    first and gives the second. Exactly the keys one side lacks travel,
- *    each once, as the pull's entries do.
+ *    each once, as the pull's entries do. A root found to differ whose
+ *    versions are the same on both sides holds another value at an equal
+ *    version somewhere (a member signed two values with one version): the
+ *    root's keys then travel both ways, and each side keeps the tie's winner
+ *    (records' versions.ts), so the two end equal. Both sides apply what a
+ *    reconciliation brings deciding ties by value (`ReplicaStore.apply`'s
+ *    `ties`).
  *
  * The responder keeps no state between messages: each reply carries what it
  * answered (`taken`), and the initiator sends the rest again. Each reply also
@@ -255,13 +260,17 @@ function versionsOnly (entries: readonly RemoteEntry[]): RemoteEntry[] {
   return entries.map(e => ({ key: e.key, value: null, hlc: e.hlc, origin: e.origin }))
 }
 
+/** True for a field's entry (`file:<rid>/<field>`), false for a root tombstone (`file:<rid>`). */
+const isField = (e: RemoteEntry): boolean => e.key.indexOf('/', 5) > 0
+
 /**
  * The responder's side of the key comparison: its entries the sender lacks,
- * and the keys it wants, for as many roots as fit. `staleBefore` (an HLC):
- * this node was out of contact past the tombstone horizon, so it sends none
- * of its entries older than that which the sender lacks.
+ * and the keys it wants, for as many roots as fit. A root named here was
+ * found to differ (its hash covers values and versions): when no version
+ * differs, a value held at an equal version does, and every field of the
+ * root moves both ways (the tie's winner is kept on both sides).
  */
-export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS, staleBefore?: string): Omit<RootsReplyMessage, 't' | 'clock'> {
+export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Omit<RootsReplyMessage, 't' | 'clock'> {
   const theirs = statesOf(m.entries)
   const byRoot = new Map<string, RemoteEntry[]>()
   for (const e of m.entries) {
@@ -278,11 +287,17 @@ export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: Recon
     if (taken > 0 && bytes >= limits.entryBytes) break
     const mine = store.exportRoots([rid])
     const state = statesOf(mine).get(rid)
-    const send = mine.filter(e => !covered(e, theirs.get(rid)) && (staleBefore === undefined || e.hlc >= staleBefore))
+    const sent = byRoot.get(rid) ?? []
+    let send = mine.filter(e => !covered(e, theirs.get(rid)))
+    let wanted = sent.filter(e => !covered(e, state))
+    if (send.length === 0 && wanted.length === 0) {
+      send = mine.filter(isField)
+      wanted = sent.filter(isField)
+    }
     const add = send.reduce((n, e) => n + entryWeight(e), 0)
     if (taken > 0 && bytes + add > 2 * limits.entryBytes) break
     entries.push(...send)
-    for (const e of byRoot.get(rid) ?? []) if (!covered(e, state)) want.push(e.key)
+    for (const e of wanted) want.push(e.key)
     bytes += add
     taken++
   }
@@ -294,21 +309,20 @@ export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: Recon
 interface ReconcileIo {
   /** Sends a request and resolves with the decoded reply (undefined: failed or refused, already counted). */
   ask: (m: RequestMessage) => Promise<Message | undefined>
-  /** Screens and applies entries from the peer (as a pulled page). */
+  /** Screens and applies entries from the peer (as a pulled page, ties decided by value). */
   apply: (entries: RemoteEntry[]) => Promise<void>
   /** False once the reconciliation should stop (disconnected, stopped). */
   alive: () => boolean
-  /**
-   * Set when this node was out of contact with every peer for longer than
-   * the tombstone horizon: entries older than this HLC that the peer lacks
-   * are not given; their live keys are retired here instead (deleted with a
-   * fresh version), since the peer may have deleted them and compacted the
-   * tombstones meanwhile.
-   */
-  staleBefore?: string
-  retire?: (keys: string[]) => Promise<void>
-  /** We have no cursor for this peer: when it holds far more than we do (COPY_RATIO), stop after the first reply with `copy` set. */
+  /** We have no cursor for this peer: when it says it holds far more than we do (COPY_RATIO), stop after the first reply with `copy` set. */
   copyInstead?: boolean
+}
+
+/** What a peer's first reply said it holds, against what this node holds: the grounds of a copy (range-copy.ts checks its pages bear it out). */
+export interface CopyClaim {
+  /** Roots the peer's reply counts. */
+  roots: number
+  /** Roots this node held then. */
+  ours: number
 }
 
 export interface ReconcileOutcome {
@@ -322,10 +336,8 @@ export interface ReconcileOutcome {
   roots: number
   keysIn: number
   keysOut: number
-  /** Live keys older than the horizon the peer lacked, deleted here (only for a node that was away past the horizon). */
-  retired: number
-  /** Stopped after the first reply: the peer holds far more than we do (`copyInstead`), the node copies the range instead. */
-  copy?: boolean
+  /** Stopped after the first reply: the peer says it holds far more than we do (`copyInstead`), the node copies the range instead. */
+  copy?: CopyClaim
 }
 
 /**
@@ -334,34 +346,50 @@ export interface ReconcileOutcome {
  * lacks. Undefined when a request failed or the peer's store changed
  * under it (its log id): the next round starts again, and what was already
  * exchanged is not exchanged again.
+ *
+ * A walk that moved keys is followed by one more walk at once. The key
+ * comparison goes by versions (values do not travel in `roots`), so a root
+ * holding a tie (one version, two values: an equivocating member) beside a
+ * key whose versions differ is settled by versions first; the second walk
+ * finds the root still different with every version equal, and moves its
+ * fields both ways (`answerRoots`), where the tie is decided. Between two
+ * stores the first walk left equal, the second costs one fingerprint each
+ * way.
  */
 export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
-  const walk = new RangeWalk(store, limits)
+  const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0 }
   let first: { log: string, head: string | null } | undefined
-  const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0, retired: 0 }
-  for (;;) {
-    if (!io.alive()) return undefined
-    const m = walk.next()
-    if (m !== undefined) {
-      const reply = await io.ask(m)
-      if (reply?.t !== 'recond') return undefined
-      if (first === undefined) {
-        first = { log: reply.log, head: reply.head }
-        // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
-        if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
-        // We hold next to nothing of what the peer holds (a node that wrote a few records, or got a few pushed, before its first
-        // round): a copy of the range moves it once for the node, where a reconciliation with each peer would move it from each.
-        if (io.copyInstead === true && copyRather(store, reply)) return { ...first, equal: false, ...out, rounds: 1, copy: true }
-      } else if (reply.log !== first.log) return undefined
-      walk.take(reply)
-      if (walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
+  for (let pass = 0; pass < 2; pass++) {
+    const walk = new RangeWalk(store, limits)
+    for (;;) {
+      if (!io.alive()) return undefined
+      const m = walk.next()
+      if (m !== undefined) {
+        const reply = await io.ask(m)
+        if (reply?.t !== 'recond') return undefined
+        if (first === undefined) {
+          first = { log: reply.log, head: reply.head }
+          // A peer that holds nothing takes a full copy of the range itself (peer-sync.ts): giving it everything here would send it twice.
+          if (peerHoldsNothing(reply)) return { ...first, equal: false, ...out, rounds: 1 }
+          // We hold next to nothing of what the peer holds (a node that wrote a few records, or got a few pushed, before its first
+          // round): a copy of the range moves it once for the node, where a reconciliation with each peer would move it from each.
+          const claim = io.copyInstead === true ? copyRather(store, reply) : undefined
+          if (claim !== undefined) return { ...first, equal: false, ...out, rounds: 1, copy: claim }
+        } else if (reply.log !== first.log) return undefined
+        walk.take(reply)
+        if (pass === 0 && walk.rounds === 1 && walk.done && walk.pendingRoots === 0) return { ...first, equal: true, ...out, rounds: 1 }
+      }
+      // The keys of the roots found so far, once enough are waiting or the walk is over.
+      while (walk.pendingRoots >= EXCHANGE_ROOTS || (walk.done && walk.pendingRoots > 0)) {
+        if (!(await exchange(store, io, walk.takeDiffering(EXCHANGE_ROOTS), limits, out))) return undefined
+      }
+      if (walk.done && walk.pendingRoots === 0) break
     }
-    // The keys of the roots found so far, once enough are waiting or the walk is over.
-    while (walk.pendingRoots >= EXCHANGE_ROOTS || (walk.done && walk.pendingRoots > 0)) {
-      if (!(await exchange(store, io, walk.takeDiffering(EXCHANGE_ROOTS), limits, out))) return undefined
-    }
-    if (walk.done && walk.pendingRoots === 0) return { ...first!, equal: false, ...out, rounds: walk.rounds, roots: walk.found }
+    out.rounds += walk.rounds
+    out.roots += walk.found
+    if (walk.found === 0) break
   }
+  return { ...first!, equal: false, ...out }
 }
 
 /** A copy of the range rather than a reconciliation: the peer holds at least this many times our roots… */
@@ -369,12 +397,17 @@ export const COPY_RATIO = 4
 /** …and at least this many more (below it a reconciliation costs little whatever the ratio). */
 export const COPY_MIN_ROOTS = 1_000
 
-/** The first reply (to the whole range's fingerprint) says the peer holds COPY_RATIO times our roots and COPY_MIN_ROOTS more. */
-function copyRather (store: ReplicaStore, reply: ReconReplyMessage): boolean {
-  if (reply.ranges.some(r => r.p.length !== 1)) return false
+/** A store of `theirs` roots holds enough more than one of `ours` that copying its range beats reconciling with it. */
+export function worthCopying (theirs: number, ours: number): boolean {
+  return theirs >= ours * COPY_RATIO && theirs - ours >= COPY_MIN_ROOTS
+}
+
+/** The first reply (to the whole range's fingerprint) says the peer holds COPY_RATIO times our roots and COPY_MIN_ROOTS more: what it claims. */
+function copyRather (store: ReplicaStore, reply: ReconReplyMessage): CopyClaim | undefined {
+  if (reply.ranges.some(r => r.p.length !== 1)) return undefined
   const theirs = reply.ranges.reduce((n, r) => n + ('fp' in r ? r.n : r.items.length), 0)
   const ours = store.rangeFingerprint('').roots
-  return theirs >= ours * COPY_RATIO && theirs - ours >= COPY_MIN_ROOTS
+  return worthCopying(theirs, ours) ? { roots: theirs, ours } : undefined
 }
 
 /** The first reply says the responder holds no root: it split the whole range into 16 empty ones, or listed none. */
@@ -384,7 +417,7 @@ function peerHoldsNothing (reply: ReconReplyMessage): boolean {
 }
 
 /** Compares the keys of `rids` with the peer's and moves what either lacks; false when a request failed. */
-async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number, retired: number }): Promise<boolean> {
+async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number }): Promise<boolean> {
   let rest = rids
   while (rest.length > 0) {
     if (!io.alive()) return false
@@ -415,18 +448,10 @@ async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], l
 }
 
 /** Gives the peer our current entries of `keys` (a key we no longer hold at all is skipped), in messages of about `entryBytes`. */
-async function give (store: ReplicaStore, io: ReconcileIo, keys: readonly string[], limits: ReconcileLimits, out: { keysOut: number, retired: number }): Promise<boolean> {
+async function give (store: ReplicaStore, io: ReconcileIo, keys: readonly string[], limits: ReconcileLimits, out: { keysOut: number }): Promise<boolean> {
   const wanted = new Set(keys)
   const rids = [...new Set(keys.map(ridOf))]
-  let entries = store.exportRoots(rids).filter(e => wanted.has(e.key))
-  const stale = io.staleBefore
-  if (stale !== undefined) {
-    const old = entries.filter(e => e.hlc < stale)
-    entries = entries.filter(e => e.hlc >= stale)
-    const live = old.filter(e => e.value !== null && e.key.indexOf('/', 5) > 0).map(e => e.key)
-    if (live.length > 0) await io.retire?.(live)
-    out.retired += live.length
-  }
+  const entries = store.exportRoots(rids).filter(e => wanted.has(e.key))
   for (let i = 0; i < entries.length;) {
     let j = i
     let bytes = 0

@@ -97,7 +97,7 @@ export interface ChangePage {
   next: Cursor | null
   /** The log's last position when the page was read. */
   head: Cursor | null
-  /** The cursor cannot be served: entries after it were trimmed (or compacted past the tombstone horizon), or it is not from this log. */
+  /** The cursor cannot be served: entries after it were trimmed, or it is not from this log. */
   gap: boolean
 }
 
@@ -139,7 +139,8 @@ export interface StoreDigest {
  *   `digest`, `clock`, `getLocal`) are synchronous and see committed state.
  * - `apply` and `setLocal` are the only asynchronous calls; each is atomic
  *   (one transaction) and resolves after commit. `apply` is idempotent and
- *   commutative: entries merge last-writer-wins by (hlc, origin).
+ *   commutative: entries merge last-writer-wins by (hlc, origin), a tie by
+ *   the value (a tombstone above any value, then the greater bytes).
  * - `apply` appends to the store's own change log only what changed a key's
  *   version (a no-op apply appends nothing); its listeners hear remote
  *   changes too.
@@ -153,7 +154,7 @@ export interface ReplicaStore {
   logId: () => string
   head: () => Cursor | null
   /** The changes after `cursor` (null: from the start of the log), at most `limit` keys and about `maxBytes` of keys and values (never fewer than one key). */
-  changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number, notBeforeMs?: number }) => ChangePage
+  changesSince: (cursor: Cursor | null, opts: { limit: number, maxBytes: number }) => ChangePage
   /** The replicated range after position `after` (null: from the start), about `maxBytes` per page (never fewer than one entry). */
   exportRange: (after: string | null, opts: { maxBytes: number }) => RangePage
   /**
@@ -163,8 +164,12 @@ export interface ReplicaStore {
    * root, clock and origin) is checked once.
    */
   checkEntries: (entries: readonly RemoteEntry[]) => string | undefined
-  /** Entries the core screened first (`checkEntries` found nothing wrong with them): a store need not check them again. */
-  apply: (entries: readonly RemoteEntry[]) => Promise<ApplyOutcome>
+  /**
+   * Entries the core screened first (`checkEntries` found nothing wrong with them): a store need not check them again.
+   * An entry at the version the store holds is the same write again and may be left out unread, unless `ties`
+   * (a reconciliation's entries): then a tie is decided by the values, as a merge decides it (records' versions.ts).
+   */
+  apply: (entries: readonly RemoteEntry[], opts?: { ties?: boolean }) => Promise<ApplyOutcome>
   /**
    * A page of a bulk transfer (the pages of a full resync): the same merge
    * as `apply`, which a store may run on a bulk path (large transactions,
@@ -184,10 +189,6 @@ export interface ReplicaStore {
   rangeRoots: (prefix: string, limit: number) => Array<{ rid: string, hash: string }>
   /** The replicated state of these roots (root tombstone, live keys, tombstones, with versions), root after root, read in one snapshot. */
   exportRoots: (rids: readonly string[]) => RemoteEntry[]
-  /** Drops tombstones older than `beforeMs` (wall ms); resolves with how many. */
-  compactTombstones?: (beforeMs: number) => Promise<number>
-  /** Deletes these live keys with a fresh local version (values a node away past the horizon must not bring back). */
-  retire?: (keys: readonly string[]) => Promise<void>
   /** The store's hybrid logical clock: the last value issued or observed. */
   clock: () => string
   getLocal: (key: string) => string | undefined

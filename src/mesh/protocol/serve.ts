@@ -13,11 +13,10 @@ import { answerRecon, answerRoots, DEFAULT_RECONCILE_LIMITS } from './reconcile.
 import type { MeshOptions } from './options.js'
 import type { ReplicaStore } from './runtime.js'
 
-export function errorReply (code: ErrorMessage['code'], message: string, retryAfterMs?: number, clock?: number): Uint8Array {
+/** A refusal: no clock in it (a peer measures its clock only on valid replies: clock-guard.ts). */
+export function errorReply (code: ErrorMessage['code'], message: string, retryAfterMs?: number): Uint8Array {
   const m: ErrorMessage = { t: 'error', code, message }
   if (retryAfterMs !== undefined) m.retryAfterMs = retryAfterMs
-  // A refusal that says our clock still gives the peer its clock sample (clock-guard.ts).
-  if (clock !== undefined) m.clock = clock
   return encodeMessage(m)
 }
 
@@ -37,8 +36,7 @@ export function servePull (store: ReplicaStore, opts: MeshOptions, m: PullMessag
     return encodeMessage({ t: 'changes', log, entries: [], next: null, head: store.head(), gap: true, clock })
   }
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
-    // A cursor older than the tombstone horizon may have missed deletes since compacted: the peer reconciles.
-    const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes, notBeforeMs: clock - opts.tombstoneRetentionMs })
+    const page = store.changesSince(m.cursor, { limit: opts.pageKeys, maxBytes })
     return { t: 'changes', log, entries: page.changes, next: page.next, head: page.head, gap: page.gap, clock }
   })
 }
@@ -73,9 +71,9 @@ export function serveRecon (store: ReplicaStore, m: ReconMessage, clock: number)
 }
 
 /** The key comparison of roots a reconciliation found to differ. */
-export function serveRoots (store: ReplicaStore, m: RootsMessage, clock: number, staleBefore?: string): Uint8Array {
+export function serveRoots (store: ReplicaStore, m: RootsMessage, clock: number): Uint8Array {
   return fit(DEFAULT_RECONCILE_LIMITS.entryBytes, (entryBytes) => {
-    const a = answerRoots(store, m, { ...DEFAULT_RECONCILE_LIMITS, entryBytes }, staleBefore)
+    const a = answerRoots(store, m, { ...DEFAULT_RECONCILE_LIMITS, entryBytes })
     return { t: 'rootsd', entries: a.entries, want: a.want, taken: a.taken, clock }
   })
 }

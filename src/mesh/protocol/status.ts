@@ -4,6 +4,7 @@
  * on every start.
  */
 import type { ClockStatus } from './clock-guard.js'
+import type { CopyStatus } from './range-copy.js'
 import type { Cursor, PeerKey } from './runtime.js'
 
 export interface PeerCounters {
@@ -83,6 +84,8 @@ export interface MeshStatus {
   self: SelfStatus
   /** Peers connected now or heard from since start, by peer id. */
   peers: PeerStatus[]
+  /** The node's copy of the range (a join): what it is doing, why it started and why it stopped. */
+  copy: CopyStatus
 }
 
 export function emptyCounters (): PeerCounters {
