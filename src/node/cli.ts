@@ -10,7 +10,7 @@
  * Exit codes: 0 done, 1 failed (a failed start, an unreachable node), 2 bad
  * usage or configuration (every problem listed at once).
  */
-import { ConfigError, OPTIONS, parseConfig, usage } from './config.js'
+import { ConfigError, OPTIONS, parseConfig, RETIRED_OPTIONS, usage } from './config.js'
 import { idUsage, keygen, keygenUsage, printId } from './keys-commands.js'
 import { parseOptions, unknownVariables } from './options.js'
 import { PortUnavailableError } from './port-check.js'
@@ -101,9 +101,13 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
   }
 }
 
-/** Every table's variables are known to every command: a variable for `status` in the shell that starts a node is no typo. */
+/**
+ * Every table's variables are known to every command: a variable for `status` in the shell that starts a node is no typo.
+ * A retired option is known too: the configuration warns of it in its own words.
+ */
 function warnUnknownVariables (env: Readonly<Record<string, string | undefined>>, io: Output): void {
-  for (const u of unknownVariables(env, [...OPTIONS, ...STATUS_OPTIONS])) {
+  const retired = RETIRED_OPTIONS.map(o => o.env)
+  for (const u of unknownVariables(env, [...OPTIONS, ...STATUS_OPTIONS]).filter(u => !retired.includes(u.name))) {
     io.err(`meta-core: warning: ${u.name} is not a meta-core variable and is ignored (did you mean ${u.nearest}?)\n`)
   }
 }

@@ -115,11 +115,14 @@ describe('meta-core CLI', () => {
       FILES_PATH: path.join(dir, 'files'),
       META_CORE_HTTP_PROT: '9100',
       META_CORE_FULLHASH: 'none',
-      META_CORE_SETTLE_MS: '500'
+      META_CORE_SETTLE_MS: '500',
+      // A retired option is no typo: it has a warning of its own.
+      META_CORE_TOMBSTONE_RETENTION_MS: '60000'
     })
     started.push(cli)
     const url = await listeningUrl(cli)
     const warnings = cli.stderr().split('\n').filter(l => l.includes('warning'))
+    expect(cli.stdout() + cli.stderr()).toContain('META_CORE_TOMBSTONE_RETENTION_MS (--tombstone-retention-ms) is set but no longer does anything')
     expect(warnings).toEqual([
       'meta-core: warning: META_CORE_FULLHASH is not a meta-core variable and is ignored (did you mean META_CORE_FULL_HASH?)',
       'meta-core: warning: META_CORE_HTTP_PROT is not a meta-core variable and is ignored (did you mean META_CORE_HTTP_PORT?)'
