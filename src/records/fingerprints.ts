@@ -252,6 +252,32 @@ export class Fingerprints {
   }
 
   /**
+   * The root rows of roots inserted in bulk (bulk-insert.ts: their hashes
+   * computed as they were inserted), written in position order, `chunk`
+   * roots per transaction queued with the other writes. A root noted since
+   * (changed after it was inserted), or whose row a fold has written, is
+   * left to the fold: it holds the root's current state.
+   */
+  async addStaged (roots: ReadonlyArray<{ rid: string, hash: string, keys: number }>, chunk: number): Promise<void> {
+    const work = roots.map(r => ({ ...r, pos: rootPosition(r.rid) }))
+    work.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : a.rid < b.rid ? -1 : 1))
+    for (let i = 0; i < work.length; i += chunk) {
+      const part = work.slice(i, i + chunk)
+      await this.kv.write(tx => {
+        const deltas: Delta[] = []
+        for (const r of part) {
+          if (this.pending.has(r.rid)) continue
+          const key = FP_ROOT + r.pos + r.rid
+          if (tx.get(key) !== undefined) continue
+          const d = this.writeRoot(tx, r.rid, r.pos, { hash: r.hash, keys: r.keys }, true)
+          if (d !== undefined) deltas.push(d)
+        }
+        tx.afterCommit(() => { for (const d of deltas) this.tree.move(d) })
+      })
+    }
+  }
+
+  /**
    * After a crash: the roots the change log names after the `folded` mark
    * get their rows from their stored state. False when the log no longer
    * reaches back to the mark (the rows are then rebuilt).

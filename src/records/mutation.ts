@@ -131,6 +131,11 @@ export class Mutator {
     for (const ix of this.indexers) ix.onBulkEnd?.(ordered)
   }
 
+  /** Inside a write: `rid` holds `cid` (the cid: index and groups, as a write that adds the member registers it: groups.ts). */
+  aliasAdded (tx: Tx, rid: RecordId, cid: string): void {
+    this.groups.aliasAdded(tx, rid, cid)
+  }
+
   addIndexer (ix: RecordIndexer): void {
     this.indexers.push(ix)
   }

@@ -178,6 +178,8 @@ export interface ReplicaStore {
    * it, pages go through `apply`.
    */
   applyBulk?: (entries: readonly RemoteEntry[], page: BulkPage) => Promise<ApplyOutcome>
+  /** A bulk transfer is unfinished (entries of its last root held back, or its end still to build) though no copy runs: it is ended at start. */
+  bulkPending?: () => boolean
   /** The records this store holds (sent with a resync's first page); absent: not sent. */
   recordCount?: () => number
   /** Subscribes to committed changes; returns the unsubscribe function. */
