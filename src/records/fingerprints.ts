@@ -114,10 +114,8 @@ function parseBucketRow (v: string): { sum: string, roots: number, keys: number 
 
 /** A changed root's state as its last commit left it, waiting to be folded in. */
 interface Changed {
-  /** Its version map serialized (folded, canonical); undefined: it has none left. */
-  ser: string | undefined
-  fields: LiveFields
-  keys: number
+  /** Its hash and versioned keys (fingerprints.ts `rootHash`); undefined: it has no version map left. */
+  now: { hash: string, keys: number } | undefined
   /** It had no version map when it was first noted, so it has no row: nothing to read. */
   fresh: boolean
   /** Bumped by every commit that changes it: a fold forgets it only if no commit changed it since the fold read it. */
@@ -182,8 +180,11 @@ export class Fingerprints {
   changed (tx: Tx, rid: string, vm: VersionMap, verSerialized: string | undefined, fields: LiveFields, fresh: boolean, logId: string | undefined, logEntries: number): void {
     const keys = versionedKeys(vm)
     tx.afterCommit(() => {
+      // Hashed now, while its fields are at hand: what waits for the fold is small (a root's fields kept until then
+      // were garbage the collector had to carry into its old generation).
+      const now = verSerialized === undefined ? undefined : { hash: rootHash(rid, verSerialized, fields), keys }
       const had = this.pending.get(rid)
-      this.pending.set(rid, { ser: verSerialized, fields, keys, fresh: had === undefined ? fresh : had.fresh, seq: ++this.seq })
+      this.pending.set(rid, { now, fresh: had === undefined ? fresh : had.fresh, seq: ++this.seq })
       if (logId !== undefined) this.through = logId
       this.entries += logEntries
       if (this.pending.size >= FOLD_ROOTS || this.entries >= FOLD_ENTRIES) this.queueFold()
@@ -220,7 +221,7 @@ export class Fingerprints {
     work.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : a.rid < b.rid ? -1 : 1))
     const deltas: Delta[] = []
     for (const { rid, c, pos } of work) {
-      const d = this.writeRoot(tx, rid, pos, c.ser === undefined ? undefined : { hash: rootHash(rid, c.ser, c.fields), keys: c.keys }, c.fresh)
+      const d = this.writeRoot(tx, rid, pos, c.now, c.fresh)
       if (d !== undefined) deltas.push(d)
     }
     if (through !== undefined) tx.put(FP_FOLDED, through)

@@ -32,9 +32,11 @@ export function rootHash (rid: string, verSerialized: string, fields: LiveFields
     names = [...(fields as ReadonlyMap<string, string>).keys()].sort()
     values = names.map(n => (fields as ReadonlyMap<string, string>).get(n)!)
   } else if (isFieldList(fields)) {
-    const order = fields.names.map((_, i) => i).sort((a, b) => (fields.names[a] < fields.names[b] ? -1 : 1))
-    names = order.map(i => fields.names[i])
-    values = order.map(i => fields.values[i])
+    // A plain sort of the names (no comparator called back) and a map back to their values.
+    const at = new Map<string, number>()
+    for (let i = 0; i < fields.names.length; i++) at.set(fields.names[i], i)
+    names = fields.names.slice().sort()
+    values = names.map(n => fields.values[at.get(n)!])
   } else {
     names = Object.keys(fields).sort()
     values = names.map(n => (fields as Record<string, string>)[n])
