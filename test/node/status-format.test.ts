@@ -19,7 +19,7 @@ const at = (msAgo: number): string => new Date(NOW - msAgo).toISOString()
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
     peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200), caughtUpAt: at(4_200), lagMs: 0, parked: 0,
-    lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0),
+    lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0), route: 'direct', relay: null, lan: false,
     framesIn: 3, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 2, bytesIn: 0,
     pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
   }

@@ -21,7 +21,7 @@ export const MAX_ADDRS = 8
 export const FORGET_AFTER_MS = 7 * 24 * 3_600_000
 
 export interface Member {
-  /** Dialable addresses, without /p2p/<peerId>. */
+  /** Dialable addresses, without /p2p/<peerId>: direct ones (TCP) first, then relayed ones (…/p2p/<relay>/p2p-circuit). */
   addrs: string[]
   /** The last evidence that it was up: connected to us, named by a connected peer, or a frame it signed (ms since 1970). */
   lastSeen: number
@@ -114,7 +114,10 @@ export class MemberBook {
 
   private put (id: string, addrs: readonly string[], seen: number, connected: number | null): Member | undefined {
     if (id === this.selfId) return undefined
-    const usable = [...new Set(addrs.filter(a => this.accept(a)))].slice(0, MAX_ADDRS)
+    // Direct addresses before relayed ones, so a member announcing many of both keeps some of each kind.
+    const usable = [...new Set(addrs.filter(a => this.accept(a)))]
+      .sort((a, b) => Number(a.includes('/p2p-circuit')) - Number(b.includes('/p2p-circuit')))
+      .slice(0, MAX_ADDRS)
     let m = this.members.get(id)
     if (m === undefined) {
       if (usable.length === 0) return undefined // nothing to dial it by

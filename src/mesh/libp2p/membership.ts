@@ -1,14 +1,23 @@
 /**
  * Keeps the node in the mesh beyond its bootstrap list: learns the members
- * (identify gives a connected peer's listen addresses; the member exchange
- * asks each new peer, and one random peer a minute, whom it is connected
- * to), keeps them in the member book (member-book.ts, saved in the store's
+ * (identify gives a connected peer's listen addresses, and identify push
+ * their changes; the member exchange asks each new peer, and one random
+ * peer a minute, every 10 s while a member cannot be reached, whom it is
+ * connected to), keeps them in the member book (member-book.ts, saved in the store's
  * node-local keys), and dials members until the node has `target`
  * connections, picked at random among the members it is not connected to,
  * so connections spread over the mesh instead of all meeting at the
  * bootstrap node. A dropped connection is replaced within about a second.
  * A member that cannot be reached is retried with backoff (2 s doubling to
- * 5 min) and forgotten after a week unseen. A member's last-seen time is
+ * 5 min) and forgotten after a week unseen.
+ *
+ * Members behind NAT are known by relayed addresses too (a reachable
+ * member relays for them: relay-server.ts): a member is dialed at its direct
+ * addresses first and through a relay only when none answers within
+ * DIRECT_FIRST_MS. A member connected only through a relay is tried directly
+ * now and then (30 s doubling to 5 min), and once a direct connection is up
+ * the node starts over on it alone (moveToDirect). When a relay comes back,
+ * the members behind it are tried again at once instead of at their backoff. A member's last-seen time is
  * current while it is connected and kept when its connection drops; the
  * adapter adds the frames it signed (`book.seen`).
  *
@@ -22,18 +31,22 @@
  * keeps links to the others. A far connection given up is not dialed
  * again for PARK_MS.
  */
-import { multiaddr } from '@multiformats/multiaddr'
+import { RELAY_V2_HOP_CODEC } from '@libp2p/circuit-relay-v2'
+import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { peerIdFromString } from '@libp2p/peer-id'
-import type { Libp2p, PeerId } from '@libp2p/interface'
+import type { Connection, Libp2p, PeerId } from '@libp2p/interface'
 import type { Logger } from '../../common/index.js'
 import type { MeshMemberView } from '../service.js'
 import { MemberBook, type LocalKeys, type Member } from './member-book.js'
 import { handleMemberRequests, requestMembers, type ListedMember } from './member-exchange.js'
 import { PeerDistance } from '../peer-distance.js'
+import { relayOf } from './addresses.js'
 
 const TICK_MS = 3_000
 const SOON_MS = 250
 const EXCHANGE_MS = 60_000
+/** The exchange's interval while a member this node knows cannot be reached (its new addresses, a relayed one, may be about). */
+const EXCHANGE_SOON_MS = 10_000
 const SAVE_MS = 5_000
 const FIRST_RETRY_MS = 2_000
 const MAX_RETRY_MS = 5 * 60_000
@@ -41,6 +54,12 @@ const MAX_RETRY_MS = 5 * 60_000
 const MAX_PARALLEL = 4
 /** A far member whose connection was given up for a near one is not dialed again for this long (ms). */
 const PARK_MS = 10 * 60_000
+/** Direct addresses get this long before a member's relayed ones are tried (another home's LAN addresses may never answer). */
+const DIRECT_FIRST_MS = 3_000
+/** A member connected only through a relay is dialed directly again after this (doubling to MAX_RETRY_MS). */
+const FIRST_DIRECT_RETRY_MS = 30_000
+/** A member moved to a direct connection is not moved again within this long (two nodes dialing each other at once). */
+const MOVE_QUIET_MS = 5 * 60_000
 
 interface MembershipInit {
   selfId: string
@@ -59,18 +78,22 @@ interface MembershipInit {
 }
 
 interface DialState { failures: number, nextTryAt: number, dialing: boolean }
+interface DirectState extends DialState { movedAt: number }
 
 export class Membership {
   readonly book: MemberBook
   private readonly dials = new Map<string, DialState>()
+  /** Members connected through a relay: when to try them directly, and when one was last moved to a direct connection. */
+  private readonly direct = new Map<string, DirectState>()
   private timer: NodeJS.Timeout | undefined
   private exchangeTimer: NodeJS.Timeout | undefined
   private saveTimer: NodeJS.Timeout | undefined
   private saving: Promise<void> = Promise.resolve()
   private stopped = true
   private readonly distance: PeerDistance | undefined
-  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, connection?: { remoteAddr: { toString: () => string } } }>): void => {
+  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, protocols?: string[], connection?: { remoteAddr: { toString: () => string } } }>): void => {
     const id = evt.detail.peerId.toString()
+    if (evt.detail.protocols?.includes(RELAY_V2_HOP_CODEC) === true) this.relayUp(id)
     let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
     // A peer on another host that listens on every interface announces its loopback address too: useless to anyone but itself.
     const remote = evt.detail.connection?.remoteAddr.toString()
@@ -89,6 +112,8 @@ export class Membership {
   private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
     // Up until now: "last seen" is when the connection dropped, not when it opened.
     this.book.left(evt.detail.toString(), Date.now())
+    const d = this.direct.get(evt.detail.toString())
+    if (d !== undefined && !d.dialing) { d.failures = 0; d.nextTryAt = 0 }
     this.saveSoon()
     this.tickIn(SOON_MS)
   }
@@ -109,10 +134,15 @@ export class Membership {
     this.node.addEventListener('peer:disconnect', this.onDisconnect)
     if (this.book.size > 0) this.init.log.info('known members loaded', { members: this.book.size })
     this.tickIn(0)
+    let last = Date.now()
     this.exchangeTimer = setInterval(() => {
+      const stuck = [...this.dials.values()].some(d => d.failures > 0)
+      if (Date.now() - last < (stuck ? EXCHANGE_SOON_MS : EXCHANGE_MS) - 500) return
       const peers = this.node.getPeers()
-      if (peers.length > 0) this.ask(peers[Math.floor(Math.random() * peers.length)])
-    }, EXCHANGE_MS)
+      if (peers.length === 0) return
+      last = Date.now()
+      this.ask(peers[Math.floor(Math.random() * peers.length)])
+    }, EXCHANGE_SOON_MS)
     this.exchangeTimer.unref()
   }
 
@@ -149,6 +179,18 @@ export class Membership {
         dialFailures: this.dials.get(peerId)?.failures ?? 0
       }
     })
+  }
+
+  /** The relays named in members' relayed addresses (each once): the ones a member behind NAT keeps a reservation on. */
+  relays (): Array<{ addr: string, peerId: string }> {
+    const out = new Map<string, string>()
+    for (const [, m] of this.book.entries()) {
+      for (const a of m.addrs) {
+        const r = relayOf(a)
+        if (r !== undefined && !out.has(r.peerId)) out.set(r.peerId, r.addr)
+      }
+    }
+    return [...out].map(([peerId, addr]) => ({ peerId, addr }))
   }
 
   /** The connected members were up until now (before a save: a node that dies keeps times close to its end). */
@@ -196,6 +238,7 @@ export class Membership {
     if (this.stopped) return
     try {
       const connected = new Set(this.node.getPeers().map(String))
+      this.upgrade(connected)
       const dialing = [...this.dials.values()].filter(d => d.dialing).length
       let wanted = Math.min(this.init.target - connected.size - dialing, MAX_PARALLEL - dialing)
       if (wanted <= 0 && this.distance === undefined) return
@@ -259,8 +302,24 @@ export class Membership {
       d.dialing = false
       return
     }
-    const addrs = m.addrs.map(a => multiaddr(`${a}/p2p/${id}`))
-    this.node.dial(addrs).then(() => {
+    const { direct, relayed } = split(this.init.selfId, id, m.addrs)
+    if (direct.length === 0 && relayed.length === 0) {
+      // Known only through this node's own relay: it dials in, this node never needs to dial out.
+      d.dialing = false
+      d.nextTryAt = Date.now() + FIRST_DIRECT_RETRY_MS
+      return
+    }
+    const attempt = async (): Promise<Connection> => {
+      if (direct.length > 0) {
+        try {
+          return await this.node.dial(direct, relayed.length > 0 ? { signal: AbortSignal.timeout(DIRECT_FIRST_MS) } : {})
+        } catch (err) {
+          if (relayed.length === 0) throw err
+        }
+      }
+      return await this.node.dial(relayed)
+    }
+    attempt().then(() => {
       this.dials.delete(id)
     }, (err: unknown) => {
       d.failures++
@@ -272,6 +331,79 @@ export class Membership {
     }).finally(() => {
       d.dialing = false
     })
+  }
+
+  /**
+   * Members connected only through a relay: dialed at their direct addresses
+   * now and then; one with a direct connection beside a relayed one is
+   * moved to the direct one alone.
+   */
+  private upgrade (connected: ReadonlySet<string>): void {
+    const now = Date.now()
+    for (const id of connected) {
+      let peer: PeerId
+      try {
+        peer = peerIdFromString(id)
+      } catch {
+        continue
+      }
+      const conns = this.node.getConnections(peer)
+      if (conns.every(c => c.direct)) continue
+      const d = this.direct.get(id) ?? { failures: 0, nextTryAt: 0, dialing: false, movedAt: 0 }
+      this.direct.set(id, d)
+      if (d.dialing) continue
+      if (conns.some(c => c.direct)) {
+        this.moveToDirect(id, peer, conns, d)
+        continue
+      }
+      const addrs = split(this.init.selfId, id, this.book.get(id)?.addrs ?? []).direct
+      if (addrs.length === 0 || d.nextTryAt > now) continue
+      d.dialing = true
+      this.node.dial(addrs, { signal: AbortSignal.timeout(DIRECT_FIRST_MS) }).then((conn) => {
+        d.failures = 0
+        if (conn.direct) this.moveToDirect(id, peer, this.node.getConnections(peer), d)
+      }, (err: unknown) => {
+        d.failures++
+        d.nextTryAt = Date.now() + Math.min(MAX_RETRY_MS, FIRST_DIRECT_RETRY_MS * 2 ** Math.min(d.failures - 1, 10))
+        this.init.log.debug('member still reachable through a relay only', { peer: id, err })
+      }).finally(() => { d.dialing = false })
+    }
+  }
+
+  /**
+   * A direct connection beside a relayed one: gossipsub keeps its streams on
+   * the connection it met the peer on and drops the peer when that one
+   * closes (while libp2p still counts it connected), so the node hangs up
+   * both and dials the direct address again. Done by the side that dialed
+   * the direct connection (the other may not be able to), the smaller peer
+   * id when both did, and once per MOVE_QUIET_MS for a peer.
+   */
+  private moveToDirect (id: string, peer: PeerId, conns: Connection[], d: DirectState): void {
+    const mine = conns.find(c => c.direct && c.direction === 'outbound')
+    const theirs = conns.some(c => c.direct && c.direction === 'inbound')
+    const now = Date.now()
+    if (mine === undefined || (theirs && this.init.selfId > id) || now - d.movedAt < MOVE_QUIET_MS) return
+    d.movedAt = now
+    d.dialing = true
+    const addr = mine.remoteAddr
+    this.node.hangUp(peer)
+      .then(async () => await this.node.dial(addr))
+      .then(() => { this.init.log.info('moved to a direct connection', { peer: id, addr: addr.toString() }) },
+        (err: unknown) => { this.init.log.info('could not move to a direct connection', { peer: id, err }) })
+      .finally(() => { d.dialing = false })
+  }
+
+  /** A relay is up (again): the members behind it are worth a try now, not at the end of their backoff. */
+  private relayUp (relay: string): void {
+    let any = false
+    for (const [id, m] of this.book.entries()) {
+      const d = this.dials.get(id)
+      if (d === undefined || d.dialing || !m.addrs.some(a => relayOf(a)?.peerId === relay)) continue
+      d.failures = 0
+      d.nextTryAt = 0
+      any = true
+    }
+    if (any) this.tickIn(SOON_MS)
   }
 
   private saveSoon (): void {
@@ -290,9 +422,24 @@ export class Membership {
   }
 }
 
+/** The address without the member's own trailing `/p2p/<peerId>` (a relayed address keeps its relay's). */
 function stripPeer (addr: string): string {
-  const i = addr.indexOf('/p2p/')
-  return i < 0 ? addr : addr.slice(0, i)
+  return addr.replace(/\/p2p\/[^/]+$/, '')
+}
+
+/**
+ * A member's addresses to dial, direct ones and relayed ones apart. Relayed
+ * addresses through this node itself are kept in the book (the members it
+ * tells about that member need them) but never dialed from here.
+ */
+function split (self: string, id: string, addrs: readonly string[]): { direct: Multiaddr[], relayed: Multiaddr[] } {
+  const direct: Multiaddr[] = []
+  const relayed: Multiaddr[] = []
+  for (const a of addrs) {
+    if (!a.includes('/p2p-circuit')) direct.push(multiaddr(`${a}/p2p/${id}`))
+    else if (relayOf(a)?.peerId !== self) relayed.push(multiaddr(`${a}/p2p/${id}`))
+  }
+  return { direct, relayed }
 }
 
 function isLoopbackAddr (addr: string): boolean {
