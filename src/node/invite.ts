@@ -67,7 +67,8 @@ export function decodeInvite (text: string, addrProblem?: (a: string) => string 
   if (parts.length > 3) throw new InviteError('the invite has more parts than an invite has: two invites pasted together, or text added to it')
   const [, payload, sum] = parts
   const bad = /[^A-Za-z0-9_-]/.exec(payload)
-  if (bad !== null) throw new InviteError(`the invite holds a character an invite never has ("${bad[0]}" at position ${INVITE_PREFIX.length + version.length + 3 + bad.index}): it was changed while copied`)
+  // Counted from 1, in the invite without its whitespace.
+  if (bad !== null) throw new InviteError(`the invite holds a character an invite never has ("${bad[0]}" at character ${INVITE_PREFIX.length + version.length + 3 + bad.index}): it was changed while copied`)
   if (!/^[0-9a-f]*$/.test(sum)) throw new InviteError('the invite\'s checksum (its last part) is not hex digits: it was changed while copied')
   if (sum.length < CHECK_HEX) throw new InviteError(`the invite is cut short: its checksum has ${sum.length} of its ${CHECK_HEX} digits (copy the whole line, up to its last character)`)
   if (sum.length > CHECK_HEX) throw new InviteError(`the invite's checksum has ${sum.length} digits, not ${CHECK_HEX}: text was added at its end`)
