@@ -12,9 +12,11 @@
  *   connection gater's `denyOutboundRelayedConnection`, so the member is told
  *   `PERMISSION_DENIED` and dials another way);
  * - bytes per second taken in for relaying: `bytesPerSecondPerPeer` from any
- *   one member and `bytesPerSecond` in all (token buckets; a stream over
- *   its budget is paused, which stops yamux's window updates, so the sender
- *   slows down instead of the relay buffering);
+ *   one member and `bytesPerSecond` in all (token buckets holding a
+ *   second's worth; a stream over its budget is paused, which stops yamux's
+ *   window updates, so the sender slows down instead of the relay
+ *   buffering: the rate holds over time, after what the window had already
+ *   granted, up to 16 MiB a stream on a fast link, has passed);
  * - what waits in the relay: a circuit whose far side is slower than its
  *   near side pauses the near side past HIGH_WATER bytes in flight (the
  *   stock pipe reads on regardless), so the relay holds at most that much
