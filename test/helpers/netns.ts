@@ -191,6 +191,40 @@ export class HomesNet {
   }
 }
 
+/**
+ * One namespace with one LAN address on an interface of its own (and no way out):
+ * enough for a process that needs a private, non-loopback address of its own.
+ */
+export class LanHost {
+  readonly ns = `${FAMILY}${process.pid}-lan${Math.floor(Math.random() * 1e6)}`
+  private readonly procs: Cli[] = []
+
+  build (cidr = `${LAN}.10/24`): void {
+    removeLeftovers()
+    ip('netns', 'add', this.ns)
+    ip('-n', this.ns, 'link', 'set', 'lo', 'up')
+    // A veth pair with both ends inside (the dummy driver is not in every kernel).
+    ip('-n', this.ns, 'link', 'add', 'd0', 'type', 'veth', 'peer', 'name', 'd1')
+    ip('-n', this.ns, 'addr', 'add', cidr, 'dev', 'd0')
+    ip('-n', this.ns, 'link', 'set', 'd0', 'up')
+    ip('-n', this.ns, 'link', 'set', 'd1', 'up')
+  }
+
+  run (argv: string[], env: Record<string, string> = {}): Cli {
+    const cli = runNodeScript(argv, env, { wrap: ['ip', 'netns', 'exec', this.ns] })
+    this.procs.push(cli)
+    return cli
+  }
+
+  async destroy (): Promise<void> {
+    for (const c of this.procs.splice(0)) {
+      if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL')
+      await c.exited
+    }
+    spawnSync('ip', ['netns', 'del', this.ns])
+  }
+}
+
 export interface Reply { status: number, headers: http.IncomingHttpHeaders, body: Buffer }
 
 /** An HTTP request to a node through its forwarder's socket. */

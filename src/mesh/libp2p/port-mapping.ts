@@ -34,6 +34,8 @@ export interface PortMappingInit {
   renewBeforeMs?: number
   /** Tests: the client to use instead of UPnP and NAT-PMP on the real network. */
   client?: UPnPNAT
+  /** How often the router's external address is asked again (ms; upnp-nat's default, 30 s). */
+  checkIntervalMs?: number
 }
 
 const TTL_MS = 12 * 60_000

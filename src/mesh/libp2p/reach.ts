@@ -111,7 +111,8 @@ export class Reach {
     if (this.limiter !== undefined) services.relay = this.limiter.server() as (components: never) => unknown
     if (this.mappings !== undefined) {
       // The mapping is trusted as the router gave it (no AutoNAT to confirm it: another member dialing back is what would).
-      services.upnp = uPnPNAT({ autoConfirmAddress: true, portMappingClient: this.mappings.client(), portMappingDescription: `meta-core ${this.meshId}` }) as (components: never) => unknown
+      const check = typeof this.init.upnp === 'object' ? this.init.upnp.checkIntervalMs : undefined
+      services.upnp = uPnPNAT({ autoConfirmAddress: true, portMappingClient: this.mappings.client(), portMappingDescription: `meta-core ${this.meshId}`, externalAddressCheckInterval: check }) as (components: never) => unknown
     }
     if (this.init.mdns) services.mdns = mdns({ serviceTag: mdnsServiceName(this.meshId) }) as (components: never) => unknown
     return {
