@@ -26,6 +26,15 @@ export function mdnsServiceName (meshId: string): string {
 
 interface Found { failures: number, nextTryAt: number, dialing: boolean, seenAt: number }
 
+interface LanDiscoveryOptions {
+  /** The first retry of a peer that could not be reached (ms; doubles to MAX_RETRY_MS). */
+  firstRetryMs?: number
+  /** Whether an address the peer announced is worth dialing (default: not loopback, which from here reaches this host). */
+  dialable?: (addr: string) => boolean
+}
+
+const notLoopback = (a: string): boolean => !/^\/ip4\/127\.|^\/ip6\/::1\//.test(a)
+
 export class LanDiscovery {
   private readonly found = new Map<string, Found>()
   private stopped = false
@@ -35,7 +44,8 @@ export class LanDiscovery {
     private readonly node: Libp2p,
     private readonly source: { addEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void, removeEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void },
     private readonly blocked: ReadonlySet<string>,
-    private readonly log: Logger
+    private readonly log: Logger,
+    private readonly opts: LanDiscoveryOptions = {}
   ) {}
 
   start (): void {
@@ -60,8 +70,8 @@ export class LanDiscovery {
     this.found.set(id, f)
     f.seenAt = now
     if (f.dialing || f.nextTryAt > now || this.node.getConnections(peer).some(c => c.direct)) return
-    // Loopback addresses are the peer's own: dialed from here they reach this host.
-    const lan = addrs.filter(a => !/^\/ip4\/127\.|^\/ip6\/::1\//.test(a.toString()) && !a.toString().includes('/p2p-circuit'))
+    const dialable = this.opts.dialable ?? notLoopback
+    const lan = addrs.filter(a => dialable(a.toString()) && !a.toString().includes('/p2p-circuit'))
     if (lan.length === 0) return
     f.dialing = true
     this.node.dial(lan.map(a => a.encapsulate(`/p2p/${id}`))).then(() => {
@@ -69,7 +79,7 @@ export class LanDiscovery {
       f.failures = 0
     }, (err: unknown) => {
       f.failures++
-      const delay = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(f.failures - 1, 10))
+      const delay = Math.min(MAX_RETRY_MS, (this.opts.firstRetryMs ?? FIRST_RETRY_MS) * 2 ** Math.min(f.failures - 1, 10))
       f.nextTryAt = Date.now() + delay
       ;(f.failures === 1 ? this.log.info : this.log.debug)('cannot connect to a node found on the LAN: not in this mesh (another swarm key) or unreachable', {
         peer: id, addrs: lan.map(String), attempt: f.failures, retryInMs: delay, err
