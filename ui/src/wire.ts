@@ -98,6 +98,12 @@ export interface MeshPeer {
   framesIn?: number
   framesRejected?: number
   driftRefusals?: number
+  /** How its connection runs: direct, or relayed through another member (null: not connected). Absent from an older node. */
+  route?: 'direct' | 'relayed' | null
+  /** The peer id of the member relaying its connection. */
+  relay?: string | null
+  /** Found on the node's LAN by mDNS. */
+  lan?: boolean
 }
 
 /** GET /api/mesh. A standalone node answers `enabled: false` (an older node 404, one built without it 503). */
@@ -111,6 +117,29 @@ export interface MeshStatus {
   members?: MeshMember[]
   /** The join under way or the last one since start (absent from an older node). */
   join?: MeshJoin
+  /** How members reach the node and what it relays for them (absent from an older node). */
+  reach?: MeshReach | null
+}
+
+/** `reach` in GET /api/mesh. */
+export interface MeshReach {
+  reachability: 'announced' | 'mapped' | 'public' | 'relayed-only' | 'lan-only'
+  announced: string[]
+  relayed: string[]
+  relays: string[]
+  mdns: boolean
+  upnp: { state: 'searching' | 'mapped' | 'failed', mappings: Array<{ internal: string, external: string, protocol: string }>, problem: string | null } | null
+  relayMode: 'auto' | 'on' | 'off'
+  relay: {
+    serving: boolean
+    limits: { maxCircuits: number, maxCircuitsPerPeer: number, bytesPerSecond: number, bytesPerSecondPerPeer: number }
+    reservations: number
+    circuits: number
+    bytesRelayed: number
+    bytesPerSecond: number
+    refusedCircuits: number
+    peers: Array<{ peerId: string, reserved: boolean, circuits: number, bytesIn: number, bytesOut: number }>
+  } | null
 }
 
 /** `join` in GET /api/mesh: a full resync on the bulk path (a fresh node copying a peer's records). */
