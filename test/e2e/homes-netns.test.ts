@@ -145,6 +145,8 @@ describe.skipIf(problem !== undefined)('a mesh across two homes behind NAT (netw
     }, { timeoutMs: 30_000, what: 'every node of home A connected to every node of home B through the relay' })
     await write('a1', testCid(1), 'warm-up')
     await waitFor(async () => await has('b2', testCid(1)), { timeoutMs: 10_000, what: 'the first write from home A in home B' })
+    expect((await mesh('relay')).reach.reachability).toBe('announced')
+    expect((await mesh('a1')).reach).toMatchObject({ reachability: 'relayed-only', relayed: expect.arrayContaining([`/ip4/${WAN}.1/tcp/4001/p2p/${peerIds.get('relay')}/p2p-circuit/p2p/${peerIds.get('a1')}`]) })
     const relay = (await mesh('relay')).reach.relay
     expect(relay).toMatchObject({ serving: true })
     expect(relay.reservations).toBeGreaterThanOrEqual(4)
