@@ -16,7 +16,7 @@
  * addresses first and through a relay only when none answers within
  * DIRECT_FIRST_MS. A member connected only through a relay is tried directly
  * now and then (30 s doubling to 5 min), and once a direct connection is up
- * the node starts over on it alone (moveToDirect). When a relay comes back,
+ * the node starts over on it alone (direct-upgrade.ts). When a relay comes back,
  * the members behind it are tried again at once instead of at their backoff. A member's last-seen time is
  * current while it is connected and kept when its connection drops; the
  * adapter adds the frames it signed (`book.seen`).
@@ -32,7 +32,6 @@
  * again for PARK_MS.
  */
 import { RELAY_V2_HOP_CODEC } from '@libp2p/circuit-relay-v2'
-import { multiaddr, type Multiaddr } from '@multiformats/multiaddr'
 import { peerIdFromString } from '@libp2p/peer-id'
 import type { Connection, Libp2p, PeerId } from '@libp2p/interface'
 import type { Logger } from '../../common/index.js'
@@ -41,6 +40,7 @@ import { MemberBook, type LocalKeys, type Member } from './member-book.js'
 import { handleMemberRequests, requestMembers, type ListedMember } from './member-exchange.js'
 import { PeerDistance } from '../peer-distance.js'
 import { relayOf } from './addresses.js'
+import { DIRECT_FIRST_MS, DirectUpgrades, split } from './direct-upgrade.js'
 
 const TICK_MS = 3_000
 const SOON_MS = 250
@@ -50,16 +50,12 @@ const EXCHANGE_SOON_MS = 10_000
 const SAVE_MS = 5_000
 const FIRST_RETRY_MS = 2_000
 const MAX_RETRY_MS = 5 * 60_000
+/** A member known only by relayed addresses through this node itself is looked at again after this (it dials in). */
+const OWN_RELAY_ONLY_MS = 30_000
 /** Dials under way at once: enough to refill a node's connections in one tick, few enough not to storm a mesh that restarts together. */
 const MAX_PARALLEL = 4
 /** A far member whose connection was given up for a near one is not dialed again for this long (ms). */
 const PARK_MS = 10 * 60_000
-/** Direct addresses get this long before a member's relayed ones are tried (another home's LAN addresses may never answer). */
-const DIRECT_FIRST_MS = 3_000
-/** A member connected only through a relay is dialed directly again after this (doubling to MAX_RETRY_MS). */
-const FIRST_DIRECT_RETRY_MS = 30_000
-/** A member moved to a direct connection is not moved again within this long (two nodes dialing each other at once). */
-const MOVE_QUIET_MS = 5 * 60_000
 
 interface MembershipInit {
   selfId: string
@@ -78,13 +74,12 @@ interface MembershipInit {
 }
 
 interface DialState { failures: number, nextTryAt: number, dialing: boolean }
-interface DirectState extends DialState { movedAt: number }
 
 export class Membership {
   readonly book: MemberBook
   private readonly dials = new Map<string, DialState>()
-  /** Members connected through a relay: when to try them directly, and when one was last moved to a direct connection. */
-  private readonly direct = new Map<string, DirectState>()
+  /** Members connected through a relay only: tried directly now and then (direct-upgrade.ts). */
+  private readonly upgrades: DirectUpgrades
   private timer: NodeJS.Timeout | undefined
   private exchangeTimer: NodeJS.Timeout | undefined
   private saveTimer: NodeJS.Timeout | undefined
@@ -112,14 +107,14 @@ export class Membership {
   private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
     // Up until now: "last seen" is when the connection dropped, not when it opened.
     this.book.left(evt.detail.toString(), Date.now())
-    const d = this.direct.get(evt.detail.toString())
-    if (d !== undefined && !d.dialing) { d.failures = 0; d.nextTryAt = 0 }
+    this.upgrades.left(evt.detail.toString())
     this.saveSoon()
     this.tickIn(SOON_MS)
   }
 
   constructor (private readonly node: Libp2p, private readonly init: MembershipInit) {
     this.book = new MemberBook(init.selfId, init.accept)
+    this.upgrades = new DirectUpgrades(node, init.selfId, (id) => this.book.get(id)?.addrs ?? [], init.log)
     const cross = init.crossRegionPeers ?? 0
     this.distance = cross > 0 && init.ping !== undefined ? new PeerDistance(cross) : undefined
   }
@@ -238,7 +233,7 @@ export class Membership {
     if (this.stopped) return
     try {
       const connected = new Set(this.node.getPeers().map(String))
-      this.upgrade(connected)
+      this.upgrades.tick(connected)
       const dialing = [...this.dials.values()].filter(d => d.dialing).length
       let wanted = Math.min(this.init.target - connected.size - dialing, MAX_PARALLEL - dialing)
       if (wanted <= 0 && this.distance === undefined) return
@@ -306,7 +301,7 @@ export class Membership {
     if (direct.length === 0 && relayed.length === 0) {
       // Known only through this node's own relay: it dials in, this node never needs to dial out.
       d.dialing = false
-      d.nextTryAt = Date.now() + FIRST_DIRECT_RETRY_MS
+      d.nextTryAt = Date.now() + OWN_RELAY_ONLY_MS
       return
     }
     const attempt = async (): Promise<Connection> => {
@@ -331,66 +326,6 @@ export class Membership {
     }).finally(() => {
       d.dialing = false
     })
-  }
-
-  /**
-   * Members connected only through a relay: dialed at their direct addresses
-   * now and then; one with a direct connection beside a relayed one is
-   * moved to the direct one alone.
-   */
-  private upgrade (connected: ReadonlySet<string>): void {
-    const now = Date.now()
-    for (const id of connected) {
-      let peer: PeerId
-      try {
-        peer = peerIdFromString(id)
-      } catch {
-        continue
-      }
-      const conns = this.node.getConnections(peer)
-      if (conns.every(c => c.direct)) continue
-      const d = this.direct.get(id) ?? { failures: 0, nextTryAt: 0, dialing: false, movedAt: 0 }
-      this.direct.set(id, d)
-      if (d.dialing) continue
-      if (conns.some(c => c.direct)) {
-        this.moveToDirect(id, peer, conns, d)
-        continue
-      }
-      const addrs = split(this.init.selfId, id, this.book.get(id)?.addrs ?? []).direct
-      if (addrs.length === 0 || d.nextTryAt > now) continue
-      d.dialing = true
-      this.node.dial(addrs, { signal: AbortSignal.timeout(DIRECT_FIRST_MS) }).then((conn) => {
-        d.failures = 0
-        if (conn.direct) this.moveToDirect(id, peer, this.node.getConnections(peer), d)
-      }, (err: unknown) => {
-        d.failures++
-        d.nextTryAt = Date.now() + Math.min(MAX_RETRY_MS, FIRST_DIRECT_RETRY_MS * 2 ** Math.min(d.failures - 1, 10))
-        this.init.log.debug('member still reachable through a relay only', { peer: id, err })
-      }).finally(() => { d.dialing = false })
-    }
-  }
-
-  /**
-   * A direct connection beside a relayed one: gossipsub keeps its streams on
-   * the connection it met the peer on and drops the peer when that one
-   * closes (while libp2p still counts it connected), so the node hangs up
-   * both and dials the direct address again. Done by the side that dialed
-   * the direct connection (the other may not be able to), the smaller peer
-   * id when both did, and once per MOVE_QUIET_MS for a peer.
-   */
-  private moveToDirect (id: string, peer: PeerId, conns: Connection[], d: DirectState): void {
-    const mine = conns.find(c => c.direct && c.direction === 'outbound')
-    const theirs = conns.some(c => c.direct && c.direction === 'inbound')
-    const now = Date.now()
-    if (mine === undefined || (theirs && this.init.selfId > id) || now - d.movedAt < MOVE_QUIET_MS) return
-    d.movedAt = now
-    d.dialing = true
-    const addr = mine.remoteAddr
-    this.node.hangUp(peer)
-      .then(async () => await this.node.dial(addr))
-      .then(() => { this.init.log.info('moved to a direct connection', { peer: id, addr: addr.toString() }) },
-        (err: unknown) => { this.init.log.info('could not move to a direct connection', { peer: id, err }) })
-      .finally(() => { d.dialing = false })
   }
 
   /** A relay is up (again): the members behind it are worth a try now, not at the end of their backoff. */
@@ -425,21 +360,6 @@ export class Membership {
 /** The address without the member's own trailing `/p2p/<peerId>` (a relayed address keeps its relay's). */
 function stripPeer (addr: string): string {
   return addr.replace(/\/p2p\/[^/]+$/, '')
-}
-
-/**
- * A member's addresses to dial, direct ones and relayed ones apart. Relayed
- * addresses through this node itself are kept in the book (the members it
- * tells about that member need them) but never dialed from here.
- */
-function split (self: string, id: string, addrs: readonly string[]): { direct: Multiaddr[], relayed: Multiaddr[] } {
-  const direct: Multiaddr[] = []
-  const relayed: Multiaddr[] = []
-  for (const a of addrs) {
-    if (!a.includes('/p2p-circuit')) direct.push(multiaddr(`${a}/p2p/${id}`))
-    else if (relayOf(a)?.peerId !== self) relayed.push(multiaddr(`${a}/p2p/${id}`))
-  }
-  return { direct, relayed }
 }
 
 function isLoopbackAddr (addr: string): boolean {
