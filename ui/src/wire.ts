@@ -128,18 +128,49 @@ export interface MeshReach {
   relayed: string[]
   relays: string[]
   mdns: boolean
-  upnp: { state: 'searching' | 'mapped' | 'failed', mappings: Array<{ internal: string, external: string, protocol: string }>, problem: string | null } | null
+  upnp: MeshPortMapping | null
   relayMode: 'auto' | 'on' | 'off'
-  relay: {
-    serving: boolean
-    limits: { maxCircuits: number, maxCircuitsPerPeer: number, bytesPerSecond: number, bytesPerSecondPerPeer: number }
-    reservations: number
-    circuits: number
-    bytesRelayed: number
-    bytesPerSecond: number
-    refusedCircuits: number
-    peers: Array<{ peerId: string, reserved: boolean, circuits: number, bytesIn: number, bytesOut: number }>
-  } | null
+  relay: MeshRelay | null
+}
+
+/** The router's port mapping (META_CORE_UPNP). */
+export interface MeshPortMapping {
+  state: 'searching' | 'mapped' | 'failed'
+  mappings: MeshMapping[]
+  problem: string | null
+}
+
+export interface MeshMapping {
+  internal: string
+  external: string
+  protocol: string
+}
+
+/** What the node relays for members. */
+export interface MeshRelay {
+  serving: boolean
+  limits: MeshRelayLimits
+  reservations: number
+  circuits: number
+  bytesRelayed: number
+  bytesPerSecond: number
+  refusedCircuits: number
+  peers: MeshRelayPeer[]
+}
+
+export interface MeshRelayLimits {
+  maxCircuits: number
+  maxCircuitsPerPeer: number
+  bytesPerSecond: number
+  bytesPerSecondPerPeer: number
+}
+
+export interface MeshRelayPeer {
+  peerId: string
+  reserved: boolean
+  circuits: number
+  bytesIn: number
+  bytesOut: number
 }
 
 /** `join` in GET /api/mesh: a full resync on the bulk path (a fresh node copying a peer's records). */

@@ -287,7 +287,9 @@ export class Libp2pMesh implements MeshService {
       log: this.log.child('members'),
       crossRegionPeers: this.init.crossRegionPeers,
       ping: async (peer) => await (node.services as unknown as { ping: Ping }).ping.ping(peer, { signal: AbortSignal.timeout(PING_TIMEOUT_MS) }),
-      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`))
+      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`)),
+      // Members behind NAT get their relayed addresses after others met them: asked for sooner while one is out of reach.
+      quickExchange: reach !== undefined
     })
     await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {

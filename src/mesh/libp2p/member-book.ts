@@ -76,9 +76,11 @@ export class MemberBook {
     if (m !== undefined) m.lastConnected = now
   }
 
-  /** A member a connected peer says it is connected to. */
-  heard (id: string, addrs: readonly string[], now: number): void {
-    this.put(id, addrs, now, null)
+  /** A member a connected peer says it is connected to; true when it is new, or its addresses are. */
+  heard (id: string, addrs: readonly string[], now: number): boolean {
+    const before = this.members.get(id)?.addrs
+    const m = this.put(id, addrs, now, null)
+    return m !== undefined && m.addrs !== before
   }
 
   /** Our connection to a member dropped: it was up until now. Saved with the next save (the time is worth keeping across a crash). */

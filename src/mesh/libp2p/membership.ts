@@ -2,8 +2,8 @@
  * Keeps the node in the mesh beyond its bootstrap list: learns the members
  * (identify gives a connected peer's listen addresses, and identify push
  * their changes; the member exchange asks each new peer, and one random
- * peer a minute, every 10 s while a member cannot be reached, whom it is
- * connected to), keeps them in the member book (member-book.ts, saved in the store's
+ * peer a minute (with `quickExchange`, every 10 s while a member cannot be
+ * reached), whom it is connected to), keeps them in the member book (member-book.ts, saved in the store's
  * node-local keys), and dials members until the node has `target`
  * connections, picked at random among the members it is not connected to,
  * so connections spread over the mesh instead of all meeting at the
@@ -71,6 +71,8 @@ interface MembershipInit {
   ping?: (peer: PeerId) => Promise<number>
   /** Peers whose connection is never given up (the bootstrap list, which peer-dialer.ts keeps connected). */
   keep?: (peer: string) => boolean
+  /** Ask the exchange every EXCHANGE_SOON_MS while a member cannot be reached (members behind NAT, whose relayed addresses come later). */
+  quickExchange?: boolean
 }
 
 interface DialState { failures: number, nextTryAt: number, dialing: boolean }
@@ -131,7 +133,7 @@ export class Membership {
     this.tickIn(0)
     let last = Date.now()
     this.exchangeTimer = setInterval(() => {
-      const stuck = [...this.dials.values()].some(d => d.failures > 0)
+      const stuck = this.init.quickExchange === true && [...this.dials.values()].some(d => d.failures > 0)
       if (Date.now() - last < (stuck ? EXCHANGE_SOON_MS : EXCHANGE_MS) - 500) return
       const peers = this.node.getPeers()
       if (peers.length === 0) return
@@ -209,12 +211,14 @@ export class Membership {
       if (this.stopped) return
       const now = Date.now()
       const before = this.book.size
-      for (const m of list) this.book.heard(m.id, m.addrs.map(stripPeer), now)
-      if (this.book.size > before) {
-        this.init.log.debug('learned members', { from: peer.toString(), members: this.book.size - before })
+      let learned = false
+      for (const m of list) learned = this.book.heard(m.id, m.addrs.map(stripPeer), now) || learned
+      if (this.book.size > before) this.init.log.debug('learned members', { from: peer.toString(), members: this.book.size - before })
+      // Nothing new to dial: the regular tick is enough (an early one would only stir region-aware dialing).
+      if (learned) {
         this.saveSoon()
+        this.tickIn(0)
       }
-      this.tickIn(0)
     }, (err: unknown) => {
       // A peer of an older version has no exchange; what it announces in identify is still learned.
       this.init.log.debug('member exchange failed', { peer: peer.toString(), err })
