@@ -17,8 +17,9 @@
  * both variants share (schema counters) are left out, and so is the change
  * log the deletes append to (trimmed to its retention like any write's).
  *
- * `npx tsx bench/folding.ts [records]` (default 169000; FOLD_RECORDS too).
- * Prints one JSON object; writes no document.
+ * `npm run bench:folding [-- records]` (default 169000; FOLD_RECORDS too).
+ * Prints one JSON object and rewrites its section of docs/benchmarks.md
+ * (BENCH_NO_DOC=1: the JSON only).
  */
 import fs from 'node:fs'
 import os from 'node:os'
@@ -26,7 +27,7 @@ import path from 'node:path'
 import { prefixEnd } from '../src/kv/index.js'
 import { rootPosition } from '../src/records/fingerprints.js'
 import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../src/records/index.js'
-import { machineLine } from './lib/report.js'
+import { machineLine, report } from './lib/report.js'
 import { syntheticRecord } from './lib/synthetic.js'
 
 const N = Number(process.argv[2] ?? process.env.FOLD_RECORDS ?? 169_000)
@@ -95,6 +96,31 @@ async function deleteAll (s: NodeStore, folded: boolean): Promise<void> {
   }
 }
 
+interface Cost { rows: number, bytes: number }
+interface FoldingResult { machine: string, records: number, deleted: number, fieldsPerRecord: number, live: Cost, deletedFolded: Cost, deletedUnfolded: Cost }
+
+const n = (x: number): string => x.toLocaleString('en-US', { maximumFractionDigits: 2 })
+
+function markdown (r: FoldingResult): string {
+  const share = (a: number, b: number): string => `${(100 * a / b).toPrecision(2)} %`
+  return `## Folding: what a deleted record costs (\`npm run bench:folding\`)
+
+${r.machine}. A store of ${n(r.records)} synthetic records (${n(r.fieldsPerRecord)} fields each on average),
+applied as a peer's entries; a tenth of them (${n(r.deleted)}) deleted as a peer's deletes arrive. Rows and bytes (UTF-8 keys
+and values) that describe one record: its \`file:\` rows, \`ver:\` row, fingerprint row, \`idx:roots/\` row and \`cid:\` rows.
+The change log is left out (it is trimmed to its retention like any write's). Row and byte counts do not depend on the
+machine's speed.
+
+| one record | rows | bytes |
+|---|---|---|
+| live | ${n(r.live.rows)} | ${n(r.live.bytes)} |
+| deleted, folded (a root tombstone; the key versions it shadows dropped) | ${n(r.deletedFolded.rows)} | ${n(r.deletedFolded.bytes)} |
+| deleted with a tombstone kept per key (what folding saves) | ${n(r.deletedUnfolded.rows)} | ${n(r.deletedUnfolded.bytes)} |
+
+A deleted record costs ${share(r.deletedFolded.bytes, r.live.bytes)} of the bytes it held live, and ${share(r.deletedFolded.bytes, r.deletedUnfolded.bytes)} of what a tombstone per key
+would: ${n(r.deleted)} deleted records are ${n(r.deleted * r.deletedFolded.bytes / 1e6)} MB where they were ${n(r.deleted * r.live.bytes / 1e6)} MB live.`
+}
+
 try {
   const built = open('built')
   for (let from = 0; from < N; from += ROOTS_PER_TX) {
@@ -120,7 +146,7 @@ try {
     s.close()
   }
   result.seconds = round((performance.now() - t0) / 1000)
-  process.stdout.write(JSON.stringify(result, null, 2) + '\n')
+  report('folding', result, markdown(result as unknown as FoldingResult))
 } finally {
   fs.rmSync(dir, { recursive: true, force: true })
 }

@@ -48,6 +48,12 @@ export interface MeshPeerView extends PeerCounters {
   lastHeardAt: string | null
   /** When this node was last connected to it (ISO 8601): now while connected, else when the connection dropped; null: never. */
   lastConnectedAt: string | null
+  /** How its connection runs: `direct`, `relayed` (through another member), or null when not connected. */
+  route: 'direct' | 'relayed' | null
+  /** The relay's peer id, for a relayed connection. */
+  relay: string | null
+  /** Found on this node's LAN by mDNS. */
+  lan: boolean
 }
 
 /** A member of the mesh this node knows the addresses of (kept across restarts, node-local). */
@@ -84,12 +90,77 @@ export interface MeshView {
   join: MeshJoinView
   /** The node's copy of the range (a join) since start: what it is doing, why it started, why it stopped. */
   copy?: MeshCopyView
+  /** How members reach this node (announced, mapped, relayed addresses), and what it relays for them; null standalone. */
+  reach: MeshReachView | null
 }
 
 /** The range copy as `GET /api/mesh` shows it (range-copy.ts `CopyStatus`, times in ISO 8601). */
 export interface MeshCopyView extends Omit<CopyStatus, 'startedAt' | 'endedAt'> {
   startedAt: string | null
   endedAt: string | null
+}
+
+/**
+ * How members reach this node, and what it relays for others
+ * (mesh/libp2p/reach.ts): `GET /api/mesh` `reach`.
+ */
+export interface MeshReachView {
+  /**
+   * `announced`: at addresses its operator gave (META_CORE_ANNOUNCE);
+   * `mapped`: at a port its router maps for it (UPnP); `public`: at a public
+   * address of its own; `relayed-only`: only through relays it holds
+   * reservations on; `lan-only`: none of these (members outside its LAN, and
+   * not behind the same VPN, cannot reach it).
+   */
+  reachability: 'announced' | 'mapped' | 'public' | 'relayed-only' | 'lan-only'
+  announced: string[]
+  /** Its relayed addresses (…/p2p/<relay>/p2p-circuit/p2p/<self>). */
+  relayed: string[]
+  /** The relays it holds reservations on. */
+  relays: string[]
+  mdns: boolean
+  /** The router's port mapping (META_CORE_UPNP), or null when not asked for. */
+  upnp: MeshPortMappingView | null
+  relayMode: 'auto' | 'on' | 'off'
+  /** What it relays for members, when it runs the relay (null: it does not). */
+  relay: MeshRelayView | null
+}
+
+/** The router's port mapping (mesh/libp2p/port-mapping.ts). */
+export interface MeshPortMappingView {
+  /** `searching`: no router found yet; `mapped`: a mapping is held; `failed`: see `problem`. */
+  state: 'searching' | 'mapped' | 'failed'
+  mappings: Array<{ internal: string, external: string, protocol: string, renewedAt: string, expiresAt: string }>
+  /** What went wrong and what to do about it (null: nothing). */
+  problem: string | null
+}
+
+/** What a relay relays for members (mesh/libp2p/relay-server.ts). */
+export interface MeshRelayView {
+  /** Reservations are taken now. */
+  serving: boolean
+  limits: {
+    /** Relayed connections at once, in all (also the reservations held at once). */
+    maxCircuits: number
+    /** Relayed connections at once that one member is an end of. */
+    maxCircuitsPerPeer: number
+    /** Bytes per second the relay takes in for relaying, in all. */
+    bytesPerSecond: number
+    /** Bytes per second the relay takes in from one member for relaying. */
+    bytesPerSecondPerPeer: number
+  }
+  reservations: number
+  circuits: number
+  /** Bytes relayed since start (each byte once), and per second over the last few seconds. */
+  bytesRelayed: number
+  bytesPerSecond: number
+  /** Reservations and circuits refused (not serving, or a limit reached), since start. */
+  refusedReservations: number
+  refusedCircuits: number
+  /** Times a member's stream was paused for its byte rate or the relay's, since start. */
+  throttled: number
+  /** Per member: whether it holds a reservation, its relayed connections now, the bytes taken in from it and sent to it, its rate. */
+  peers: Array<{ peerId: string, reserved: boolean, circuits: number, bytesIn: number, bytesOut: number, bytesInPerSecond: number }>
 }
 
 /** A join as `GET /api/mesh` shows it (times in ISO 8601). */
@@ -160,7 +231,8 @@ export class StandaloneMesh implements MeshService {
       targetPeers: 0,
       members: [],
       join: joinView(this.replica.bulkProgress()),
-      copy: copyView(undefined)
+      copy: copyView(undefined),
+      reach: null
     }
   }
 

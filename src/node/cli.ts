@@ -5,19 +5,23 @@
  *   meta-core keygen <path>       write a new swarm key
  *   meta-core id                  this node's peer id and p2p addresses
  *   meta-core status              ask a running node for its health, records and mesh
+ *   meta-core invite              print an invite to this node's mesh (a secret: it holds the key)
+ *   meta-core join <invite>       join a mesh from an invite and run the node (start --invite)
  *   meta-core help [command]      (or --help after any command)
  *
  * Exit codes: 0 done, 1 failed (a failed start, an unreachable node), 2 bad
  * usage or configuration (every problem listed at once).
  */
-import { ConfigError, OPTIONS, parseConfig, RETIRED_OPTIONS, usage } from './config.js'
+import { ConfigError, OPTIONS, parseConfig, RETIRED_OPTIONS, usage, type NodeConfig } from './config.js'
+import { inviteUsage, printInvite } from './invite-command.js'
+import { applyInvite, InviteApplyError } from './mesh-folder.js'
 import { idUsage, keygen, keygenUsage, printId } from './keys-commands.js'
 import { parseOptions, unknownVariables } from './options.js'
 import { PortUnavailableError } from './port-check.js'
 import type { Output } from './run-node.js'
 import { defaultNodeUrl, fetchStatus, formatStatus, meshProblem, STATUS_OPTIONS, StatusError, statusUsage } from './status-command.js'
 
-const COMMANDS = ['start', 'keygen', 'id', 'status', 'help'] as const
+const COMMANDS = ['start', 'keygen', 'id', 'status', 'invite', 'join', 'help'] as const
 type Command = typeof COMMANDS[number]
 
 function cliUsage (): string {
@@ -29,6 +33,8 @@ function cliUsage (): string {
     '  keygen    write a new swarm key for a private mesh',
     '  id        print this node\'s peer id and p2p addresses from its identity key',
     '  status    ask a running node for its health, record count and mesh peers (--json for scripts)',
+    '  invite    print an invite to this node\'s mesh: one line holding its key and addresses (a secret)',
+    '  join      join a mesh from an invite and run the node: meta-core join <invite> [start options]',
     '  help      this text, or a command\'s: meta-core help status',
     '',
     'meta-core <command> --help lists the command\'s options.'
@@ -41,6 +47,8 @@ function helpOf (cmd: Command): string {
     case 'keygen': return keygenUsage()
     case 'id': return idUsage()
     case 'status': return statusUsage()
+    case 'invite': return inviteUsage()
+    case 'join': return joinUsage()
     case 'help': return cliUsage()
   }
 }
@@ -55,7 +63,7 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
     return 2
   }
   // The commands that read the environment name a variable none of their tables know (a typo is otherwise silently ignored).
-  if (cmd === 'start' || cmd === 'id' || cmd === 'status') warnUnknownVariables(env, io)
+  if (cmd === 'start' || cmd === 'join' || cmd === 'invite' || cmd === 'id' || cmd === 'status') warnUnknownVariables(env, io)
   try {
     switch (cmd as Command) {
       case 'help': {
@@ -73,19 +81,23 @@ export async function runCli (argv: readonly string[], env: Readonly<Record<stri
         return await printId(args, env, io)
       case 'status':
         return await status(args, env, io)
+      case 'invite':
+        return await printInvite(args, env, io)
+      case 'join': {
+        if (args[0] === '--help' || args[0] === '-h') { io.out(joinUsage() + '\n'); return 0 }
+        const given = args[0] !== undefined && !args[0].startsWith('-')
+        if (!given && env.META_CORE_INVITE === undefined && !args.some(a => a === '--invite' || a.startsWith('--invite='))) {
+          io.err(`meta-core join: give the invite (meta-core invite prints one on a node of the mesh)\n\n${joinUsage()}\n`)
+          return 2
+        }
+        return await start(given ? ['--invite', args[0], ...args.slice(1)] : args, env, io)
+      }
       case 'start': {
         if (args.length === 1 && (args[0] === '--help' || args[0] === '-h') && first !== 'start') {
           io.out(cliUsage() + '\n\n' + usage() + '\n')
           return 0
         }
-        const parsed = await parseConfig(args, env)
-        if (parsed.kind === 'help') {
-          io.out(parsed.text + '\n')
-          return 0
-        }
-        // Loaded only to start a node: the other commands need none of the store, search or libp2p.
-        const { runNode } = await import('./run-node.js')
-        return await runNode(parsed.config, io)
+        return await start(args, env, io)
       }
     }
   } catch (err) {
@@ -110,6 +122,44 @@ function warnUnknownVariables (env: Readonly<Record<string, string | undefined>>
   for (const u of unknownVariables(env, [...OPTIONS, ...STATUS_OPTIONS]).filter(u => !retired.includes(u.name))) {
     io.err(`meta-core: warning: ${u.name} is not a meta-core variable and is ignored (did you mean ${u.nearest}?)\n`)
   }
+}
+
+function joinUsage (): string {
+  return [
+    'Usage: meta-core join <invite> [start options]',
+    '',
+    'Joins the mesh an invite is for (meta-core invite prints one on a node of it) and runs the node:',
+    'the invite\'s swarm key and addresses are written beside the store (<db name>.swarm.key and',
+    '<db name>.bootstrap), so later starts need no option to stay in the mesh. The same as',
+    'meta-core start --invite <invite>. A node already in another mesh is refused.',
+    '',
+    'Options: those of meta-core start --help.'
+  ].join('\n')
+}
+
+/** `start`: parses the options, applies an invite given, and runs the node. */
+async function start (args: readonly string[], env: Readonly<Record<string, string | undefined>>, io: Output): Promise<number> {
+  const parsed = await parseConfig(args, env)
+  if (parsed.kind === 'help') {
+    io.out(parsed.text + '\n')
+    return 0
+  }
+  let config: NodeConfig = parsed.config
+  const invite = config.invite
+  if (invite !== undefined) {
+    try {
+      const applied = applyInvite(invite, config.dbPath, config.swarmKeyPath, config.bootstrap)
+      config = { ...config, swarmKeyPath: applied.swarmKeyPath, bootstrap: applied.bootstrap }
+      io.out(`joining the mesh of the invite${invite.name === undefined ? '' : ` from ${invite.name}`}: swarm key ${applied.wroteKey ? 'written to' : 'already in'} ${applied.swarmKeyPath}, ${applied.added} address${applied.added === 1 ? '' : 'es'} added to ${applied.bootstrapFile}\n`)
+    } catch (err) {
+      if (!(err instanceof InviteApplyError)) throw err
+      io.err(`meta-core: ${err.message}\n`)
+      return 1
+    }
+  }
+  // Loaded only to start a node: the other commands need none of the store, search or libp2p.
+  const { runNode } = await import('./run-node.js')
+  return await runNode(config, io)
 }
 
 async function status (args: readonly string[], env: Readonly<Record<string, string | undefined>>, io: Output): Promise<number> {

@@ -10,7 +10,10 @@ import path from 'node:path'
 import { FULL_HASH_ALGORITHMS, type FullHashAlgorithm } from '../cid/index.js'
 import { MetaCoreError, type LogLevel } from '../common/index.js'
 import { gossipDegreeProblem } from '../mesh/gossip-degree.js'
-import { isLoopback, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
+import { decodeInvite, type Invite } from './invite.js'
+import { meshFiles, readBootstrapFile } from './mesh-folder.js'
+import { isLoopback, loadAddressChecks, optionLines, optionName, parseChecked, type OptionSpec } from './options.js'
+import { parseSwarmKey } from '../mesh/libp2p/swarm-key.js'
 
 export { isLoopback } from './options.js'
 
@@ -66,6 +69,23 @@ export interface NodeConfig {
   nodeName: string
   /** Options of older versions this configuration still sets, which no longer do anything: said as warnings at start. */
   retired?: string[]
+  /** Find members on the LAN by mDNS (default: on with a swarm key, unless the node listens on loopback addresses only). */
+  mdns: boolean
+  /** Relay for members behind NAT: `auto` (when others can dial this node), `on`, `off`. */
+  relay: 'auto' | 'on' | 'off'
+  /** Relays to keep reservations on (multiaddrs ending in /p2p/<peerId>); empty: any member that relays. */
+  relayVia: string[]
+  /** Addresses others can dial this node at that it cannot see itself (a forwarded port, a DNS name). */
+  announce: string[]
+  /** Ask the home router for a port mapping (UPnP, NAT-PMP). */
+  upnp: boolean
+  /** What a relay relays at once and per second, in all and per member. */
+  relayMaxCircuits: number
+  relayPeerCircuits: number
+  relayBytesPerSecond: number
+  relayPeerBytesPerSecond: number
+  /** An invite to join a mesh (meta-core invite): its key and addresses are written to the node's folder at start. */
+  invite: Invite | undefined
 }
 
 /** The configuration cannot be used; the message says what to change. */
@@ -114,7 +134,17 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'shutdownTimeoutMs', env: 'META_CORE_SHUTDOWN_TIMEOUT_MS', flag: 'shutdown-timeout-ms', kind: { type: 'int', min: 1000, max: 600_000 }, def: '5000', help: 'on SIGTERM/SIGINT everything stops within this long (HTTP requests get half of it), else exit 1, in ms' },
   { key: 'healthNoPeerMs', env: 'META_CORE_HEALTH_NO_PEER_MS', flag: 'health-no-peer-ms', kind: { type: 'int', min: 0, max: 86_400_000 }, def: '60000', help: 'GET /health says degraded once a node with a swarm key has reached no peer for this long, in ms' },
   { key: 'nodeName', env: 'META_CORE_NODE_NAME', flag: 'node-name', kind: { type: 'label', max: 64 }, def: undefined, help: 'this node\'s name, shown beside its peer id in status, /api/mesh, its peers and the page (default: the host name)' },
-  { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' }
+  { key: 'metricsPublic', env: 'META_CORE_METRICS_PUBLIC', flag: 'metrics-public', kind: { type: 'bool' }, def: 'false', help: 'GET /metrics answers without the API token (for a scraper inside a private network)' },
+  { key: 'invite', env: 'META_CORE_INVITE', flag: 'invite', kind: { type: 'invite' }, def: undefined, help: 'an invite from a node of a mesh (meta-core invite): its swarm key and addresses are written beside the store and the node joins that mesh (a secret: it holds the mesh\'s key)' },
+  { key: 'mdns', env: 'META_CORE_MDNS', flag: 'mdns', kind: { type: 'bool' }, def: undefined, help: 'find members on the LAN by mDNS, with no address given (default: on with a swarm key, unless the node listens on loopback addresses only)' },
+  { key: 'announce', env: 'META_CORE_ANNOUNCE', flag: 'announce', kind: { type: 'multiaddrs', dial: false }, def: '', help: 'comma-separated addresses others can dial this node at that it cannot see itself (a forwarded port: /ip4/203.0.113.5/tcp/4001, /dns4/home.example.org/tcp/4001), told to members and put in invites' },
+  { key: 'upnp', env: 'META_CORE_UPNP', flag: 'upnp', kind: { type: 'bool' }, def: 'false', help: 'ask the home router to forward the p2p port (UPnP, NAT-PMP) and announce the mapping; a router that cannot is said in the log and status' },
+  { key: 'relay', env: 'META_CORE_RELAY', flag: 'relay', kind: { type: 'enum', values: ['auto', 'on', 'off'] }, def: 'auto', help: 'relay for members behind NAT: auto (when others can dial this node: META_CORE_ANNOUNCE, a UPnP mapping, a public address), on, off' },
+  { key: 'relayVia', env: 'META_CORE_RELAY_VIA', flag: 'relay-via', kind: { type: 'multiaddrs', dial: true }, def: '', help: 'comma-separated relays to be reachable through (…/tcp/4001/p2p/<peerId>); empty: any member that relays, when this node has no address others can dial' },
+  { key: 'relayMaxCircuits', env: 'META_CORE_RELAY_MAX_CIRCUITS', flag: 'relay-max-circuits', kind: { type: 'int', min: 1, max: 10_000 }, def: '128', help: 'a relay: connections it relays at once, in all (and members it keeps reservations for)' },
+  { key: 'relayPeerCircuits', env: 'META_CORE_RELAY_PEER_CIRCUITS', flag: 'relay-peer-circuits', kind: { type: 'int', min: 1, max: 10_000 }, def: '16', help: 'a relay: connections it relays at once for one member' },
+  { key: 'relayBytesPerSecond', env: 'META_CORE_RELAY_BYTES_PER_SECOND', flag: 'relay-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '134217728', help: 'a relay: bytes per second it relays, in all' },
+  { key: 'relayPeerBytesPerSecond', env: 'META_CORE_RELAY_PEER_BYTES_PER_SECOND', flag: 'relay-peer-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '67108864', help: 'a relay: bytes per second it takes in from one member for relaying' }
 ]
 
 /**
@@ -145,6 +175,8 @@ function withoutRetired (argv: readonly string[], env: Readonly<Record<string, s
   const retired = [...set].map(o => `${o.env} (--${o.flag}) is set but no longer does anything: ${o.why}; remove it from the configuration`)
   return { argv: out, retired }
 }
+/** The mesh options that mean nothing without a swarm key (or an invite). */
+const MESH_ONLY = ['p2pListen', 'bootstrap', 'blockedPeers', 'announce', 'relayVia'] as const
 
 type ParseResult = { kind: 'config', config: NodeConfig } | { kind: 'help', text: string }
 
@@ -178,11 +210,20 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
   if (host !== undefined && !isLoopback(host) && out.apiToken === undefined) {
     problems.push(`META_CORE_HTTP_HOST (--http-host) ${host} is not a loopback address: set META_CORE_API_TOKEN (--api-token) to listen on it, or use 127.0.0.1`)
   }
-  if (out.swarmKeyPath === undefined) {
-    for (const k of ['p2pListen', 'bootstrap', 'blockedPeers'] as const) {
+  await meshFromFolder(out, explicit, problems)
+  if (out.swarmKeyPath === undefined && out.invite === undefined) {
+    for (const k of MESH_ONLY) {
       const o = OPTIONS.find(x => x.key === k)!
       if (explicit.has(k) && (out[k] as string[] | undefined)?.length !== 0) problems.push(`${optionName(o)} needs META_CORE_SWARM_KEY (--swarm-key): without a swarm key the node runs standalone`)
     }
+  }
+  for (const a of (out.relayVia as string[] | undefined) ?? []) {
+    if (!/\/p2p\/[^/]+$/.test(a)) problems.push(`META_CORE_RELAY_VIA (--relay-via) ${JSON.stringify(a)} names no relay: end it in /p2p/<the relay's peer id> (meta-core id on the relay prints its addresses)`)
+  }
+  if (!explicit.has('mdns')) {
+    // A node that listens on loopback only has no LAN to find anyone on (and tests on 127.0.0.1 never multicast).
+    const listen = (out.p2pListen as string[] | undefined) ?? []
+    out.mdns = (out.swarmKeyPath !== undefined || out.invite !== undefined) && listen.some(a => !/^\/ip4\/127\.|^\/ip6\/::1\/|^\/dns[46]?\/localhost\//.test(a))
   }
   const degree = { D: out.gossipD as number, Dlo: out.gossipDlo as number, Dhi: out.gossipDhi as number }
   if ([degree.D, degree.Dlo, degree.Dhi].every(x => typeof x === 'number')) {
@@ -198,6 +239,45 @@ export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<O
   const extraValues: Partial<Record<E, unknown>> = {}
   for (const o of extra) extraValues[o.key] = (values as Partial<Record<E, unknown>>)[o.key]
   return { config: out as unknown as NodeConfig, extra: extraValues, problems, help }
+}
+
+/**
+ * The node's folder (mesh-folder.ts): an invite given is decoded; without a
+ * configured swarm key, the key an invite left beside the store is used,
+ * and its bootstrap list is added to the configured one.
+ */
+async function meshFromFolder (out: Partial<Record<keyof NodeConfig, unknown>>, explicit: ReadonlySet<string>, problems: string[]): Promise<void> {
+  const invite = OPTIONS.find(o => o.key === 'invite')!
+  if (typeof out.invite === 'string') {
+    const checks = await loadAddressChecks()
+    try {
+      out.invite = decodeInvite(out.invite, a => checks.multiaddrProblem(a, true))
+    } catch (err) {
+      problems.push(`invalid ${optionName(invite)} (value hidden: it holds the mesh's key): ${(err as Error).message}`)
+      out.invite = undefined
+    }
+  }
+  if (typeof out.dbPath !== 'string') return
+  const files = meshFiles(out.dbPath)
+  if (out.swarmKeyPath === undefined && out.invite === undefined && fs.existsSync(files.swarmKey)) {
+    let text = ''
+    try {
+      text = fs.readFileSync(files.swarmKey, 'utf8')
+    } catch (err) {
+      problems.push(`the swarm key ${files.swarmKey} beside the store cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`)
+    }
+    if (text !== '' && parseSwarmKey(text) === undefined) problems.push(`${files.swarmKey} beside the store is not a swarm key: move it away, or set META_CORE_SWARM_KEY`)
+    else if (text !== '') out.swarmKeyPath = files.swarmKey
+  }
+  if (out.swarmKeyPath === undefined || explicit.has('invite')) return
+  const listed = readBootstrapFile(files.bootstrap)
+  if (listed.length === 0) return
+  const checks = await loadAddressChecks()
+  for (const a of listed) {
+    const why = checks.multiaddrProblem(a, true)
+    if (why !== undefined) problems.push(`the bootstrap list ${files.bootstrap} beside the store: ${why}`)
+  }
+  out.bootstrap = [...new Set([...((out.bootstrap as string[] | undefined) ?? []), ...listed])]
 }
 
 export function usage (): string {

@@ -19,6 +19,7 @@ export type Kind =
   | { type: 'host' }
   | { type: 'label', max: number }
   | { type: 'secret' }
+  | { type: 'invite' }
   | { type: 'url' }
   | { type: 'int', min: number, max: number }
   | { type: 'bool' }
@@ -97,7 +98,13 @@ export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]
     if (arg === '--help' || arg === '-h') { help = true; continue }
-    if (!arg.startsWith('--')) { problems.push(`unexpected argument ${JSON.stringify(arg)} (options are --name value or --name=value)`); continue }
+    if (!arg.startsWith('--')) {
+      // An invite pasted where it does not go: said without its text, which holds a mesh's key.
+      problems.push(arg.replace(/\s+/g, '').startsWith('meta-core-invite.')
+        ? 'unexpected argument: an invite (not shown: it holds the mesh\'s key); give it as meta-core join <invite> or --invite <invite>'
+        : `unexpected argument ${JSON.stringify(arg)} (options are --name value or --name=value)`)
+      continue
+    }
     const eq = arg.indexOf('=')
     const name = arg.slice(2, eq < 0 ? undefined : eq)
     const spec = byFlag.get(name)
@@ -123,7 +130,7 @@ export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<
     if (checks === undefined && source !== 'default' && (o.kind.type === 'multiaddrs' || o.kind.type === 'peerids') && listOf(raw).length > 0) addressChecksNeeded = true
     const r = convert(o.kind, raw, cwd, checks)
     // A token is never echoed, even a malformed one.
-    const shown = o.kind.type === 'secret' ? '(value hidden)' : JSON.stringify(raw)
+    const shown = o.kind.type === 'secret' || o.kind.type === 'invite' ? '(value hidden)' : JSON.stringify(raw)
     if (typeof r === 'object' && r !== null && 'problem' in r) problems.push(`invalid ${optionName(o)} ${shown} from ${source}: ${(r as { problem: string }).problem}`)
     else values[o.key] = r
   }
@@ -139,6 +146,9 @@ function convert (kind: Kind, raw: string | undefined, cwd: string, checks: Addr
     case 'secret':
       if (raw === undefined) return undefined
       if (!/^[\x21-\x7e]+$/.test(raw)) return { problem: 'must be printable ASCII without spaces (it travels in an Authorization header)' }
+      return raw
+    case 'invite':
+      // Read by the node's configuration (invite.ts), which says what is wrong with one; never echoed.
       return raw
     case 'path':
       if (raw === undefined || raw.trim() === '') return { problem: 'must be a path' }
@@ -197,8 +207,10 @@ function convert (kind: Kind, raw: string | undefined, cwd: string, checks: Addr
       return n
     }
     case 'bool':
-      if (raw !== undefined && /^(true|1|yes|on)$/i.test(raw)) return true
-      if (raw !== undefined && /^(false|0|no|off)$/i.test(raw)) return false
+      // No default: unset (the node's configuration decides, as for META_CORE_MDNS).
+      if (raw === undefined) return undefined
+      if (/^(true|1|yes|on)$/i.test(raw)) return true
+      if (/^(false|0|no|off)$/i.test(raw)) return false
       return { problem: 'must be true or false' }
     case 'list':
       return listOf(raw)

@@ -126,6 +126,14 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         targetPeers: config.targetPeers,
         crossRegionPeers: config.crossRegionPeers,
         degree: { D: config.gossipD, Dlo: config.gossipDlo, Dhi: config.gossipDhi },
+        reach: {
+          relay: config.relay,
+          relayVia: config.relayVia,
+          announce: config.announce,
+          upnp: config.upnp,
+          mdns: config.mdns,
+          relayLimits: { maxCircuits: config.relayMaxCircuits, maxCircuitsPerPeer: config.relayPeerCircuits, bytesPerSecond: config.relayBytesPerSecond, bytesPerSecondPerPeer: config.relayPeerBytesPerSecond }
+        },
         options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers },
         ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })
       })

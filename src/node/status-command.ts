@@ -10,9 +10,12 @@
  * that left, with when it was last seen, or, when its frames still reach
  * the node through other peers, with when it was last heard; its lag as of
  * its last sync. A join under way shows as a progress bar with the share
- * done and the time left.
+ * done and the time left. How other homes reach the node (announced,
+ * mapped, relayed only, LAN only), what it relays for members, and for each
+ * connected peer whether it runs through a relay (and which) or was found
+ * on the LAN.
  */
-import type { MeshJoinView, MeshPeerView, MeshView } from '../mesh/index.js'
+import type { MeshJoinView, MeshPeerView, MeshReachView, MeshView } from '../mesh/index.js'
 import type { FullHashStatus } from '../watcher/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
@@ -118,6 +121,7 @@ export function formatStatus (r: StatusReport): string {
       ['streams', `${count(s.eventStreams)} open SSE`],
       ['mesh', m.enabled ? `${m.meshId ?? '?'}, ${m.peers.length - gossipOnly} peers (${connected} connected)${gossipOnly > 0 ? `, ${gossipOnly} heard via gossip` : ''}, ${count(members.length)} members known, frames out ${count(m.self.framesOut)}` : 'standalone (no swarm key)'],
       ...(m.enabled ? [['p2p', m.self.addrs.join(' ') || 'no address'] as [string, string]] : []),
+      ...reachLines(m.reach ?? null, m.peers),
       ...(join === undefined ? [] : [['join', join] as [string, string]])
     ], '  ')
   ]
@@ -130,7 +134,7 @@ export function formatStatus (r: StatusReport): string {
       const seen = new Map(members.map(x => [x.peerId, x.lastSeenAt]))
       for (const p of m.peers) {
         const gossip = viaGossip(p)
-        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now), gossip ? '-' : peerLag(p), gossip ? '-' : lastSync(p, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now, peerLabel(m.peers, p.relay ?? null)), gossip ? '-' : peerLag(p), gossip ? '-' : lastSync(p, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
       if (gossipOnly > 0) lines.push('', GOSSIP_NOTE)
@@ -149,8 +153,8 @@ function viaGossip (p: MeshPeerView): boolean {
 /** Said under the table when a peer is known only through relayed gossip (the page says it in the cell's title). */
 export const GOSSIP_NOTE = 'via gossip: known only as the signer of frames other peers relayed; its changes reach this node through them (no connection to it, nothing to catch up with)'
 
-/** What the connection wording reads of a peer; the times are absent from an older node. */
-type PeerConnectionFields = Pick<MeshPeerView, 'connected' | 'via'> & Partial<Pick<MeshPeerView, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt'>>
+/** What the connection wording reads of a peer; the times and the route are absent from an older node. */
+type PeerConnectionFields = Pick<MeshPeerView, 'connected' | 'via'> & Partial<Pick<MeshPeerView, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
 
 /**
  * True when the peer is not connected and a frame it signed reached the
@@ -174,13 +178,56 @@ export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenA
  * same (`formatPeerConnection` in ui/src/format.ts, its times in its own
  * rounding).
  */
-export function peerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now: number): string {
-  if (p.connected) return 'connected'
+export function peerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now: number, relayName?: string): string {
+  if (p.connected) return `connected${p.route === 'relayed' ? ` via relay ${relayName ?? p.relay ?? '?'}` : ''}${p.lan === true ? ' (LAN)' : ''}`
   const heard = p.lastHeardAt ?? null
   if (p.via === 'gossip') return heard === null ? 'via gossip' : `via gossip, last heard ${ago(heard, now)}`
   if (heardSinceLeft(p)) return `disconnected, its changes reach us via gossip (last heard ${ago(heard, now)})`
   const seen = p.lastSeenAt ?? memberSeenAt
   return seen === undefined ? 'disconnected' : `disconnected, last seen ${ago(seen, now)}`
+}
+
+/** A peer as people read it: its name, else the start of its id. */
+function peerLabel (peers: readonly MeshPeerView[], id: string | null): string | undefined {
+  if (id === null) return undefined
+  return peers.find(p => p.peerId === id)?.name ?? `${id.slice(0, 12)}…`
+}
+
+/**
+ * How members reach the node (`reach`), what it relays for them (`relay`)
+ * and its router's port mapping (`upnp`), in lines under `p2p`; none from
+ * an older node or a standalone one.
+ */
+export function reachLines (r: MeshReachView | null, peers: readonly MeshPeerView[]): Array<[string, string]> {
+  if (r === null) return []
+  const relays = r.relays.map(id => peerLabel(peers, id) ?? id).join(', ')
+  const how = {
+    announced: `announced at ${r.announced.join(' ')}`,
+    mapped: `mapped by the router at ${r.upnp?.mappings.map(m => m.external).join(' ') ?? '?'}`,
+    public: 'at a public address of its own',
+    'relayed-only': `relayed only, through ${relays}`,
+    'lan-only': 'LAN only: members outside this LAN (or VPN) cannot reach it; set META_CORE_ANNOUNCE or META_CORE_UPNP, or let a reachable member relay (docs/operations.md)'
+  }[r.reachability]
+  const out: Array<[string, string]> = [['reach', `${how}${r.reachability !== 'relayed-only' && r.relays.length > 0 ? `; also through ${relays}` : ''}${r.mdns ? ', LAN discovery (mDNS) on' : ''}`]]
+  const v = r.relay
+  if (v !== null) {
+    const l = v.limits
+    out.push(['relay', !v.serving
+      ? `${r.relayMode}: not serving until the node has an address others can dial`
+      : `serving ${count(v.reservations)} member${v.reservations === 1 ? '' : 's'}: ${count(v.circuits)} relayed connection${v.circuits === 1 ? '' : 's'}, ${mb(v.bytesPerSecond)}/s, ${mb(v.bytesRelayed)} since start` +
+        `${v.refusedCircuits > 0 ? `, ${count(v.refusedCircuits)} refused` : ''}; limits ${l.maxCircuitsPerPeer} connections and ${mb(l.bytesPerSecondPerPeer)}/s per member, ${l.maxCircuits} and ${mb(l.bytesPerSecond)}/s in all`])
+  }
+  const u = r.upnp
+  if (u !== null) {
+    out.push(['upnp', u.state === 'mapped'
+      ? u.mappings.map(m => `mapped ${m.internal} as ${m.external} (${m.protocol})`).join(', ')
+      : u.state === 'failed' ? `failed: ${u.problem ?? 'no mapping'}` : 'looking for the router'])
+  }
+  return out
+}
+
+function mb (bytes: number): string {
+  return bytes < 1e6 ? `${(bytes / 1e3).toFixed(bytes < 1e4 ? 1 : 0)} kB` : `${(bytes / 1e6).toFixed(bytes < 1e7 ? 1 : 0)} MB`
 }
 
 /** LAST SYNC: when a pull from the peer last applied a page; `before start` for one synced only in an earlier run (it has a cursor). */

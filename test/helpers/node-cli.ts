@@ -22,11 +22,15 @@ export function runCli (args: string[], env: Record<string, string> = {}, opts: 
   return runNodeScript([path.join(ROOT, 'bin', 'meta-core.js'), ...args], env, opts)
 }
 
-/** `node <argv…>` with `env` added to a clean environment. */
-export function runNodeScript (argv: string[], env: Record<string, string> = {}, opts: { cwd?: string } = {}): Cli {
+/**
+ * `node <argv…>` with `env` added to a clean environment; with `wrap`, run
+ * through that command (`ip netns exec <ns>`, which execs node in its place).
+ */
+export function runNodeScript (argv: string[], env: Record<string, string> = {}, opts: { cwd?: string, wrap?: string[] } = {}): Cli {
   const base: Record<string, string> = {}
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && k !== 'FILES_PATH' && k !== 'ENABLE_FILE_WATCHER') base[k] = v
-  const child = spawn(process.execPath, argv, { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const [cmd, ...args] = [...(opts.wrap ?? []), process.execPath, ...argv]
+  const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   child.stdout?.on('data', (b: Buffer) => { out += b.toString() })

@@ -171,6 +171,18 @@ describe('XSalsa20 stream', () => {
     expect(hex(new XSalsa20(key, nonce).update(big))).toBe(hex(nobleXSalsa20(key, nonce, big)))
   })
 
+  it('takes a key and a nonce that are Buffer views at odd offsets (a nonce read off a relayed connection)', () => {
+    const rand = prng(7)
+    const key = randomBytes(rand, 32)
+    const nonce = randomBytes(rand, 24)
+    // Buffer#slice is a view, not a copy: the cipher must not assume its input word-aligned.
+    const keyView = Buffer.concat([Buffer.alloc(1), Buffer.from(key)]).subarray(1)
+    const nonceView = Buffer.concat([Buffer.alloc(3), Buffer.from(nonce)]).subarray(3)
+    expect(nonceView.byteOffset % 4).not.toBe(0)
+    const data = randomBytes(rand, 1000)
+    expect(hex(new XSalsa20(keyView, nonceView).update(data))).toBe(hex(nobleXSalsa20(key, nonce, data)))
+  })
+
   it('refuses keys and nonces of the wrong size', () => {
     expect(() => new XSalsa20(new Uint8Array(31), new Uint8Array(24))).toThrow(RangeError)
     expect(() => new XSalsa20(new Uint8Array(32), new Uint8Array(8))).toThrow(RangeError)

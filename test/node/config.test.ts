@@ -65,7 +65,17 @@ describe('parseConfig', () => {
       shutdownTimeoutMs: 5000,
       healthNoPeerMs: 60_000,
       metricsPublic: false,
-      nodeName: os.hostname().slice(0, 64)
+      nodeName: os.hostname().slice(0, 64),
+      invite: undefined,
+      mdns: false,
+      announce: [],
+      upnp: false,
+      relay: 'auto',
+      relayVia: [],
+      relayMaxCircuits: 128,
+      relayPeerCircuits: 16,
+      relayBytesPerSecond: 134_217_728,
+      relayPeerBytesPerSecond: 67_108_864
     })
   })
 
@@ -104,7 +114,16 @@ describe('parseConfig', () => {
       META_CORE_SHUTDOWN_TIMEOUT_MS: '8000',
       META_CORE_HEALTH_NO_PEER_MS: '5000',
       META_CORE_METRICS_PUBLIC: 'true',
-      META_CORE_NODE_NAME: 'living-room'
+      META_CORE_NODE_NAME: 'living-room',
+      META_CORE_MDNS: 'true',
+      META_CORE_ANNOUNCE: '/dns4/home.example.org/tcp/4001, /ip4/203.0.113.5/tcp/4001',
+      META_CORE_UPNP: 'yes',
+      META_CORE_RELAY: 'on',
+      META_CORE_RELAY_VIA: `/ip4/10.0.0.3/tcp/4001/p2p/${PEER}`,
+      META_CORE_RELAY_MAX_CIRCUITS: '10',
+      META_CORE_RELAY_PEER_CIRCUITS: '2',
+      META_CORE_RELAY_BYTES_PER_SECOND: '1048576',
+      META_CORE_RELAY_PEER_BYTES_PER_SECOND: '524288'
     }
     expect(await cfg([], env)).toEqual({
       dbPath: '/db/x.db',
@@ -140,7 +159,17 @@ describe('parseConfig', () => {
       shutdownTimeoutMs: 8000,
       healthNoPeerMs: 5000,
       metricsPublic: true,
-      nodeName: 'living-room'
+      nodeName: 'living-room',
+      invite: undefined,
+      mdns: true,
+      announce: ['/dns4/home.example.org/tcp/4001', '/ip4/203.0.113.5/tcp/4001'],
+      upnp: true,
+      relay: 'on',
+      relayVia: [`/ip4/10.0.0.3/tcp/4001/p2p/${PEER}`],
+      relayMaxCircuits: 10,
+      relayPeerCircuits: 2,
+      relayBytesPerSecond: 1_048_576,
+      relayPeerBytesPerSecond: 524_288
     })
     const flags = ['--db-path', '/other.db', '--http-host=localhost', '--port', '0', '--api-token=t2', '--files-path', '/f',
       '--enable-file-watcher', '--rescan-interval-ms', '1000', '--settle-ms=5', '--hash-concurrency', '8',
@@ -149,7 +178,9 @@ describe('parseConfig', () => {
       '--gossip-d', '0', '--gossip-dlo=0', '--gossip-dhi', '0', '--push-window-ms', '5',
       '--shutdown-timeout-ms', '1000', '--metrics-public=false', '--node-name', 'attic',
       '--full-hash', 'none', '--full-hash-bytes-per-second=65536', '--health-no-peer-ms', '0',
-      '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576']
+      '--peer-bytes-per-second', '65536', '--peer-max-transfers=16', '--cache-path', '/c', '--cache-max-bytes', '1048576',
+      '--mdns=false', '--announce=', '--upnp', 'off', '--relay', 'off', '--relay-via', '', '--relay-max-circuits', '1', '--relay-peer-circuits=1',
+      '--relay-bytes-per-second', '65536', '--relay-peer-bytes-per-second', '65536']
     expect(await cfg(flags, env)).toEqual({
       dbPath: '/other.db',
       httpHost: 'localhost',
@@ -184,7 +215,17 @@ describe('parseConfig', () => {
       shutdownTimeoutMs: 1000,
       healthNoPeerMs: 0,
       metricsPublic: false,
-      nodeName: 'attic'
+      nodeName: 'attic',
+      invite: undefined,
+      mdns: false,
+      announce: [],
+      upnp: false,
+      relay: 'off',
+      relayVia: [],
+      relayMaxCircuits: 1,
+      relayPeerCircuits: 1,
+      relayBytesPerSecond: 65_536,
+      relayPeerBytesPerSecond: 65_536
     })
     // Every option has both spellings.
     for (const o of OPTIONS) {

@@ -10,7 +10,7 @@
  * note saying its changes reach the node through its peers.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { MeshJoinView, MeshPeerView, MeshView } from '../../src/mesh/index.js'
+import type { MeshJoinView, MeshPeerView, MeshReachView, MeshView } from '../../src/mesh/index.js'
 import { GOSSIP_NOTE, formatStatus, joinLine, type StatusReport } from '../../src/node/status-command.js'
 
 const NOW = Date.parse('2026-12-01T12:00:00.000Z')
@@ -19,7 +19,7 @@ const at = (msAgo: number): string => new Date(NOW - msAgo).toISOString()
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
     peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200), caughtUpAt: at(4_200), lagMs: 0, parked: 0,
-    lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0),
+    lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0), route: 'direct', relay: null, lan: false,
     framesIn: 3, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 2, bytesIn: 0,
     pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
   }
@@ -144,3 +144,32 @@ describe('meta-core status: health reasons and the full hash', () => {
   })
 })
 
+describe('meta-core status: how other homes reach the node', () => {
+  const relay: NonNullable<MeshReachView['relay']> = {
+    serving: true,
+    limits: { maxCircuits: 128, maxCircuitsPerPeer: 16, bytesPerSecond: 134_217_728, bytesPerSecondPerPeer: 67_108_864 },
+    reservations: 4, circuits: 3, bytesRelayed: 25_300_000, bytesPerSecond: 1_200_000, refusedReservations: 0, refusedCircuits: 2, throttled: 0, peers: []
+  }
+  const reach = (over: Partial<MeshReachView>): MeshReachView => ({ reachability: 'lan-only', announced: [], relayed: [], relays: [], mdns: false, upnp: null, relayMode: 'auto', relay: null, ...over })
+  const out = (r: MeshReachView | null, peers = [peer({})]): string => formatStatus({ ...report(peers, undefined), mesh: { ...report(peers, undefined).mesh, reach: r } })
+
+  it('says how members reach it, what it relays, and its router\'s mapping, under p2p', () => {
+    const vps = peer({ peerId: '12D3KooWvps', name: 'vps' })
+    const behind = out(reach({ reachability: 'relayed-only', relays: ['12D3KooWvps'], relayed: ['/ip4/203.0.113.5/tcp/4001/p2p/12D3KooWvps/p2p-circuit/p2p/12D3KooWself'], mdns: true }), [vps, peer({ route: 'relayed', relay: '12D3KooWvps' }), peer({ peerId: '12D3KooWlan', lan: true })])
+    expect(lineOf(behind, 'reach')).toBe('reach    relayed only, through vps, LAN discovery (mDNS) on')
+    expect(rowOf(behind, '12D3KooWpeer')).toMatch(/\sconnected via relay vps\s/)
+    expect(rowOf(behind, '12D3KooWlan')).toMatch(/\sconnected \(LAN\)\s/)
+    const served = out(reach({ reachability: 'announced', announced: ['/dns4/house1.example.org/tcp/4001'], relay }))
+    expect(lineOf(served, 'reach')).toBe('reach    announced at /dns4/house1.example.org/tcp/4001')
+    expect(lineOf(served, 'relay')).toBe('relay    serving 4 members: 3 relayed connections, 1.2 MB/s, 25 MB since start, 2 refused; limits 16 connections and 67 MB/s per member, 128 and 134 MB/s in all')
+    const waiting = out(reach({ relay: { ...relay, serving: false }, upnp: { state: 'failed', mappings: [], problem: 'the router\'s external address 100.64.1.2 is itself private' } }))
+    expect(lineOf(waiting, 'reach')).toMatch(/^reach    LAN only: members outside this LAN \(or VPN\) cannot reach it; set META_CORE_ANNOUNCE or META_CORE_UPNP/)
+    expect(lineOf(waiting, 'relay')).toBe('relay    auto: not serving until the node has an address others can dial')
+    expect(lineOf(waiting, 'upnp')).toBe('upnp     failed: the router\'s external address 100.64.1.2 is itself private')
+    const mapped = out(reach({ reachability: 'mapped', upnp: { state: 'mapped', mappings: [{ internal: '192.168.1.10:4001', external: '198.51.100.7:4001', protocol: 'TCP', renewedAt: at(0), expiresAt: at(-720_000) }], problem: null } }))
+    expect(lineOf(mapped, 'reach')).toBe('reach    mapped by the router at 198.51.100.7:4001')
+    expect(lineOf(mapped, 'upnp')).toBe('upnp     mapped 192.168.1.10:4001 as 198.51.100.7:4001 (TCP)')
+    // A standalone node, or an older one that does not say: no such lines.
+    expect(lineOf(out(null), 'reach')).toBeUndefined()
+  })
+})

@@ -82,6 +82,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     await expect.poll(async () => await row.getByTestId('peer-connection').textContent()).toBe('connected')
     // Each node by the name it announced, beside its id.
     expect(await page.getByTestId('self-name').textContent()).toBe('living-room')
+    // On 127.0.0.1 with no relay, no announced address and no router: reachable on its LAN only, and the page says what to do.
+    expect(await page.getByTestId('reachability').textContent()).toMatch(/^LAN only: members outside this LAN \(or VPN\) cannot reach it; set META_CORE_ANNOUNCE/)
     await expect.poll(async () => await row.getByTestId('peer-name').textContent()).toBe('attic')
     // No address typed: the node asks B for its digest over the mesh.
     await expect.poll(async () => await row.getByTestId('peer-digest').textContent()).toBe('agrees')

@@ -5,7 +5,7 @@
  * changing one without the other fails here.
  */
 import { describe, expect, it } from 'vitest'
-import { duration, heardSinceLeft as statusHeardSinceLeft, peerLag } from '../../src/node/status-command.js'
+import { duration, heardSinceLeft as statusHeardSinceLeft, peerConnection, peerLag } from '../../src/node/status-command.js'
 import { formatMs, formatPeerConnection, formatPeerLag, heardSinceLeft, type PeerLagFields } from '../../ui/src/format.js'
 
 const synced = { connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: '2026-11-30T20:00:00.000Z', lagMs: 0 }
@@ -54,6 +54,21 @@ describe('peer lag wording', () => {
     // An older node gives no times of its own: the member entry's last seen; no `via` either: taken as direct.
     expect(formatPeerConnection({ connected: false, via: 'direct' }, '2026-12-01T11:57:00Z', now)).toBe('disconnected, last seen 3 min ago')
     expect(formatPeerConnection({ connected: false }, undefined, now)).toBe('disconnected')
+  })
+
+  it('says through which relay a connected peer runs, and that it was found on the LAN, as meta-core status does', () => {
+    const now = Date.parse('2026-12-01T12:00:00Z')
+    const at = { via: 'direct' as const, lastSeenAt: '2026-12-01T12:00:00Z', lastHeardAt: null, lastConnectedAt: '2026-12-01T12:00:00Z' }
+    const cases: Array<[Parameters<typeof peerConnection>[0], string | undefined, string]> = [
+      [{ ...at, connected: true, route: 'relayed', relay: '12D3KooWrelay', lan: false }, 'vps', 'connected via relay vps'],
+      [{ ...at, connected: true, route: 'relayed', relay: '12D3KooWrelay', lan: false }, undefined, 'connected via relay 12D3KooWrelay'],
+      [{ ...at, connected: true, route: 'direct', relay: null, lan: true }, undefined, 'connected (LAN)'],
+      [{ ...at, connected: true, route: 'direct', relay: null, lan: false }, undefined, 'connected']
+    ]
+    for (const [p, relayName, words] of cases) {
+      expect(formatPeerConnection(p, undefined, now, relayName)).toBe(words)
+      expect(peerConnection(p, undefined, now, relayName)).toBe(words)
+    }
   })
 
   it('decides whether a peer\'s changes reach the node through others as meta-core status does', () => {

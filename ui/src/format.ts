@@ -115,8 +115,8 @@ export function readableValue (field: string, value: string): string | undefined
   return undefined
 }
 
-/** What the connection wording reads of a peer (the times are absent from an older node). */
-type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt'>
+/** What the connection wording reads of a peer (the times and the route are absent from an older node). */
+type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>
 
 /**
  * True when the peer is not connected and a frame it signed reached the
@@ -131,7 +131,8 @@ export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenA
 
 /**
  * How a peer reaches this node, as `/api/mesh` and `meta-core status` say
- * it: `connected`; `via gossip` for a signer known only through frames other
+ * it: `connected` (`via relay <name>` when its connection runs through
+ * another member, `(LAN)` when mDNS found it on this node's LAN); `via gossip` for a signer known only through frames other
  * peers relayed (its changes reach this node through them: nothing to
  * connect to or catch up with), with when one last came; for one that was
  * connected and is not, `disconnected, its changes reach us via gossip
@@ -139,8 +140,8 @@ export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenA
  * `disconnected, last seen …` (the peer's `lastSeenAt`; from an older node,
  * its member entry's, `memberSeenAt`).
  */
-export function formatPeerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now = Date.now()): string {
-  if (p.connected) return 'connected'
+export function formatPeerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now = Date.now(), relayName?: string): string {
+  if (p.connected) return `connected${p.route === 'relayed' ? ` via relay ${relayName ?? p.relay ?? '?'}` : ''}${p.lan === true ? ' (LAN)' : ''}`
   const heard = p.lastHeardAt ?? null
   if (p.via === 'gossip') return heard === null ? 'via gossip' : `via gossip, last heard ${formatAgo(heard, now)}`
   if (heardSinceLeft(p)) return `disconnected, its changes reach us via gossip (last heard ${formatAgo(heard, now)})`

@@ -121,6 +121,12 @@ export interface MeshPeer {
   framesIn?: number
   framesRejected?: number
   driftRefusals?: number
+  /** How its connection runs: direct, or relayed through another member (null: not connected). Absent from an older node. */
+  route?: 'direct' | 'relayed' | null
+  /** The peer id of the member relaying its connection. */
+  relay?: string | null
+  /** Found on the node's LAN by mDNS. */
+  lan?: boolean
 }
 
 /** GET /api/mesh. A standalone node answers `enabled: false` (an older node 404, one built without it 503). */
@@ -134,6 +140,60 @@ export interface MeshStatus {
   members?: MeshMember[]
   /** The join under way or the last one since start (absent from an older node). */
   join?: MeshJoin
+  /** How members reach the node and what it relays for them (absent from an older node). */
+  reach?: MeshReach | null
+}
+
+/** `reach` in GET /api/mesh. */
+export interface MeshReach {
+  reachability: 'announced' | 'mapped' | 'public' | 'relayed-only' | 'lan-only'
+  announced: string[]
+  relayed: string[]
+  relays: string[]
+  mdns: boolean
+  upnp: MeshPortMapping | null
+  relayMode: 'auto' | 'on' | 'off'
+  relay: MeshRelay | null
+}
+
+/** The router's port mapping (META_CORE_UPNP). */
+export interface MeshPortMapping {
+  state: 'searching' | 'mapped' | 'failed'
+  mappings: MeshMapping[]
+  problem: string | null
+}
+
+export interface MeshMapping {
+  internal: string
+  external: string
+  protocol: string
+}
+
+/** What the node relays for members. */
+export interface MeshRelay {
+  serving: boolean
+  limits: MeshRelayLimits
+  reservations: number
+  circuits: number
+  bytesRelayed: number
+  bytesPerSecond: number
+  refusedCircuits: number
+  peers: MeshRelayPeer[]
+}
+
+export interface MeshRelayLimits {
+  maxCircuits: number
+  maxCircuitsPerPeer: number
+  bytesPerSecond: number
+  bytesPerSecondPerPeer: number
+}
+
+export interface MeshRelayPeer {
+  peerId: string
+  reserved: boolean
+  circuits: number
+  bytesIn: number
+  bytesOut: number
 }
 
 /** `join` in GET /api/mesh: a full resync on the bulk path (a fresh node copying a peer's records). */

@@ -53,7 +53,61 @@ const peerSchema = {
     reconKeysOut: { ...int, description: 'keys reconciliation moved from us to it' },
     pagesServed: int,
     bytesServed: int,
-    busyRefusals: { ...int, description: 'its pulls refused busy: by the per-peer rate limit, or while this node resyncs from it' }
+    busyRefusals: { ...int, description: 'its pulls refused busy: by the per-peer rate limit, or while this node resyncs from it' },
+    route: { type: 'string', enum: ['direct', 'relayed'], nullable: true, description: 'how its connection runs: direct, or relayed through another member (null: not connected)' },
+    relay: { type: 'string', nullable: true, description: 'the peer id of the member relaying its connection' },
+    lan: { type: 'boolean', description: 'found on this node\'s LAN by mDNS' }
+  }
+} as const
+
+const relaySchema = {
+  type: 'object',
+  nullable: true,
+  description: 'what this node relays for members (circuit relay v2); null: it runs no relay',
+  properties: {
+    serving: { type: 'boolean', description: 'reservations are taken now (it has an address others can dial, or META_CORE_RELAY=on)' },
+    limits: {
+      type: 'object',
+      properties: { maxCircuits: int, maxCircuitsPerPeer: int, bytesPerSecond: int, bytesPerSecondPerPeer: int }
+    },
+    reservations: { ...int, description: 'members reachable through this relay now' },
+    circuits: { ...int, description: 'relayed connections now' },
+    bytesRelayed: { ...int, description: 'bytes relayed since start' },
+    bytesPerSecond: { ...int, description: 'bytes relayed per second over the last few seconds' },
+    refusedReservations: int,
+    refusedCircuits: { ...int, description: 'relayed connections refused at a limit' },
+    throttled: { ...int, description: 'times a member\'s stream was held back for a byte rate' },
+    peers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { peerId: str, reserved: { type: 'boolean' }, circuits: int, bytesIn: { ...int, description: 'bytes taken in from it for relaying' }, bytesOut: { ...int, description: 'bytes relayed to it' }, bytesInPerSecond: int }
+      }
+    }
+  }
+} as const
+
+const reachSchema = {
+  type: 'object',
+  nullable: true,
+  description: 'how members reach this node and what it relays for them (null: standalone)',
+  properties: {
+    reachability: { type: 'string', enum: ['announced', 'mapped', 'public', 'relayed-only', 'lan-only'], description: 'announced (META_CORE_ANNOUNCE), mapped (a UPnP port mapping), public (a public address of its own), relayed-only (through relays it holds reservations on), lan-only (none of these)' },
+    announced: strList,
+    relayed: { ...strList, description: 'its relayed addresses' },
+    relays: { ...strList, description: 'peer ids of the relays it holds reservations on' },
+    mdns: { type: 'boolean' },
+    upnp: {
+      type: 'object',
+      nullable: true,
+      properties: {
+        state: { type: 'string', enum: ['searching', 'mapped', 'failed'] },
+        mappings: { type: 'array', items: { type: 'object', properties: { internal: str, external: str, protocol: str, renewedAt: str, expiresAt: str } } },
+        problem: { type: 'string', nullable: true, description: 'why no mapping is held, and what to do' }
+      }
+    },
+    relayMode: { type: 'string', enum: ['auto', 'on', 'off'] },
+    relay: relaySchema
   }
 } as const
 
@@ -149,7 +203,8 @@ export function meshRoutes (app: FastifyInstance, ctx: ApiContext): void {
             targetPeers: { ...int, description: 'connections this node dials learned members up to (0: only its bootstrap list)' },
             members: { type: 'array', items: memberSchema, description: 'the members whose addresses this node knows (node-local, kept across restarts)' },
             join: joinSchema,
-            copy: copySchema
+            copy: copySchema,
+            reach: reachSchema
           }
         }
       }, 503)

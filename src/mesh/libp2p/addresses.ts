@@ -26,6 +26,26 @@ export function multiaddrProblem (a: string, dial: boolean): string | undefined 
   return undefined
 }
 
+/**
+ * A relayed address (circuit relay v2) as members keep and exchange them:
+ * a TCP address of the relay, `/p2p/<relay>`, then `/p2p-circuit`, with or
+ * without the member's own `/p2p/<peerId>` at the end.
+ */
+const RELAYED = /^(\/(?:ip4|ip6|dns|dns4|dns6)\/[^/]+\/tcp\/\d+)\/p2p\/([^/]+)\/p2p-circuit(?:\/p2p\/[^/]+)?$/
+
+/** The relay of a relayed address (its TCP address and peer id), or undefined for any other address. */
+export function relayOf (addr: string): { addr: string, peerId: string } | undefined {
+  const m = RELAYED.exec(addr)
+  if (m === null || !isPeerId(m[2]) || multiaddrProblem(m[1], false) !== undefined) return undefined
+  return { addr: `${m[1]}/p2p/${m[2]}`, peerId: m[2] }
+}
+
+/** Why `a` is not an address a member can be dialed at (a TCP address or a relayed one, no peer id of its own), or undefined. */
+export function memberAddrProblem (a: string): string | undefined {
+  if (a.includes('/p2p-circuit')) return relayOf(a) === undefined || /\/p2p-circuit\/p2p\//.test(a) ? `${JSON.stringify(a)} is not a relayed address (…/tcp/4001/p2p/<relay>/p2p-circuit)` : undefined
+  return multiaddrProblem(a, false)
+}
+
 export function isPeerId (id: string): boolean {
   try {
     peerIdFromString(id)

@@ -5,9 +5,10 @@
  * per mesh, and the pull protocol over streams. Around the core: the
  * bootstrap dialer (peer-dialer.ts), membership (membership.ts: learns the
  * members, keeps their addresses in the store's node-local keys, dials up
- * to `targetPeers` connections) and the peer lines of the log
- * (peer-log.ts). This file and its siblings are the only place that
- * imports libp2p.
+ * to `targetPeers` connections), the peer lines of the log (peer-log.ts)
+ * and, with `reach`, how members in other homes and on the LAN reach each
+ * other (reach.ts: circuit relay, announced and mapped addresses, mDNS).
+ * This file and its siblings are the only place that imports libp2p.
  *
  * What it guarantees the core (runtime.ts): `onGossip`'s signer is the
  * verified `from` of a StrictSign message; `handleRequest`'s peer is the
@@ -34,7 +35,8 @@ import { copyView, joinView, type MeshService, type MeshView } from '../service.
 import type { ByteSource, LocalFileOpener } from '../bytes-service.js'
 import { BytesProtocol, DEFAULT_BYTES_LIMITS, type BytesLimits } from './bytes-protocol.js'
 import type { NodeIdentity } from './identity.js'
-import { multiaddrProblem } from './addresses.js'
+import { memberAddrProblem, multiaddrProblem } from './addresses.js'
+import { DEFAULT_REACH, Reach, type ReachInit } from './reach.js'
 import { delayedLink, type LinkControl } from './delayed-link.js'
 import { fastFrameId } from './gossip-dedup.js'
 import { meshScoring } from './gossip-scoring.js'
@@ -92,6 +94,12 @@ export interface Libp2pMeshInit {
   unreachableRemindMs?: number
   /** Tests: a hold on the runtime the core is given and on what libp2p drives (runtime.ts, the runtime contract suite). */
   probe?: RuntimeProbe
+  /**
+   * Reaching members in other homes and on the LAN (reach.ts): circuit relay
+   * (serving and reservations), announced addresses, UPnP, mDNS. TCP only;
+   * absent: none of it (no relayed address is dialed or kept).
+   */
+  reach?: Partial<ReachInit>
 }
 
 /** A node's default connection target: a few more than gossipsub's mesh degree (6), so its mesh has peers to choose from. */
@@ -138,6 +146,7 @@ export class Libp2pMesh implements MeshService {
   private readonly names = new PeerNames()
   private stopProgress: (() => void) | undefined
   private byteProtocol: BytesProtocol | undefined
+  private reach: Reach | undefined
   private publisher: FramePublisher | undefined
   /** Frames heard and connections dropped, per peer: its last-seen and last-heard times (peer-evidence.ts). */
   private readonly evidence: PeerEvidence
@@ -163,11 +172,16 @@ export class Libp2pMesh implements MeshService {
   private async doStart (): Promise<void> {
     const blocked = new Set(this.opts.blockedPeers)
     const t = this.init.transport
+    const reach = this.init.reach === undefined || t?.kind === 'memory'
+      ? undefined
+      : new Reach({ ...DEFAULT_REACH, ...this.init.reach }, this.init.listen, this.init.swarmKey.meshId, this.log.child('reach'), () => this.membership?.relays() ?? [])
+    this.reach = reach
+    const extra = reach?.libp2pOptions()
     const node = await createLibp2p({
       privateKey: this.init.identity.privateKey,
       nodeInfo: { userAgent: agentVersionOf(this.init.nodeName) },
-      addresses: { listen: [...this.init.listen] },
-      transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp()],
+      addresses: { listen: [...this.init.listen, ...(extra?.listen ?? [])], appendAnnounce: extra?.appendAnnounce },
+      transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp(), ...(extra === undefined ? [] : [extra.transport])],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && (t.latencyMs > 0 || t.control !== undefined)
@@ -193,7 +207,9 @@ export class Libp2pMesh implements MeshService {
           ...(this.init.degree !== undefined ? { ...this.init.degree, Dout: gossipDout(this.init.degree) } : {}),
           ...this.init.gossip,
           ...(this.counter !== undefined ? { metricsRegister: this.counter.register, metricsTopicStrToLabel: new Map([[this.topic, 'mesh']]) } : {})
-        })
+        }),
+        // The relay server, the router's port mapping, mDNS (reach.ts): typed by libp2p as services of any shape.
+        ...(extra?.services as Record<string, never> | undefined)
       }
     })
     this.node = node
@@ -263,13 +279,17 @@ export class Libp2pMesh implements MeshService {
       selfId: this.peerId,
       target: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
       blocked,
-      // Learned addresses of the transport this node speaks: TCP ones, or in-memory ones for in-process meshes.
-      accept: t?.kind === 'memory' ? (a) => a.startsWith('/memory/') : (a) => multiaddrProblem(a, false) === undefined,
+      // Learned addresses of the transport this node speaks: TCP ones (and relayed ones, through another member), or in-memory ones.
+      accept: t?.kind === 'memory'
+        ? (a) => a.startsWith('/memory/')
+        : reach === undefined ? (a) => multiaddrProblem(a, false) === undefined : (a) => memberAddrProblem(a) === undefined,
       keys: this.replica,
       log: this.log.child('members'),
       crossRegionPeers: this.init.crossRegionPeers,
       ping: async (peer) => await (node.services as unknown as { ping: Ping }).ping.ping(peer, { signal: AbortSignal.timeout(PING_TIMEOUT_MS) }),
-      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`))
+      keep: (peer) => this.init.bootstrap.some(a => a.endsWith(`/p2p/${peer}`)),
+      // Members behind NAT get their relayed addresses after others met them: asked for sooner while one is out of reach.
+      quickExchange: reach !== undefined
     })
     await this.membership.start()
     this.dialer = new PeerDialer(node, this.init.bootstrap.map(a => {
@@ -279,6 +299,7 @@ export class Libp2pMesh implements MeshService {
       return { addr, peer: id === undefined ? undefined : peerIdFromString(id) }
     }), this.log.child('dial'), this.init.unreachableRemindMs)
     this.dialer.start()
+    reach?.start(node, blocked)
     this.stopProgress = logSyncProgress(() => this.status(), this.log)
     this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic, targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS })
   }
@@ -288,6 +309,7 @@ export class Libp2pMesh implements MeshService {
     this.stopping ??= (async () => {
       await this.starting?.catch(() => {}) // a failed start leaves only what it created to stop
       this.dialer?.stop()
+      this.reach?.stop()
       this.stopProgress?.()
       clearInterval(this.observer)
       try {
@@ -346,6 +368,7 @@ export class Libp2pMesh implements MeshService {
           name: this.names.get(p.peerId),
           via: p.connected || p.cursor !== null || p.lastSyncAt !== null || times.lastConnectedAt !== null ? 'direct' as const : 'gossip' as const,
           addrs: addrsOf(p.peerId),
+          ...this.routeOf(p.peerId),
           lastSyncAt: isoOrNull(p.lastSyncAt),
           caughtUpAt: isoOrNull(p.caughtUpAt),
           ...times
@@ -354,8 +377,20 @@ export class Libp2pMesh implements MeshService {
       targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS,
       members: this.membership?.members() ?? [],
       join: joinView(this.replica.bulkProgress()),
-      copy: copyView(s?.copy)
+      copy: copyView(s?.copy),
+      reach: this.reach?.view() ?? null
     }
+  }
+
+  /** Whether a peer's connection is direct or relayed (and through whom), and whether it was found on the LAN. */
+  private routeOf (peer: string): { route: 'direct' | 'relayed' | null, relay: string | null, lan: boolean } {
+    let conns: ReturnType<Libp2p['getConnections']> = []
+    try {
+      conns = this.node?.getConnections(peerIdFromString(peer)) ?? []
+    } catch {
+      // a counter keyed by a peer id libp2p cannot parse has no connections
+    }
+    return this.reach?.route(peer, conns) ?? { route: conns.length > 0 ? 'direct' : null, relay: null, lan: false }
   }
 
   digest (): StoreDigest {

@@ -21,7 +21,7 @@ export const MAX_ADDRS = 8
 export const FORGET_AFTER_MS = 7 * 24 * 3_600_000
 
 export interface Member {
-  /** Dialable addresses, without /p2p/<peerId>. */
+  /** Dialable addresses, without /p2p/<peerId>: direct ones (TCP) first, then relayed ones (…/p2p/<relay>/p2p-circuit). */
   addrs: string[]
   /** The last evidence that it was up: connected to us, named by a connected peer, or a frame it signed (ms since 1970). */
   lastSeen: number
@@ -76,9 +76,11 @@ export class MemberBook {
     if (m !== undefined) m.lastConnected = now
   }
 
-  /** A member a connected peer says it is connected to. */
-  heard (id: string, addrs: readonly string[], now: number): void {
-    this.put(id, addrs, now, null)
+  /** A member a connected peer says it is connected to; true when it is new, or its addresses are. */
+  heard (id: string, addrs: readonly string[], now: number): boolean {
+    const before = this.members.get(id)?.addrs
+    const m = this.put(id, addrs, now, null)
+    return m !== undefined && m.addrs !== before
   }
 
   /** Our connection to a member dropped: it was up until now. Saved with the next save (the time is worth keeping across a crash). */
@@ -114,7 +116,10 @@ export class MemberBook {
 
   private put (id: string, addrs: readonly string[], seen: number, connected: number | null): Member | undefined {
     if (id === this.selfId) return undefined
-    const usable = [...new Set(addrs.filter(a => this.accept(a)))].slice(0, MAX_ADDRS)
+    // Direct addresses before relayed ones, so a member announcing many of both keeps some of each kind.
+    const usable = [...new Set(addrs.filter(a => this.accept(a)))]
+      .sort((a, b) => Number(a.includes('/p2p-circuit')) - Number(b.includes('/p2p-circuit')))
+      .slice(0, MAX_ADDRS)
     let m = this.members.get(id)
     if (m === undefined) {
       if (usable.length === 0) return undefined // nothing to dial it by

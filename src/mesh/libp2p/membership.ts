@@ -1,14 +1,23 @@
 /**
  * Keeps the node in the mesh beyond its bootstrap list: learns the members
- * (identify gives a connected peer's listen addresses; the member exchange
- * asks each new peer, and one random peer a minute, whom it is connected
- * to), keeps them in the member book (member-book.ts, saved in the store's
+ * (identify gives a connected peer's listen addresses, and identify push
+ * their changes; the member exchange asks each new peer, and one random
+ * peer a minute (with `quickExchange`, every 10 s while a member cannot be
+ * reached), whom it is connected to), keeps them in the member book (member-book.ts, saved in the store's
  * node-local keys), and dials members until the node has `target`
  * connections, picked at random among the members it is not connected to,
  * so connections spread over the mesh instead of all meeting at the
  * bootstrap node. A dropped connection is replaced within about a second.
  * A member that cannot be reached is retried with backoff (2 s doubling to
- * 5 min) and forgotten after a week unseen. A member's last-seen time is
+ * 5 min) and forgotten after a week unseen.
+ *
+ * Members behind NAT are known by relayed addresses too (a reachable
+ * member relays for them: relay-server.ts): a member is dialed at its direct
+ * addresses first and through a relay only when none answers within
+ * DIRECT_FIRST_MS. A member connected only through a relay is tried directly
+ * now and then (30 s doubling to 5 min), and once a direct connection is up
+ * the node starts over on it alone (direct-upgrade.ts). When a relay comes back,
+ * the members behind it are tried again at once instead of at their backoff. A member's last-seen time is
  * current while it is connected and kept when its connection drops; the
  * adapter adds the frames it signed (`book.seen`).
  *
@@ -22,21 +31,27 @@
  * keeps links to the others. A far connection given up is not dialed
  * again for PARK_MS.
  */
-import { multiaddr } from '@multiformats/multiaddr'
+import { RELAY_V2_HOP_CODEC } from '@libp2p/circuit-relay-v2'
 import { peerIdFromString } from '@libp2p/peer-id'
-import type { Libp2p, PeerId } from '@libp2p/interface'
+import type { Connection, Libp2p, PeerId } from '@libp2p/interface'
 import type { Logger } from '../../common/index.js'
 import type { MeshMemberView } from '../service.js'
 import { MemberBook, type LocalKeys, type Member } from './member-book.js'
 import { handleMemberRequests, requestMembers, type ListedMember } from './member-exchange.js'
 import { PeerDistance } from '../peer-distance.js'
+import { relayOf } from './addresses.js'
+import { DIRECT_FIRST_MS, DirectUpgrades, split } from './direct-upgrade.js'
 
 const TICK_MS = 3_000
 const SOON_MS = 250
 const EXCHANGE_MS = 60_000
+/** The exchange's interval while a member this node knows cannot be reached (its new addresses, a relayed one, may be about). */
+const EXCHANGE_SOON_MS = 10_000
 const SAVE_MS = 5_000
 const FIRST_RETRY_MS = 2_000
 const MAX_RETRY_MS = 5 * 60_000
+/** A member known only by relayed addresses through this node itself is looked at again after this (it dials in). */
+const OWN_RELAY_ONLY_MS = 30_000
 /** Dials under way at once: enough to refill a node's connections in one tick, few enough not to storm a mesh that restarts together. */
 const MAX_PARALLEL = 4
 /** A far member whose connection was given up for a near one is not dialed again for this long (ms). */
@@ -56,6 +71,8 @@ interface MembershipInit {
   ping?: (peer: PeerId) => Promise<number>
   /** Peers whose connection is never given up (the bootstrap list, which peer-dialer.ts keeps connected). */
   keep?: (peer: string) => boolean
+  /** Ask the exchange every EXCHANGE_SOON_MS while a member cannot be reached (members behind NAT, whose relayed addresses come later). */
+  quickExchange?: boolean
 }
 
 interface DialState { failures: number, nextTryAt: number, dialing: boolean }
@@ -63,14 +80,17 @@ interface DialState { failures: number, nextTryAt: number, dialing: boolean }
 export class Membership {
   readonly book: MemberBook
   private readonly dials = new Map<string, DialState>()
+  /** Members connected through a relay only: tried directly now and then (direct-upgrade.ts). */
+  private readonly upgrades: DirectUpgrades
   private timer: NodeJS.Timeout | undefined
   private exchangeTimer: NodeJS.Timeout | undefined
   private saveTimer: NodeJS.Timeout | undefined
   private saving: Promise<void> = Promise.resolve()
   private stopped = true
   private readonly distance: PeerDistance | undefined
-  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, connection?: { remoteAddr: { toString: () => string } } }>): void => {
+  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, protocols?: string[], connection?: { remoteAddr: { toString: () => string } } }>): void => {
     const id = evt.detail.peerId.toString()
+    if (evt.detail.protocols?.includes(RELAY_V2_HOP_CODEC) === true) this.relayUp(id)
     let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
     // A peer on another host that listens on every interface announces its loopback address too: useless to anyone but itself.
     const remote = evt.detail.connection?.remoteAddr.toString()
@@ -89,12 +109,14 @@ export class Membership {
   private readonly onDisconnect = (evt: CustomEvent<PeerId>): void => {
     // Up until now: "last seen" is when the connection dropped, not when it opened.
     this.book.left(evt.detail.toString(), Date.now())
+    this.upgrades.left(evt.detail.toString())
     this.saveSoon()
     this.tickIn(SOON_MS)
   }
 
   constructor (private readonly node: Libp2p, private readonly init: MembershipInit) {
     this.book = new MemberBook(init.selfId, init.accept)
+    this.upgrades = new DirectUpgrades(node, init.selfId, (id) => this.book.get(id)?.addrs ?? [], init.log)
     const cross = init.crossRegionPeers ?? 0
     this.distance = cross > 0 && init.ping !== undefined ? new PeerDistance(cross) : undefined
   }
@@ -109,10 +131,15 @@ export class Membership {
     this.node.addEventListener('peer:disconnect', this.onDisconnect)
     if (this.book.size > 0) this.init.log.info('known members loaded', { members: this.book.size })
     this.tickIn(0)
+    let last = Date.now()
     this.exchangeTimer = setInterval(() => {
+      const stuck = this.init.quickExchange === true && [...this.dials.values()].some(d => d.failures > 0)
+      if (Date.now() - last < (stuck ? EXCHANGE_SOON_MS : EXCHANGE_MS) - 500) return
       const peers = this.node.getPeers()
-      if (peers.length > 0) this.ask(peers[Math.floor(Math.random() * peers.length)])
-    }, EXCHANGE_MS)
+      if (peers.length === 0) return
+      last = Date.now()
+      this.ask(peers[Math.floor(Math.random() * peers.length)])
+    }, EXCHANGE_SOON_MS)
     this.exchangeTimer.unref()
   }
 
@@ -151,6 +178,18 @@ export class Membership {
     })
   }
 
+  /** The relays named in members' relayed addresses (each once): the ones a member behind NAT keeps a reservation on. */
+  relays (): Array<{ addr: string, peerId: string }> {
+    const out = new Map<string, string>()
+    for (const [, m] of this.book.entries()) {
+      for (const a of m.addrs) {
+        const r = relayOf(a)
+        if (r !== undefined && !out.has(r.peerId)) out.set(r.peerId, r.addr)
+      }
+    }
+    return [...out].map(([peerId, addr]) => ({ peerId, addr }))
+  }
+
   /** The connected members were up until now (before a save: a node that dies keeps times close to its end). */
   private markConnected (now: number): void {
     for (const p of this.node.getPeers()) this.book.connected(p.toString(), [], now)
@@ -172,12 +211,14 @@ export class Membership {
       if (this.stopped) return
       const now = Date.now()
       const before = this.book.size
-      for (const m of list) this.book.heard(m.id, m.addrs.map(stripPeer), now)
-      if (this.book.size > before) {
-        this.init.log.debug('learned members', { from: peer.toString(), members: this.book.size - before })
+      let learned = false
+      for (const m of list) learned = this.book.heard(m.id, m.addrs.map(stripPeer), now) || learned
+      if (this.book.size > before) this.init.log.debug('learned members', { from: peer.toString(), members: this.book.size - before })
+      // Nothing new to dial: the regular tick is enough (an early one would only stir region-aware dialing).
+      if (learned) {
         this.saveSoon()
+        this.tickIn(0)
       }
-      this.tickIn(0)
     }, (err: unknown) => {
       // A peer of an older version has no exchange; what it announces in identify is still learned.
       this.init.log.debug('member exchange failed', { peer: peer.toString(), err })
@@ -196,6 +237,7 @@ export class Membership {
     if (this.stopped) return
     try {
       const connected = new Set(this.node.getPeers().map(String))
+      this.upgrades.tick(connected)
       const dialing = [...this.dials.values()].filter(d => d.dialing).length
       let wanted = Math.min(this.init.target - connected.size - dialing, MAX_PARALLEL - dialing)
       if (wanted <= 0 && this.distance === undefined) return
@@ -259,8 +301,24 @@ export class Membership {
       d.dialing = false
       return
     }
-    const addrs = m.addrs.map(a => multiaddr(`${a}/p2p/${id}`))
-    this.node.dial(addrs).then(() => {
+    const { direct, relayed } = split(this.init.selfId, id, m.addrs)
+    if (direct.length === 0 && relayed.length === 0) {
+      // Known only through this node's own relay: it dials in, this node never needs to dial out.
+      d.dialing = false
+      d.nextTryAt = Date.now() + OWN_RELAY_ONLY_MS
+      return
+    }
+    const attempt = async (): Promise<Connection> => {
+      if (direct.length > 0) {
+        try {
+          return await this.node.dial(direct, relayed.length > 0 ? { signal: AbortSignal.timeout(DIRECT_FIRST_MS) } : {})
+        } catch (err) {
+          if (relayed.length === 0) throw err
+        }
+      }
+      return await this.node.dial(relayed)
+    }
+    attempt().then(() => {
       this.dials.delete(id)
     }, (err: unknown) => {
       d.failures++
@@ -272,6 +330,19 @@ export class Membership {
     }).finally(() => {
       d.dialing = false
     })
+  }
+
+  /** A relay is up (again): the members behind it are worth a try now, not at the end of their backoff. */
+  private relayUp (relay: string): void {
+    let any = false
+    for (const [id, m] of this.book.entries()) {
+      const d = this.dials.get(id)
+      if (d === undefined || d.dialing || !m.addrs.some(a => relayOf(a)?.peerId === relay)) continue
+      d.failures = 0
+      d.nextTryAt = 0
+      any = true
+    }
+    if (any) this.tickIn(SOON_MS)
   }
 
   private saveSoon (): void {
@@ -290,9 +361,9 @@ export class Membership {
   }
 }
 
+/** The address without the member's own trailing `/p2p/<peerId>` (a relayed address keeps its relay's). */
 function stripPeer (addr: string): string {
-  const i = addr.indexOf('/p2p/')
-  return i < 0 ? addr : addr.slice(0, i)
+  return addr.replace(/\/p2p\/[^/]+$/, '')
 }
 
 function isLoopbackAddr (addr: string): boolean {

@@ -57,9 +57,10 @@ export class XSalsa20 {
     if (key.length !== XSALSA20_KEY_BYTES) throw new RangeError(`XSalsa20 key must be ${XSALSA20_KEY_BYTES} bytes, got ${key.length}`)
     if (nonce.length !== XSALSA20_NONCE_BYTES) throw new RangeError(`XSalsa20 nonce must be ${XSALSA20_NONCE_BYTES} bytes, got ${nonce.length}`)
     if (!Number.isSafeInteger(counter) || counter < 0) throw new RangeError('XSalsa20 counter must be a non-negative safe integer')
-    // HSalsa20(key, nonce[0..16]) is the Salsa20 key; copies, since hsalsa reads and writes words in place.
+    // HSalsa20(key, nonce[0..16]) is the Salsa20 key; copies, since hsalsa reads and writes words in place, and
+    // word-aligned ones: a nonce read off a relayed connection is a Buffer view at any offset (Buffer#slice is no copy).
     const subkey = new Uint8Array(32)
-    hsalsa(SIGMA, u32(key.slice()), u32(nonce.slice(0, 16)), u32(subkey))
+    hsalsa(SIGMA, u32(Uint8Array.from(key)), u32(Uint8Array.from(nonce.subarray(0, 16))), u32(subkey))
     const sv = new DataView(subkey.buffer)
     this.k = new Int32Array(8)
     for (let i = 0; i < 8; i++) this.k[i] = sv.getInt32(4 * i, true)

@@ -8,6 +8,8 @@
  * node's `lagMs`, worded as `meta-core status` words it, with the last sync
  * and, in its title, when the node last caught up), frames received and
  * rejected, clock-drift refusals, and whether its digest agrees with ours.
+ * How members reach the node and what it relays for them (reach.tsx), and
+ * per peer whether it runs through a relay or was found on the LAN.
  * A join under way shows as a progress bar with the share done and the
  * time left (join.tsx).
  *
@@ -24,6 +26,7 @@ import { formatAgo, formatCount, formatPeerConnection, formatPeerLag, formatTime
 import type { MeshDigest, MeshDigests, MeshPeer, MeshStatus, PeerDigest } from '../wire.js'
 import { ErrorNote, useInterval } from './common.js'
 import { JoinProgress } from './join.js'
+import { peerLabel, ReachRows } from './reach.js'
 import { Transfers } from './transfers.js'
 
 const POLL_MS = 3000
@@ -132,6 +135,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
         {mesh.self.name != null && <><dt>Name</dt><dd data-testid="self-name">{mesh.self.name}</dd></>}
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
         <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
+        <ReachRows reach={mesh.reach} peers={mesh.peers} />
         <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
         <dt>Digest</dt>
         <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
@@ -150,7 +154,7 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
                 </tr>
               </thead>
               <tbody>
-                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} memberSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
+                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} relayName={peerLabel(mesh.peers, p.relay)} memberSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
               </tbody>
             </table>
           </div>
@@ -175,7 +179,7 @@ function connectionTitle (p: MeshPeer, gossip: boolean, relayed: boolean, member
   return p.connected || seen === undefined ? undefined : `last seen ${formatTime(seen)}`
 }
 
-function PeerRow ({ p, memberSeenAt, own, remote, asked }: { p: MeshPeer, memberSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+function PeerRow ({ p, relayName, memberSeenAt, own, remote, asked }: { p: MeshPeer, relayName: string | undefined, memberSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
   const gossip = !p.connected && p.via === 'gossip'
   const relayed = heardSinceLeft(p)
   // The peer's digest as the node asked it over the mesh, else as this page asked the address it was given.
@@ -193,7 +197,7 @@ function PeerRow ({ p, memberSeenAt, own, remote, asked }: { p: MeshPeer, member
       <td data-label="Name" data-testid="peer-name">{p.name ?? <span class="muted">not heard</span>}</td>
       <td data-label="Peer"><code title={p.peerId}>{shortId(p.peerId, 8)}</code></td>
       <td data-label="Connection" data-testid="peer-connection" title={connectionTitle(p, gossip, relayed, memberSeenAt)}>
-        <span class={`state ${p.connected ? 'ok' : 'off'}`}>{formatPeerConnection(p, memberSeenAt)}</span>
+        <span class={`state ${p.connected ? 'ok' : 'off'}`}>{formatPeerConnection(p, memberSeenAt, Date.now(), relayName)}</span>
       </td>
       {gossip
         ? <td data-label="Lag" data-testid="peer-lag" title={GOSSIP_TITLE}><span class="muted">—</span></td>
