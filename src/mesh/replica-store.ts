@@ -166,6 +166,10 @@ export class RecordReplica implements ReplicaStore {
     return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
   }
 
+  exportVersions (rids: readonly string[]): RemoteEntry[] {
+    return this.records.read(() => rids.flatMap(rid => this.records.exportVersions(rid as RecordId)))
+  }
+
   clock (): string {
     return this.records.clock()
   }

@@ -9,7 +9,7 @@ import { silentLogger } from '../common/index.js'
 import { prefixEnd, type EventId, type KvStore, type Tx } from '../kv/index.js'
 import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
-  changedRootsSince, changesSince, exportRange, readChangeLog, rootEntries, type ChangePage, type ExportPage, type PageOptions
+  changedRootsSince, changesSince, exportRange, readChangeLog, rootEntries, rootVersions, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
 import { eventStreams } from './events.js'
 import { CLIENT_NAMESPACES, LAYER_NAMESPACES, localStore } from './local-store.js'
@@ -227,6 +227,8 @@ export class RecordStore implements Records {
 
   /** The replicated state of one root in key order: the root tombstone, live keys and tombstones, with their versions. */
   exportRoot (rid: RecordId, r: Reader = this.kv): RemoteEntry[] { return rootEntries(r, rid) }
+  /** The same with every value null: the root's versions, from its version map alone. */
+  exportVersions (rid: RecordId, r: Reader = this.kv): RemoteEntry[] { return rootVersions(r, rid) }
 
   /** Each key changed after `cursor` once, with its current value and version (change-feed.ts). */
   changesSince (cursor: string | undefined, opts: PageOptions): ChangePage { return changesSince(this.kv, cursor, opts) }

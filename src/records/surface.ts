@@ -182,6 +182,8 @@ export interface Replication {
   rangeRoots: (prefix: string, limit?: number) => RootHash[]
   /** The replicated state of one root: its root tombstone, live keys and tombstones, with versions. */
   exportRoot: (rid: RecordId) => RemoteEntry[]
+  /** The same with every value null: the root's versions, from its version map alone. */
+  exportVersions: (rid: RecordId) => RemoteEntry[]
 }
 
 /** A stream entry as clients see it; `fields: null` for an entry they are not shown (it still advances a cursor). */

@@ -191,6 +191,8 @@ export interface ReplicaStore {
   rangeRoots: (prefix: string, limit: number) => Array<{ rid: string, hash: string }>
   /** The replicated state of these roots (root tombstone, live keys, tombstones, with versions), root after root, read in one snapshot. */
   exportRoots: (rids: readonly string[]) => RemoteEntry[]
+  /** The same as `exportRoots` with every value left out (null): the roots' versions, read from their version maps alone. */
+  exportVersions: (rids: readonly string[]) => RemoteEntry[]
   /** The store's hybrid logical clock: the last value issued or observed. */
   clock: () => string
   getLocal: (key: string) => string | undefined
