@@ -1,11 +1,11 @@
 import path from 'node:path'
-import { AbortedError, silentLogger, type Logger } from '../common/index.js'
+import { AbortedError, silentLogger, systemClock, type Cancel, type Clock, type Logger } from '../common/index.js'
 import { midhashSampleRange, ShortReadError, type FileDigest } from '../cid/index.js'
 import type { FileState } from './file-state.js'
 import { HashQueue } from './hash-queue.js'
 import type { LifecycleWriter, Step } from './lifecycle-writer.js'
 import { MoveMatcher, type PendingDelete } from './move-matcher.js'
-import { systemRuntime, type WatcherRuntime } from './runtime.js'
+import { systemFileReads, type FileReads } from './file-reads.js'
 import { ScanTags, type ScanCounts } from './scan-tags.js'
 import { Candidate, SettlePolicy } from './settle-policy.js'
 import type { FileStat } from './tree-walk.js'
@@ -17,8 +17,10 @@ export interface ChangeTrackerOptions {
   writer: LifecycleWriter
   settleMs: number
   hashConcurrency: number
-  /** Clocks, timers, stat and hash (default: the process's and the real file system's). */
-  runtime?: WatcherRuntime
+  /** Settle windows and their ticks (default: the system's). */
+  clock?: Clock
+  /** The settle re-stat and the hash (default: the real file system's). */
+  reads?: FileReads
   logger?: Logger
   /** A path whose change arrived while it was being hashed or written: look at it again (the watcher re-stats and routes it). */
   recheck: (rel: string) => void
@@ -54,8 +56,8 @@ export interface PendingWork {
  *   the window and while a candidate of its size is unresolved; a new path
  *   with the same content claims it: one `rename`, the record kept.
  *
- * Time, timers, stats and hashes come from the runtime only, so a test with
- * a virtual clock drives every window.
+ * Time and timers come from the clock only, stats and hashes from the
+ * reads, so a test with a virtual clock drives every window.
  *
  * Scans tag what they find; `closeTag` resolves when every tagged candidate
  * and pending delete is resolved, with the events they produced. A candidate
@@ -66,7 +68,8 @@ export class ChangeTracker {
   private readonly root: () => string
   private readonly state: FileState
   private readonly writer: LifecycleWriter
-  private readonly rt: WatcherRuntime
+  private readonly clock: Clock
+  private readonly reads: FileReads
   private readonly log: Logger
   private readonly recheck: (rel: string) => void
   private readonly onHashed: (sampleBytes: number, size: number) => void
@@ -78,7 +81,7 @@ export class ChangeTracker {
   private readonly skipped = new Map<string, string>()
   private readonly inflight = new Set<Promise<void>>()
   private readonly tags = new ScanTags()
-  private cancelTick: (() => void) | undefined
+  private cancelTick: Cancel | undefined
   private controller = new AbortController()
   private stopped = false
 
@@ -86,7 +89,8 @@ export class ChangeTracker {
     this.root = opts.root
     this.state = opts.state
     this.writer = opts.writer
-    this.rt = opts.runtime ?? systemRuntime
+    this.clock = opts.clock ?? systemClock
+    this.reads = opts.reads ?? systemFileReads
     this.settle = new SettlePolicy(opts.settleMs)
     this.log = opts.logger ?? silentLogger
     this.recheck = opts.recheck
@@ -136,7 +140,7 @@ export class ChangeTracker {
         if (tag !== undefined && !pd.submitted) this.tags.set(pd, tag)
         return
       }
-      const fresh = this.moves.add(rel, e, this.rt.monotonic() + this.settle.settleMs)
+      const fresh = this.moves.add(rel, e, this.clock.monotonic() + this.settle.settleMs)
       if (tag !== undefined) this.tags.set(fresh, tag)
       this.schedule()
       return
@@ -164,11 +168,11 @@ export class ChangeTracker {
     const fresh = new Candidate(rel, st)
     this.candidates.set(rel, fresh)
     if (tag !== undefined) this.tags.set(fresh, tag)
-    if (this.settle.quiet(st.mtimeNs, this.rt.now())) {
+    if (this.settle.quiet(st.mtimeNs, this.clock.now())) {
       fresh.quiet = true
       this.enqueue(fresh)
     } else {
-      this.settle.start(fresh, this.rt.monotonic())
+      this.settle.start(fresh, this.clock.monotonic())
       this.schedule()
     }
     this.moves.track(fresh)
@@ -204,7 +208,7 @@ export class ChangeTracker {
     c.mtimeNs = st.mtimeNs
     c.real = st.real
     c.dirty = false
-    this.settle.start(c, this.rt.monotonic())
+    this.settle.start(c, this.clock.monotonic())
     this.moves.track(c)
     this.tags.clear(c)
     this.schedule()
@@ -213,12 +217,12 @@ export class ChangeTracker {
   private schedule (): void {
     if (this.cancelTick !== undefined || this.stopped) return
     if (this.settle.size === 0 && !this.moves.waiting) return
-    this.cancelTick = this.rt.schedule(this.settle.tickMs, () => { this.cancelTick = undefined; this.tick() })
+    this.cancelTick = this.clock.schedule(this.settle.tickMs, () => { this.cancelTick = undefined; this.tick() })
   }
 
   private tick (): void {
     if (this.stopped) return
-    const now = this.rt.monotonic()
+    const now = this.clock.monotonic()
     for (const c of this.settle.ripe(now)) {
       c.checking = true
       this.track(this.settleCheck(c))
@@ -230,7 +234,7 @@ export class ChangeTracker {
   private async settleCheck (c: Candidate): Promise<void> {
     let st: FileStat | null
     try {
-      st = await this.rt.stat(this.root(), c.rel)
+      st = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
       c.checking = false
       this.unreadable(c, err)
@@ -262,8 +266,8 @@ export class ChangeTracker {
     let digest: FileDigest
     let after: FileStat | null = c
     try {
-      digest = await this.rt.hash(abs, { size: c.size, signal: this.controller.signal })
-      if (!c.quiet) after = await this.rt.stat(this.root(), c.rel)
+      digest = await this.reads.hash(abs, { size: c.size, signal: this.controller.signal })
+      if (!c.quiet) after = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
       this.queue.release()
       this.hashFailed(c, err)
@@ -300,7 +304,7 @@ export class ChangeTracker {
     }
     if (err instanceof ShortReadError) {
       // It shrank between stat and read: still being written (or truncated); settle again.
-      this.settle.start(c, this.rt.monotonic())
+      this.settle.start(c, this.clock.monotonic())
       this.tags.clear(c)
       this.schedule()
       return
@@ -320,7 +324,7 @@ export class ChangeTracker {
   async hashNow (real: string, size: number): Promise<FileDigest> {
     await this.queue.acquire()
     try {
-      return await this.rt.hash(real, { size, signal: this.controller.signal })
+      return await this.reads.hash(real, { size, signal: this.controller.signal })
     } finally {
       this.queue.release()
     }

@@ -1,26 +1,25 @@
 /**
- * The tracker's windows on the runtime's virtual clock (scripted hints, real
- * files): a settle window of a minute, and a hash queue held as long as a
- * test likes, pass in real milliseconds and in the order the test says.
+ * The tracker's windows on a virtual clock (scripted hints, real files): a
+ * settle window of a minute, and a hash queue held as long as a test likes,
+ * pass in real milliseconds and in the order the test says.
  */
 import fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import { harnessPerTest, midhashOf, type Harness } from './harness.js'
-import { virtualRuntime, type VirtualRuntime } from './virtual-runtime.js'
+import type { VirtualTime } from './virtual-time.js'
 
 const harness = harnessPerTest({ source: 'scripted' })
 const SETTLE = 60_000
 const DATA = Buffer.alloc(4097, 0x5a)
 
-async function open (): Promise<{ h: Harness, rt: VirtualRuntime }> {
-  const rt = virtualRuntime()
-  const h = await harness({ settleMs: SETTLE, runtime: rt })
-  return { h, rt }
+async function open (): Promise<{ h: Harness, rt: VirtualTime }> {
+  const h = await harness({ settleMs: SETTLE, clock: 'virtual' })
+  return { h, rt: h.time! }
 }
 
 /** Moves the clock on until `n` events are out (at most `ms`). */
-async function events (h: Harness, rt: VirtualRuntime, n: number, ms: number): Promise<void> {
-  const ok = await rt.advance(ms, { stepMs: 250, until: () => h.events().length >= n })
+async function events (h: Harness, rt: VirtualTime, n: number, ms: number): Promise<void> {
+  const ok = await rt.advance(ms, () => h.events().length >= n)
   expect(ok, `${n} events within ${ms} virtual ms; got ${JSON.stringify(h.events())}`).toBe(true)
 }
 
@@ -28,15 +27,15 @@ describe('settle windows on the runtime clock', () => {
   it('a new file is hashed once its window has passed, not before; a change inside the window starts it again', async () => {
     const { h, rt } = await open()
     h.fsd.write('a.bin', 'first bytes')
-    await rt.advance(SETTLE - 1_000, { stepMs: 250 })
+    await rt.advance(SETTLE - 1_000)
     expect(h.events()).toEqual([])
-    expect(rt.hashed).toEqual([])
+    expect(rt.reads.hashed).toEqual([])
     h.fsd.append('a.bin', ', then more')
-    await rt.advance(SETTLE - 1_000, { stepMs: 250 })
+    await rt.advance(SETTLE - 1_000)
     expect(h.events()).toEqual([]) // the window started again at the change
     await events(h, rt, 1, 3_000)
     expect(h.events().map(e => [e.type, e.path, e.size])).toEqual([['add', 'a.bin', '22']])
-    expect(rt.hashed).toHaveLength(1)
+    expect(rt.reads.hashed).toHaveLength(1)
     await h.idle()
   })
 
@@ -51,7 +50,7 @@ describe('settle windows on the runtime clock', () => {
 })
 
 describe('a delete and a copy of the same bytes', () => {
-  async function recorded (h: Harness, rt: VirtualRuntime): Promise<string> {
+  async function recorded (h: Harness, rt: VirtualTime): Promise<string> {
     h.fsd.write('s2/f2.bin', DATA)
     await events(h, rt, 1, SETTLE + 2_000)
     const cid = await midhashOf(h.abs('s2/f2.bin'))
@@ -63,11 +62,11 @@ describe('a delete and a copy of the same bytes', () => {
     const { h, rt } = await open()
     const cid = await recorded(h, rt)
     const rid = h.store.records.resolveRoot(cid)
-    const release = rt.holdHash('copy/dup.bin')
+    const release = rt.reads.holdHash('copy/dup.bin')
     h.fsd.write('copy/dup.bin', DATA)
     h.fsd.remove('s2/f2.bin')
-    await rt.advance(10 * SETTLE, { stepMs: 5_000 })
-    expect(rt.hashed.some(p => p.endsWith('copy/dup.bin'))).toBe(true) // settled and being hashed
+    await rt.advance(10 * SETTLE)
+    expect(rt.reads.hashed.some(p => p.endsWith('copy/dup.bin'))).toBe(true) // settled and being hashed
     expect(h.events()).toHaveLength(1) // no delete while the copy may be the same bytes
     expect(h.store.records.resolveRoot(cid)).toBe(rid)
     release()
@@ -75,7 +74,7 @@ describe('a delete and a copy of the same bytes', () => {
     expect(h.events().slice(1).map(e => [e.type, e.oldPath, e.path])).toEqual([['rename', 's2/f2.bin', 'copy/dup.bin']])
     expect(h.store.records.resolveRoot(cid)).toBe(rid)
     expect(h.store.records.getDocument(cid)!.metadata).toMatchObject({ title: 'Kept', filePath: '/files/copy/dup.bin' })
-    await rt.advance(1_000, { stepMs: 250 })
+    await rt.advance(1_000)
     await h.idle()
   })
 
@@ -85,7 +84,7 @@ describe('a delete and a copy of the same bytes', () => {
     h.fsd.remove('s2/f2.bin')
     for (let i = 0; i < 8 && h.events().length < 2; i++) {
       h.fsd.write('busy.img', Buffer.alloc(4097, i)) // same size, other bytes, a new mtime each time
-      await rt.advance(SETTLE / 2, { stepMs: 2_500 })
+      await rt.advance(SETTLE / 2)
     }
     expect(h.events()[1]).toMatchObject({ type: 'delete', path: 's2/f2.bin' })
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
@@ -94,7 +93,7 @@ describe('a delete and a copy of the same bytes', () => {
   it('a file of another size does not hold the delete back', async () => {
     const { h, rt } = await open()
     const cid = await recorded(h, rt)
-    const release = rt.holdHash('other.bin')
+    const release = rt.reads.holdHash('other.bin')
     h.fsd.write('other.bin', Buffer.alloc(4096, 0x5a))
     h.fsd.remove('s2/f2.bin')
     await events(h, rt, 2, SETTLE + 2_000)
@@ -102,7 +101,7 @@ describe('a delete and a copy of the same bytes', () => {
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
     release()
     await events(h, rt, 3, 2_000)
-    await rt.advance(1_000, { stepMs: 250 })
+    await rt.advance(1_000)
     await h.idle()
   })
 })
