@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs'
 import { describe, expect, it } from 'vitest'
+import { sha256FileCid } from '../../src/cid/index.js'
 import { harnessPerTest, midhashOf, type Harness } from './harness.js'
 import type { VirtualTime } from './virtual-time.js'
 
@@ -103,5 +104,21 @@ describe('a delete and a copy of the same bytes', () => {
     await events(h, rt, 3, 2_000)
     await rt.advance(1_000)
     await h.idle()
+  })
+})
+
+describe('the background full hash', () => {
+  it('reads at its rate bound on the watcher\'s clock: a 2 MiB file at 256 KiB/s takes its four virtual seconds', async () => {
+    const h = await harness({ settleMs: SETTLE, clock: 'virtual', fullHash: ['sha2-256'], fullHashBytesPerSecond: 256 * 1024 })
+    const rt = h.time!
+    h.fsd.write('big.bin', Buffer.alloc(2 * 1_048_576, 0x42))
+    await events(h, rt, 1, SETTLE + 2_000)
+    // Read in two steps of 1 MiB: the second may start four seconds after the first.
+    const hashed = (): boolean => h.watcher.status().fullHash.filesHashed === 1
+    expect(await rt.advance(3_000, hashed)).toBe(false)
+    expect(h.watcher.status().fullHash).toMatchObject({ state: 'hashing', current: { path: 'big.bin', bytesRead: 1_048_576 } })
+    expect(await rt.advance(2_000, hashed)).toBe(true)
+    const sha = (await sha256FileCid(h.abs('big.bin'))).cid
+    expect(h.store.records.resolveRoot(sha)).toBe(h.store.records.resolveRoot(await midhashOf(h.abs('big.bin'))))
   })
 })
