@@ -7,7 +7,7 @@ import type { LifecycleWriter, Step } from './lifecycle-writer.js'
 import { MoveMatcher, type PendingDelete } from './move-matcher.js'
 import { systemFileReads, type FileReads } from './file-reads.js'
 import { ScanTags, type ScanCounts } from './scan-tags.js'
-import { Candidate, SettlePolicy } from './settle-policy.js'
+import { Candidate, firstPhase, SettlePolicy } from './settle-policy.js'
 import type { FileStat } from './tree-walk.js'
 
 export interface ChangeTrackerOptions {
@@ -96,7 +96,7 @@ export class ChangeTracker {
     this.recheck = opts.recheck
     this.onHashed = opts.onHashed ?? (() => {})
     this.queue = new HashQueue(opts.hashConcurrency, c => {
-      c.phase = 'hashing'
+      c.on({ type: 'turn' })
       this.track(this.hash(c))
     })
   }
@@ -115,7 +115,7 @@ export class ChangeTracker {
     let files = 0
     let bytes = 0
     for (const c of this.candidates.values()) {
-      if (c.phase === 'writing') continue
+      if (c.phase.kind === 'writing') continue
       files++
       bytes += midhashSampleRange(c.size).length
     }
@@ -131,7 +131,7 @@ export class ChangeTracker {
     if (st === null) {
       this.skipped.delete(rel)
       if (c !== undefined) {
-        if (c.busy) c.dirty = true
+        if (c.busy) c.on({ type: 'touched' })
         else this.dropCandidate(c)
       }
       const e = this.state.get(rel)
@@ -150,7 +150,7 @@ export class ChangeTracker {
       this.removePending(pd) // it is back: whatever it holds now is judged below
     }
     if (c?.busy === true) {
-      if (!c.same(st)) c.dirty = true
+      if (!c.same(st)) c.on({ type: 'touched' })
       if (tag !== undefined && !this.tags.waitedFor(c)) this.tags.set(c, tag)
       return
     }
@@ -165,12 +165,12 @@ export class ChangeTracker {
       else if (tag !== undefined && !this.tags.waitedFor(c)) this.tags.set(c, tag)
       return
     }
-    const fresh = new Candidate(rel, st)
+    const quiet = this.settle.quiet(st.mtimeNs, this.clock.now())
+    const fresh = new Candidate(rel, st, firstPhase(quiet, this.clock.monotonic()))
     this.candidates.set(rel, fresh)
     if (tag !== undefined) this.tags.set(fresh, tag)
-    if (this.settle.quiet(st.mtimeNs, this.clock.now())) {
-      fresh.quiet = true
-      this.enqueue(fresh)
+    if (quiet) {
+      this.queue.push(fresh)
     } else {
       this.settle.start(fresh, this.clock.monotonic())
       this.schedule()
@@ -207,7 +207,6 @@ export class ChangeTracker {
     c.size = st.size
     c.mtimeNs = st.mtimeNs
     c.real = st.real
-    c.dirty = false
     this.settle.start(c, this.clock.monotonic())
     this.moves.track(c)
     this.tags.clear(c)
@@ -224,7 +223,7 @@ export class ChangeTracker {
     if (this.stopped) return
     const now = this.clock.monotonic()
     for (const c of this.settle.ripe(now)) {
-      c.checking = true
+      c.on({ type: 'check' })
       this.track(this.settleCheck(c))
     }
     for (const pd of this.moves.due(now)) this.track(this.submitGone(pd))
@@ -236,38 +235,35 @@ export class ChangeTracker {
     try {
       st = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
-      c.checking = false
+      c.on({ type: 'checked' })
       this.unreadable(c, err)
       return
     }
-    c.checking = false
-    if (c.dropped || c.phase !== 'settling') return
+    c.on({ type: 'checked' })
+    if (c.phase.kind !== 'settling') return // dropped meanwhile
     if (st === null) {
       this.dropCandidate(c)
       this.observe(c.rel, null)
     } else if (!c.same(st)) {
       this.changed(c, st)
     } else {
-      this.enqueue(c)
+      this.settle.delete(c)
+      c.on({ type: 'settled' })
+      this.queue.push(c)
     }
   }
 
   // ------------------------------------------------------------ hashing
-
-  private enqueue (c: Candidate): void {
-    this.settle.delete(c)
-    c.phase = 'queued'
-    this.queue.push(c)
-  }
 
   private async hash (c: Candidate): Promise<void> {
     // A regular file is read as itself, a link's target by its real path; a link swapped in meanwhile is refused, never followed.
     const abs = c.real ?? path.join(this.root(), c.rel)
     let digest: FileDigest
     let after: FileStat | null = c
+    const quiet = c.phase.kind === 'hashing' && c.phase.quiet
     try {
       digest = await this.reads.hash(abs, { size: c.size, signal: this.controller.signal })
-      if (!c.quiet) after = await this.reads.stat(this.root(), c.rel)
+      if (!quiet) after = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
       this.queue.release()
       this.hashFailed(c, err)
@@ -285,13 +281,14 @@ export class ChangeTracker {
       return
     }
     this.onHashed(midhashSampleRange(c.size).length, c.size)
-    c.phase = 'writing'
+    c.on({ type: 'hashed' })
     const step: Step = { kind: 'seen', rel: c.rel, size: c.size, mtimeNs: String(c.mtimeNs), cid: digest.cid, tag: c.tag }
     const out = await this.writer.submit(step)
     this.tags.count(c, out)
+    const dirty = c.dirty
     // On failure nothing changed: the state row still differs from the file, so the next scan tries again.
     this.dropCandidate(c)
-    if (c.dirty) this.recheck(c.rel)
+    if (dirty) this.recheck(c.rel)
   }
 
   private hashFailed (c: Candidate, err: unknown): void {
@@ -349,7 +346,7 @@ export class ChangeTracker {
 
   private dropCandidate (c: Candidate): void {
     if (c.dropped || this.candidates.get(c.rel) !== c) return
-    c.dropped = true
+    c.on({ type: 'drop' })
     this.candidates.delete(c.rel)
     this.settle.delete(c)
     this.moves.untrack(c)
