@@ -2,8 +2,8 @@
  * The record lifecycle, run once with OS events and once with scripted
  * events (architecture habit 10): both must lead the one state machine to
  * the same records and the same file:events. The OS run is real time on a
- * real folder; the scripted run drives the watcher's injected runtime on a
- * virtual clock (its settle windows pass as the test waits).
+ * real folder; the scripted run gives the watcher a virtual clock (its
+ * settle windows pass as the test waits).
  */
 import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'

@@ -24,7 +24,7 @@ async function events (h: Harness, rt: VirtualTime, n: number, ms: number): Prom
   expect(ok, `${n} events within ${ms} virtual ms; got ${JSON.stringify(h.events())}`).toBe(true)
 }
 
-describe('settle windows on the runtime clock', () => {
+describe('settle windows on the watcher\'s clock', () => {
   it('a new file is hashed once its window has passed, not before; a change inside the window starts it again', async () => {
     const { h, rt } = await open()
     h.fsd.write('a.bin', 'first bytes')
