@@ -105,6 +105,7 @@ export async function startRogue (swarmKeyFile: string, opts: { name?: string } 
       const head = 'rogue-head'
       await handlePulls(node, async (_peer, body) => {
         const req = decodeMessage(body)
+        // The slow peer `delayMs` asks for: the fault this fake plays, not a wait for anything.
         await new Promise(resolve => setTimeout(resolve, delayMs))
         if (req.t === 'snap') {
           const i = req.after === null ? 0 : Number(req.after.slice(1))
