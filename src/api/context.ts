@@ -1,4 +1,4 @@
-import type { Logger } from '../common/index.js'
+import type { Clock, Logger } from '../common/index.js'
 import type { MeshService } from '../mesh/index.js'
 import type { Records } from '../records/index.js'
 import type { RawKv } from './routes/kv-routes.js'
@@ -21,6 +21,8 @@ export interface ApiComponents {
   logger?: Logger
   /** Where `/metrics` figures go (the node also feeds it the store's batches and events); default: a fresh one. */
   metrics?: NodeMetrics
+  /** Time: SSE heartbeats, the close grace period, stats ages, uptime (default `systemClock`). */
+  clock?: Clock
 }
 
 export interface ApiInit {
@@ -72,6 +74,7 @@ export interface ApiContext {
   serviceName: string
   uiPath: string | undefined
   startedAt: number
+  clock: Clock
   hub: SseHub
   sweep: LibrarySweep
   metrics: NodeMetrics

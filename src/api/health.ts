@@ -29,7 +29,7 @@ export interface Health {
   reasons: HealthReason[]
 }
 
-export function healthOf (ctx: ApiContext, now = Date.now()): Health {
+export function healthOf (ctx: ApiContext, now = ctx.clock.now()): Health {
   const up = ctx.records.available()
   const mesh = ctx.mesh?.status()
   const clock = mesh?.self.clock ?? null

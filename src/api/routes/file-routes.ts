@@ -36,7 +36,7 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
   const remote = (): RemoteFiles | undefined => {
     const bytes = ctx.mesh?.bytes
     if (bytes === undefined) return undefined
-    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.byteCache)
+    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.clock, ctx.byteCache)
     return remoteFiles
   }
   const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
