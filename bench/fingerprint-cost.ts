@@ -30,13 +30,13 @@ function entries (hlc: string): RemoteEntry[][] {
 async function fill (keep: boolean): Promise<{ ms: number, dir: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-fp-'))
   const s = openNodeStore({ path: path.join(dir, 's.db'), nodeId: 'bench', backgroundCheckpoint: false })
-  const update = Fingerprints.prototype.update
-  if (!keep) Fingerprints.prototype.update = function () {}
+  const update = Fingerprints.prototype.changed
+  if (!keep) Fingerprints.prototype.changed = function () {}
   const pages = entries(formatHlc({ ms: Date.now(), counter: 0 }))
   const t0 = performance.now()
   for (const p of pages) await s.records.applyBatch(p, { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity })
   const ms = performance.now() - t0
-  Fingerprints.prototype.update = update
+  Fingerprints.prototype.changed = update
   s.close()
   return { ms, dir }
 }

@@ -25,7 +25,7 @@ import { VersionMap } from './versions.js'
  *   the record, with every other field it had (add wins, as in an
  *   observed-remove set).
  */
-export function isRecord (cur: ReadonlyMap<string, string>, vm: VersionMap): boolean {
+export function isRecord (cur: { readonly size: number, keys: () => IterableIterator<string> }, vm: VersionMap): boolean {
   if (cur.size === 0) return false
   let cid = false
   let holder = false
