@@ -6,7 +6,7 @@
  * included) and the indexer hooks (search). Local writes and remote merges
  * share it, so both maintain exactly the same derived state.
  *
- * Groups: roots that share any CID are one record (replication.md). The
+ * Groups: roots that share any CID are one record (docs/design/data-model.md#groups). The
  * group's canonical root is its smallest rid; `cid:<cid>` points at it. The
  * membership (`idx:grp/`, `idx:grpm/`) is derived locally from the cids/
  * members, so every node that holds the same roots derives the same groups and
