@@ -65,7 +65,8 @@ export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntr
 /** Snapshot reply. `head` is the log head captured before the snapshot started (sent with the first page); `next` null ends the range. */
 /** `records`: on a range's first page, how many records the peer holds (the joining node's time left); absent from older peers. */
 /** `splits`: when asked (`split`), the positions that cut the range into slices of about equal roots, in increasing order. */
-export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number, splits?: string[] }
+/** `end`: on a range's first page, its last root key then (`file:<rid>`); absent from older peers. */
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number, splits?: string[], end?: string }
 /**
  * A range of a reconciliation (reconcile.ts): the roots whose position
  * starts with hex prefix `p` (0 to 8 digits), given either by their
@@ -168,7 +169,7 @@ function body (m: Message): unknown {
     case 'pull': return { t: m.t, l: m.log, c: m.cursor, m: m.maxBytes }
     case 'snap': return { t: m.t, a: m.after, m: m.maxBytes, s: m.split }
     case 'changes': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, g: m.gap, w: m.clock }
-    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock, c: m.records, x: m.splits }
+    case 'snapshot': return { t: m.t, l: m.log, b: encodeBlock(m.entries), n: m.next, h: m.head, w: m.clock, c: m.records, x: m.splits, e: m.end }
     case 'recon': return { t: m.t, r: m.ranges.map(rangeBody) }
     case 'recond': return { t: m.t, l: m.log, h: m.head, r: m.ranges.map(rangeBody), d: m.diff, k: m.taken, w: m.clock }
     case 'roots': return { t: m.t, i: m.rids, b: encodeBlock(m.entries) }
@@ -263,6 +264,7 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
       const m: SnapshotMessage = withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
       if (o.c !== undefined) m.records = count(o.c, 'records')
       if (o.x !== undefined && o.x !== null) m.splits = splitList(o.x)
+      if (o.e !== undefined && o.e !== null) m.end = token(o.e, 'end', MAX_REMOTE_KEY_BYTES)
       return m
     }
     case 'recon':

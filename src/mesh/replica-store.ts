@@ -80,7 +80,7 @@ export class RecordReplica implements ReplicaStore {
 
   exportRange (after: string | null, opts: { maxBytes: number }): RangePage {
     const page = this.records.exportRange(after ?? undefined, { limit: Infinity, maxBytes: opts.maxBytes })
-    return { entries: page.entries, next: page.next ?? null }
+    return { entries: page.entries, next: page.next ?? null, ...(page.end === undefined ? {} : { end: page.end }) }
   }
 
   checkEntries (entries: readonly RemoteEntry[]): string | undefined {

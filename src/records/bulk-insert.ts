@@ -38,13 +38,34 @@ export type Staged = [rid: string, hash: string, keys: number, cids: string[]]
 type Row = readonly [string, string, undefined]
 
 /**
+ * A bulk transaction's rows, by the region of the table they go to. Written
+ * region by region, each in key order (`writeFresh`), the inserts walk each
+ * B-tree region forward: a root's `file:`, `idx:roots/` and `ver:` rows
+ * interleaved made each multi-row statement seek between three places of
+ * the table (measured: about 1.6× the SQLite time of the same rows in key
+ * order).
+ */
+export class FreshRows {
+  readonly file: Row[] = []
+  readonly roots: Row[] = []
+  readonly ver: Row[] = []
+}
+
+/** Writes what `insertFresh` collected, in key order (`file:` < `idx:roots/` < `ver:`; the roots come in key order, and so do a root's fields in a peer's page, so the sort only checks). */
+export function writeFresh (tx: Tx, rows: FreshRows): void {
+  if (rows.file.length + rows.ver.length === 0) return
+  rows.file.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+  tx.putMany(rows.file.concat(rows.roots, rows.ver))
+}
+
+/**
  * Inside a bulk transaction: `rid`'s rows from its entries (`at` their
  * places in `entries`, keys in any order; `root` its newest root
- * tombstone), appended to `rows` for one multi-row write, and its counters.
+ * tombstone), appended to `rows` for one write in key order (`writeFresh`), and its counters.
  * Returns what the transfer's end derives from it, with how many keys it
  * versioned; undefined when the root names a key twice (nothing written).
  */
-export function insertFresh (tx: Tx, rid: string, root: Version | undefined, entries: readonly RemoteEntry[], at: readonly number[], rows: Row[]): { staged: Staged, versioned: number } | undefined {
+export function insertFresh (tx: Tx, rid: string, root: Version | undefined, entries: readonly RemoteEntry[], at: readonly number[], rows: FreshRows): { staged: Staged, versioned: number } | undefined {
   const vm = new VersionMap(root)
   const names: string[] = []
   const values: string[] = []
@@ -73,14 +94,14 @@ export function insertFresh (tx: Tx, rid: string, root: Version | undefined, ent
   }
   const ser = vm.serialize()
   for (let i = 0; i < names.length; i++) {
-    rows.push([keys[i], values[i], undefined])
+    rows.file.push([keys[i], values[i], undefined])
     tx.addCounter(schemaCounterKey(names[i], values[i]), 1)
   }
-  rows.push([VER + rid, ser, undefined])
+  rows.ver.push([VER + rid, ser, undefined])
   const record = names.length > 0 && isRecord({ size: names.length, keys: () => names.values() }, vm)
   const cids: string[] = []
   if (record) {
-    rows.push([ROOTS + rid, '', undefined])
+    rows.roots.push([ROOTS + rid, '', undefined])
     // Not in a group yet (it held nothing): canonical, so visible.
     tx.addCounter(COUNT_ROOTS, 1)
     for (const n of names) {

@@ -43,6 +43,8 @@ export interface ExportPage {
   next: string | undefined
   /** The change log's head, read in the same snapshot: after a full resync, pull `changesSince` from the first page's head. */
   head: EventId | undefined
+  /** On the first page (no `after`): the range's last root key (`file:<rid>`) in the same snapshot; every root after it was created after `head`. */
+  end?: string
 }
 
 export interface PageOptions {
@@ -209,37 +211,45 @@ export function exportRange (kv: KvStore, after: string | undefined, opts: PageO
   const maxBytes = opts.maxBytes ?? Infinity
   return kv.read(() => {
     const head = kv.streamHead(META_EVENTS)
-    const entries: RemoteEntry[] = []
-    let bytes = 0
-    // Continue within the root of the last key sent, then with the roots after it.
-    let lo = VER
-    if (after !== undefined) {
-      const rest = after.startsWith('file:') ? after.slice(5) : after
-      const slash = rest.indexOf('/')
-      lo = VER + (slash < 0 ? rest : rest.slice(0, slash))
-    }
-    const hi = prefixEnd(VER)
-    for (;;) {
-      // A few dozen roots at a time, each class of rows with one range read: a query per root cost as much as its rows.
-      const vers = kv.range(lo, hi, EXPORT_ROOTS)
-      if (vers.length === 0) return { entries, next: undefined, head }
-      const fieldsOf = fileRowsByRoot(kv, vers[0][0].slice(VER.length), vers[vers.length - 1][0].slice(VER.length))
-      for (const [k, v] of vers) {
-        const rid = k.slice(VER.length)
-        const fields = fieldsOf.get(rid)
-        for (const e of entriesOfRoot(rid, v, f => fields?.get(f))) {
-          if (after !== undefined && e.key <= after) continue
-          const size = entryBytes(e)
-          if (entries.length >= limit || (entries.length > 0 && bytes + size > maxBytes)) {
-            return { entries, next: entries[entries.length - 1].key, head }
-          }
-          entries.push(e)
-          bytes += size
-        }
-      }
-      lo = vers[vers.length - 1][0] + '\u0000'
-    }
+    const page = exportPage(kv, after, limit, maxBytes, head)
+    if (after !== undefined) return page
+    const last = kv.prepare('SELECT k FROM kv WHERE k >= ? AND k < ? ORDER BY k DESC LIMIT 1').pluck().get(VER, prefixEnd(VER)) as string | undefined
+    return last === undefined ? page : { ...page, end: 'file:' + last.slice(VER.length) }
   })
+}
+
+/** One page of the range after `after` (exportRange), inside its read. */
+function exportPage (kv: KvStore, after: string | undefined, limit: number, maxBytes: number, head: EventId | undefined): ExportPage {
+  const entries: RemoteEntry[] = []
+  let bytes = 0
+  // Continue within the root of the last key sent, then with the roots after it.
+  let lo = VER
+  if (after !== undefined) {
+    const rest = after.startsWith('file:') ? after.slice(5) : after
+    const slash = rest.indexOf('/')
+    lo = VER + (slash < 0 ? rest : rest.slice(0, slash))
+  }
+  const hi = prefixEnd(VER)
+  for (;;) {
+    // A few dozen roots at a time, each class of rows with one range read: a query per root cost as much as its rows.
+    const vers = kv.range(lo, hi, EXPORT_ROOTS)
+    if (vers.length === 0) return { entries, next: undefined, head }
+    const fieldsOf = fileRowsByRoot(kv, vers[0][0].slice(VER.length), vers[vers.length - 1][0].slice(VER.length))
+    for (const [k, v] of vers) {
+      const rid = k.slice(VER.length)
+      const fields = fieldsOf.get(rid)
+      for (const e of entriesOfRoot(rid, v, f => fields?.get(f))) {
+        if (after !== undefined && e.key <= after) continue
+        const size = entryBytes(e)
+        if (entries.length >= limit || (entries.length > 0 && bytes + size > maxBytes)) {
+          return { entries, next: entries[entries.length - 1].key, head }
+        }
+        entries.push(e)
+        bytes += size
+      }
+    }
+    lo = vers[vers.length - 1][0] + '\u0000'
+  }
 }
 
 /** Reads keys' current state for one page, each root's version map once, and answers each entry key once. */

@@ -27,7 +27,7 @@ import { checkRemoteEntry, newEntryChecks, type RemoteEntry } from './remote-ent
 import type { ApplyResult } from './types.js'
 import { VER } from './layout.js'
 import { VersionMap, makeVersion, type Version } from './versions.js'
-import { insertFresh, stage, type Staged } from './bulk-insert.js'
+import { FreshRows, insertFresh, stage, writeFresh, type Staged } from './bulk-insert.js'
 
 /**
  * Roots per transaction in applyBatch. Measured on ~40-field records: 100
@@ -185,7 +185,7 @@ export class RemoteApplier {
    */
   private insertOrMerge (tx: Tx, roots: ReadonlyArray<[RecordId, Slot]>, entries: readonly RemoteEntry[], maxHlc: string | undefined): number {
     const held = new Set(tx.keys(VER + roots[0][0], VER + roots[roots.length - 1][0] + '\u0000').map(k => k.slice(VER.length)))
-    const rows: Array<readonly [string, string, undefined]> = []
+    const rows = new FreshRows()
     const staged: Staged[] = []
     const merge: Array<[RecordId, Slot]> = []
     let applied = 0
@@ -198,7 +198,7 @@ export class RemoteApplier {
       staged.push(fresh.staged)
       applied += fresh.versioned
     }
-    tx.putMany(rows)
+    writeFresh(tx, rows)
     stage(tx, staged)
     return applied + this.applyRoots(tx, merge, entries, maxHlc)
   }

@@ -3,7 +3,7 @@
  * (range-copy.ts): the first peer gives the slices, each slice comes from
  * one peer, the pages are applied in key order; a peer that leaves mid-copy
  * hands its slice to another; a node restarted mid-copy continues where it
- * stopped. Real cores over real stores on the virtual mesh.
+ * stopped; a copy stops at the range's end as its first page was read. Real cores over real stores on the virtual mesh.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { splitPoints } from '../../src/mesh/protocol/range-copy.js'
@@ -75,6 +75,22 @@ describe('the range copy of a joining node', () => {
     expect(peers.reduce((n, p) => n + p.reconKeysIn, 0)).toBeLessThan(200)
     expect(peers.reduce((n, p) => n + p.pagesIn, 0)).toBeLessThan(1.3 * rangePages(c, 1))
     for (const node of c.nodes) expect(node.store.records.countRecords()).toBe(1_520)
+  })
+
+  it('stops at the range\'s end as the first page was read: records the peer creates meanwhile come from its log, not by chasing the range\'s tail', async () => {
+    const c = await joinSetup(2, 1_500, 64)
+    const [a, b] = c.nodes
+    c.mesh.connect(a.id, b.id)
+    await c.mesh.runUntil(() => a.store.records.countRecords() > 300, 60_000, 'the copy to be under way')
+    // New records sort after every root the copy was cut from (their ids are newer).
+    await b.store.records.applyBatch(records(300, b.store.records.hlc.now(), 'writer', 40))
+    await c.mesh.runUntil(() => !peerStatus(c, 0, b.id).resyncing, 120_000, 'the copy to end')
+    // The copy took the 1,500 roots of its first page's range, not the 300 created after that page.
+    expect(a.store.records.countRecords()).toBe(1_500)
+    await c.mesh.runUntil(() => a.replica.digest().digest === b.replica.digest().digest, 60_000, 'the joiner to hold what its peer holds')
+    // They came from the peer's log, pulled from the head its first page carried.
+    expect(a.store.records.countRecords()).toBe(1_800)
+    expect(peerStatus(c, 0, b.id).reconciles).toBe(0)
   })
 
   it('hands the slice of a peer that leaves mid-copy to another, and continues after a restart', async () => {

@@ -51,8 +51,10 @@ export const COPY_KEY = 'mesh:copy'
 export const COPY_SLICES = 8
 
 interface CopyState {
-  /** Slice starts: slice i holds the keys after bounds[i] up to and including bounds[i + 1] (the last, to the end). bounds[0] is null. */
+  /** Slice starts: slice i holds the keys after bounds[i] up to and including bounds[i + 1] (the last, up to `end`). bounds[0] is null. */
   bounds: Array<string | null>
+  /** Past the range's last root when the first page was read (`rangeEnd`); absent (a peer that does not say): to the end. */
+  end?: string
   /** The slice being applied, and where in it (the last key applied; its start when none). */
   at: number
   after: string | null
@@ -267,11 +269,12 @@ export class RangeCopy {
     first.started()
     const bounds = [null, ...(reply.splits ?? []).filter(k => k.startsWith('file:'))]
     this.d.log('copying the range', { peer: first.peer, slices: bounds.length, records: reply.records })
-    const f = this.slice(bounds[1] ?? null, null)
+    const end = reply.end === undefined ? undefined : rangeEnd(reply.end)
+    const f = this.slice(bounds[1] ?? end ?? null, null)
     f.seed(reply)
     f.source = first
     fetches.set(0, f)
-    const s: CopyState = { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head }, ...(reply.records === undefined ? {} : { expected: reply.records }) }
+    const s: CopyState = { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head }, ...(reply.records === undefined ? {} : { expected: reply.records }), ...(end === undefined ? {} : { end }) }
     if (kept?.why !== undefined) s.why = kept.why
     return s
   }
@@ -285,7 +288,7 @@ export class RangeCopy {
     for (let i = s.at; i < s.bounds.length; i++) {
       let f = fetches.get(i)
       if (f === undefined) {
-        f = this.slice(s.bounds[i + 1] ?? null, i === s.at ? s.after : s.bounds[i])
+        f = this.slice(s.bounds[i + 1] ?? s.end ?? null, i === s.at ? s.after : s.bounds[i])
         fetches.set(i, f)
       }
       if (f.complete || (f.source !== undefined && f.source.usable() && this.sources.has(f.source.peer))) continue
@@ -370,10 +373,22 @@ export class RangeCopy {
   }
 }
 
+/**
+ * The last slice's bound for a range whose last root key was `root`
+ * (`file:<rid>`): past every key of that root (`file:<rid>/…` sorts before
+ * `file:<rid>0`) and before any later root's. Roots created after the first
+ * page (a peer writing all along: new ids sort last) are not chased page
+ * after page: they come with the changes after the head read then (the
+ * lead's log), or by reconciliation.
+ */
+function rangeEnd (root: string): string {
+  return root + '0'
+}
+
 function parseState (raw: string): CopyState | undefined {
   try {
     const o = JSON.parse(raw) as CopyState
-    if (Array.isArray(o.bounds) && o.bounds.length > 0 && Number.isSafeInteger(o.at) && o.at >= 0 && o.at < o.bounds.length) return o
+    if (Array.isArray(o.bounds) && o.bounds.length > 0 && Number.isSafeInteger(o.at) && o.at >= 0 && o.at < o.bounds.length && (o.end === undefined || typeof o.end === 'string')) return o
   } catch {
     // Unreadable: the store holds part of a range; peers' rounds reconcile the rest.
   }

@@ -107,6 +107,8 @@ export interface RangePage {
   entries: RemoteEntry[]
   /** The position to continue after; null when the range is done. */
   next: string | null
+  /** On the first page: the range's last root key (`file:<rid>`) when the page was read (every root after it is newer than the log's head then). */
+  end?: string
 }
 
 export interface ApplyOutcome {

@@ -53,7 +53,9 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
   const splits = m.after === null && m.split !== undefined ? splitPoints(store, m.split) : undefined
   return fit(Math.min(m.maxBytes, opts.pageBytes), (maxBytes) => {
     const page = store.exportRange(m.after, { maxBytes })
-    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }), ...(splits === undefined ? {} : { splits }) }
+    // The range's end as the first page was read: a copy stops there, and what comes after reaches the peer from the head on.
+    const end = m.after === null ? page.end : undefined
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }), ...(splits === undefined ? {} : { splits }), ...(end === undefined ? {} : { end }) }
   })
 }
 
