@@ -116,7 +116,7 @@ export function readableValue (field: string, value: string): string | undefined
 }
 
 /** What the connection wording reads of a peer (the times and the route are absent from an older node). */
-type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>
+type PeerConnectionFields = Pick<MeshPeer, 'connected'> & Partial<Pick<MeshPeer, 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
 
 /**
  * True when the peer is not connected and a frame it signed reached the
