@@ -128,10 +128,8 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
   let starting: Promise<Running> | undefined
 
   const start = async (): Promise<Running> => {
-    const t0 = Date.now()
     if (kv.path === ':memory:') throw new MetaCoreError('search_needs_file', 'search keeps its index in a file beside the store: it needs a store file, not :memory:')
-    const dropped = ensureStoreSchema(kv)
-    if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
+    ensureStoreSchema(kv)
     const storePath = path.resolve(kv.path)
     const files: WorkerInit = {
       indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB, autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES, storeHold: kv.walHold()

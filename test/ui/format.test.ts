@@ -51,9 +51,9 @@ describe('peer lag wording', () => {
     // Its frames came after it left: through other peers.
     const around = { ...gone, lastHeardAt: '2026-12-01T11:59:56Z', lastSeenAt: '2026-12-01T11:59:56Z' }
     expect(formatPeerConnection(around, undefined, now)).toBe('disconnected, its changes reach us via gossip (last heard just now)')
-    // An older node gives no times of its own: the member entry's last seen; no `via` either: taken as direct.
+    // No times of its own (as meta-core status may be answered): the member entry's last seen.
     expect(formatPeerConnection({ connected: false, via: 'direct' }, '2026-12-01T11:57:00Z', now)).toBe('disconnected, last seen 3 min ago')
-    expect(formatPeerConnection({ connected: false }, undefined, now)).toBe('disconnected')
+    expect(formatPeerConnection({ connected: false, via: 'direct' }, undefined, now)).toBe('disconnected')
   })
 
   it('says through which relay a connected peer runs, and that it was found on the LAN, as meta-core status does', () => {

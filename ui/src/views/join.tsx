@@ -9,8 +9,8 @@
 import { formatCount, formatDuration } from '../format.js'
 import type { MeshJoin } from '../wire.js'
 
-export function JoinProgress ({ join }: { join: MeshJoin | undefined }) {
-  if (join === undefined || !join.active) return null
+export function JoinProgress ({ join }: { join: MeshJoin }) {
+  if (!join.active) return null
   const expected = join.expectedRecords !== null && join.expectedRecords > 0 ? join.expectedRecords : undefined
   const share = expected === undefined ? undefined : Math.min(1, join.records / expected)
   const percent = share === undefined ? undefined : Math.floor(share * 100)

@@ -63,7 +63,7 @@ async function meshState (): Promise<MeshState> {
     return { kind: 'error', error: err }
   }
   if (mesh.enabled === false) return { kind: 'none', reason: 'standalone: started without a swarm key' }
-  // The node asks its peers for their digests itself (an older node has no such route: the rows then need an address).
+  // The node asks its peers for their digests itself (if that fails, the rows need an address).
   const peerDigests = call<MeshDigests>('GET', '/api/mesh/digests', { quiet: true })
     .then(d => new Map(d.peers.map(p => [p.peerId, p])), () => undefined)
   try {
@@ -79,7 +79,7 @@ async function remoteState (url: string): Promise<Remote> {
       call<MeshStatus>('GET', '/api/mesh', { origin: url }),
       call<MeshDigest>('GET', '/api/mesh/digest', { origin: url })
     ])
-    return { url, peerId: m.self.peerId, name: m.self.name ?? undefined, meshId: m.enabled === false ? null : m.meshId ?? null, digest: d }
+    return { url, peerId: m.self.peerId, name: m.self.name ?? undefined, meshId: m.enabled ? m.meshId : null, digest: d }
   } catch (err) {
     return { url, error: errorText(err) }
   }
@@ -127,16 +127,16 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   const byPeer = new Map(remotes.filter(r => r.peerId !== undefined).map(r => [r.peerId!, r]))
   const connected = mesh.peers.filter(p => p.connected).length
   const gossip = mesh.peers.filter(p => p.via === 'gossip').length
-  const seen = new Map((mesh.members ?? []).map(m => [m.peerId, m.lastSeenAt]))
+  const seen = new Map(mesh.members.map(m => [m.peerId, m.lastSeenAt]))
   return (
     <>
       <dl class="kv">
         {mesh.meshId != null && <><dt>Mesh</dt><dd><code>{mesh.meshId}</code></dd></>}
         {mesh.self.name != null && <><dt>Name</dt><dd data-testid="self-name">{mesh.self.name}</dd></>}
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
-        <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
+        <dt>Listening on</dt><dd>{mesh.self.addrs.length === 0 ? <span class="muted">no address</span> : mesh.self.addrs.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
         <ReachRows reach={mesh.reach} peers={mesh.peers} />
-        <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
+        <dt>Clock</dt><dd><code>{mesh.self.hlc}</code></dd>
         <dt>Digest</dt>
         <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
         <dt>Peers</dt><dd data-testid="peer-summary">{connected} connected of {mesh.peers.length - gossip} known{gossip > 0 && `, ${gossip} heard via gossip`}</dd>

@@ -54,7 +54,7 @@ export function NodePanel () {
           <h2 id="health-title">Health</h2>
           <dl class="kv">
             <dt>Status</dt><dd><span class={`state ${snap?.health?.status ?? 'unknown'}`}>{snap?.health?.status ?? 'unknown'}</span></dd>
-            {(snap?.health?.reasons ?? []).length > 0 && <><dt>Why</dt><dd data-testid="health-reasons">{snap?.health?.reasons?.map(r => <div key={r.reason}>{r.message}</div>)}</dd></>}
+            {(snap?.health?.reasons ?? []).length > 0 && <><dt>Why</dt><dd data-testid="health-reasons">{snap?.health?.reasons.map(r => <div key={r.reason}>{r.message}</div>)}</dd></>}
             <dt>Storage</dt><dd>{snap?.health === undefined ? '—' : snap.health.storage ? 'up' : 'down'}</dd>
             <dt>Version</dt><dd>{st?.version ?? '—'}</dd>
             <dt>Node id</dt><dd>{st === undefined ? '—' : <code title={st.nodeId}>{shortId(st.nodeId, 8)}</code>}</dd>
@@ -118,14 +118,13 @@ function WatcherCard ({ watcher }: { watcher: WatcherStatus | null | undefined }
         <dt>Queue</dt><dd data-testid="watcher-queue">{formatCount(pending)} waiting to settle or be hashed</dd>
         <dt>{running ? 'This scan' : 'Last scan'}</dt>
         <dd data-testid="watcher-scan" title="Files the scan found; those new or changed, hashed, and their size; the bytes read to hash them (a midhash reads at most 1 MiB of a file)">
-          {formatCount(p.filesSeen)} files seen, {formatCount(p.filesHashed)} new or changed hashed
-          {p.fileBytesHashed !== undefined && <> ({formatBytes(p.fileBytesHashed)}, {formatBytes(p.bytesHashed)} read)</>}
+          {formatCount(p.filesSeen)} files seen, {formatCount(p.filesHashed)} new or changed hashed ({formatBytes(p.fileBytesHashed)}, {formatBytes(p.bytesHashed)} read)
           {running && p.etaSeconds !== undefined && <>, about {formatDuration(p.etaSeconds)} left</>}
         </dd>
-        {since !== undefined && since.filesHashed > 0 && <><dt>Since then</dt><dd data-testid="watcher-since">{formatCount(since.filesHashed)} changes hashed ({formatBytes(since.fileBytesHashed)})</dd></>}
+        {since.filesHashed > 0 && <><dt>Since then</dt><dd data-testid="watcher-since">{formatCount(since.filesHashed)} changes hashed ({formatBytes(since.fileBytesHashed)})</dd></>}
         <dt>Speed</dt><dd>{filesPerSecond === undefined ? '—' : `${filesPerSecond.toFixed(1)} files/s, ${p.mbPerSecond} MB/s read`}</dd>
         <dt>Finished</dt><dd>{watcher.lastScan === undefined ? 'not yet' : <time dateTime={watcher.lastScan} title={formatTime(watcher.lastScan)}>{formatAgo(watcher.lastScan)}</time>}</dd>
-        {watcher.fullHash !== undefined && <FullHashRow f={watcher.fullHash} />}
+        <FullHashRow f={watcher.fullHash} />
       </dl>
       {(running || pending > 0) && <progress max={1} value={done} aria-label="Scan progress">{Math.round(done * 100)}%</progress>}
       <button type="button" onClick={() => { void scan() }} disabled={busy || running}>Scan now</button>

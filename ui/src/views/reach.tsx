@@ -15,8 +15,8 @@ export function peerLabel (peers: readonly MeshPeer[], id: string | null | undef
   return peers.find(p => p.peerId === id)?.name ?? `${id.slice(0, 12)}…`
 }
 
-export function ReachRows ({ reach, peers }: { reach: MeshReach | null | undefined, peers: readonly MeshPeer[] }) {
-  if (reach == null) return null
+export function ReachRows ({ reach, peers }: { reach: MeshReach | null, peers: readonly MeshPeer[] }) {
+  if (reach === null) return null
   const relays = reach.relays.map(id => peerLabel(peers, id) ?? id).join(', ')
   const how = {
     announced: `announced at ${reach.announced.join(' ')}`,
