@@ -105,7 +105,8 @@ const PROTOCOL_SYNTAX = [
   ...SRC_SYNTAX,
   { selector: "MemberExpression[object.name='Math'][property.name='random']", message: PROTOCOL_IO }
 ]
-const PROTOCOL_GLOBALS = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask', 'Date', 'performance', 'process', 'fetch', 'require']
+const PROTOCOL_GLOBALS = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask', 'Date',
+  'performance', 'process', 'fetch', 'require']
   .map(name => ({ name, message: PROTOCOL_IO }))
 
 /** What no file of sim/ may load. */

@@ -103,7 +103,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     metrics,
     byteCache: init.byteCache ?? (init.cachePath === undefined
       ? undefined
-      : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'), { records: components.records, holderId: components.records.nodeId }))
+      : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'),
+        { records: components.records, holderId: components.records.nodeId }))
   }
   metrics.bind({ records: components.records, mesh: components.mesh, watcher: components.watcher, sseStreams: () => ctx.hub.size })
 

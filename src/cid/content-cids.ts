@@ -41,7 +41,10 @@ export interface ContentCids {
   midhash: Cid
   sha256?: Cid
   ipfs?: Cid
-  /** The file's size and mtime (ns) on the open handle before the first read and after the last: equal when nothing wrote to it meanwhile (as far as a stat can tell). */
+  /**
+   * The file's size and mtime (ns) on the open handle before the first read and after the last: equal when nothing wrote to it
+   * meanwhile (as far as a stat can tell).
+   */
   before: { size: number, mtimeNs: bigint }
   after: { size: number, mtimeNs: bigint }
 }

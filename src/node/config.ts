@@ -109,11 +109,13 @@ export const OPTIONS: ReadonlyArray<OptionSpec<keyof NodeConfig>> = [
   { key: 'enableFileWatcher', env: 'ENABLE_FILE_WATCHER', flag: 'enable-file-watcher', kind: { type: 'bool' }, def: 'true', help: 'watch FILES_PATH for changes (false: only POST /api/files/register records files)' },
   { key: 'rescanIntervalMs', env: 'META_CORE_RESCAN_INTERVAL_MS', flag: 'rescan-interval-ms', kind: { type: 'int', min: 1000, max: 7 * 24 * 3_600_000 }, def: '300000', help: 'periodic safety-net rescan of FILES_PATH, in ms' },
   { key: 'settleMs', env: 'META_CORE_SETTLE_MS', flag: 'settle-ms', kind: { type: 'int', min: 0, max: 3_600_000 }, def: '2000', help: 'a file is hashed once its size and mtime held still this long, in ms' },
-  { key: 'hashConcurrency', env: 'META_CORE_HASH_CONCURRENCY', flag: 'hash-concurrency', kind: { type: 'int', min: 1, max: 64 }, def: '4', help: 'files hashed at once' },
+  { key: 'hashConcurrency', env: 'META_CORE_HASH_CONCURRENCY', flag: 'hash-concurrency', kind: { type: 'int', min: 1, max: 64 }, def: '4',
+    help: 'files hashed at once' },
   { key: 'fullHash', env: 'META_CORE_FULL_HASH', flag: 'full-hash', kind: { type: 'subset', values: FULL_HASH_ALGORITHMS }, def: 'sha2-256,ipfs', help: 'full-content CIDs the watcher adds to each file\'s record in the background, after its midhash: sha2-256 (raw codec, bafkrei…), ipfs (kubo\'s CIDv1, raw leaves, 256 KiB chunks); none: off' },
   { key: 'fullHashBytesPerSecond', env: 'META_CORE_FULL_HASH_BYTES_PER_SECOND', flag: 'full-hash-bytes-per-second', kind: { type: 'int', min: 65_536, max: 17_179_869_184 }, def: '67108864', help: 'the background full hash reads at most this many bytes per second, one file at a time, and waits while the watcher scans or midhashes' },
   { key: 'indexExcludePrefixes', env: 'META_CORE_INDEX_EXCLUDE_PREFIXES', flag: 'index-exclude-prefixes', kind: { type: 'list' }, def: 'categories/newznab/', help: 'comma-separated field prefixes left out of search (explicit empty: exclude nothing)' },
-  { key: 'logLevel', env: 'META_CORE_LOG_LEVEL', flag: 'log-level', kind: { type: 'enum', values: LOG_LEVELS }, def: 'info', help: `one of ${LOG_LEVELS.join(', ')}` },
+  { key: 'logLevel', env: 'META_CORE_LOG_LEVEL', flag: 'log-level', kind: { type: 'enum', values: LOG_LEVELS }, def: 'info',
+    help: `one of ${LOG_LEVELS.join(', ')}` },
   { key: 'swarmKeyPath', env: 'META_CORE_SWARM_KEY', flag: 'swarm-key', kind: { type: 'swarmkey' }, def: undefined, help: 'swarm key file of the private mesh to join (unset: standalone, no p2p port; meta-core keygen <path> writes one)' },
   { key: 'keyPath', env: 'META_CORE_KEY_PATH', flag: 'key-path', kind: { type: 'optpath' }, def: undefined, help: 'this node\'s identity key file, created on first start with mode 0600 (default beside the store: <db folder>/<db name>.key)' },
   { key: 'p2pListen', env: 'META_CORE_P2P_LISTEN', flag: 'p2p-listen', kind: { type: 'multiaddrs', dial: false }, def: DEFAULT_P2P_LISTEN, help: 'comma-separated multiaddrs the mesh listens on (port 0 binds a free port; GET /api/mesh shows it)' },
@@ -196,7 +198,8 @@ export async function parseConfig (argv: readonly string[], env: Readonly<Record
  * The node's options plus a subcommand's own (`extra`), with the checks
  * that span options. `config` is complete only when `problems` is empty.
  */
-export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<OptionSpec<E>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<{
+export async function parseNodeOptions<E extends string> (extra: ReadonlyArray<OptionSpec<E>>, argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<{
   config: NodeConfig
   extra: Partial<Record<E, unknown>>
   problems: string[]

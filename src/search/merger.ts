@@ -38,7 +38,8 @@ import { BulkFollow } from './bulk-follow.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexJob } from './index-worker-client.js'
 import { IndexWriterHost } from './index-writer-host.js'
-import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, type JobKind, type Maintenance, type PlanLimits, type PlanState } from './merge-plan.js'
+import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, type JobKind, type Maintenance, type PlanLimits,
+  type PlanState } from './merge-plan.js'
 import { resolveMergerOptions, type MergerDeps, type MergerOptions, type ResolvedMergerOptions } from './merger-options.js'
 import { MergerWaiters } from './merger-waiters.js'
 import type { PendingBatch } from './pending-roots.js'
@@ -281,7 +282,10 @@ export class Merger {
     })
   }
 
-  /** Free staged roots join the batch queued behind the one the index writer runs, up to `batchRoots` (the writer takes those that reach it before it starts that batch). */
+  /**
+   * Free staged roots join the batch queued behind the one the index writer runs, up to `batchRoots` (the writer takes those that reach
+   * it before it starts that batch).
+   */
   private extendQueued (): void {
     const worker = this.host.current
     const job = this.inFlight.length < 2 ? undefined : this.inFlight[this.inFlight.length - 1]

@@ -78,7 +78,8 @@ describe('FIFOs under FILES_PATH', () => {
 
   it('POST /api/files/register refuses a FIFO under plugin/ with 400 not_a_file', async () => {
     mkfifo('plugin/pipe.srt')
-    const rs = await Promise.all([1, 2, 3, 4, 5].map(async () => await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/pipe.srt' } })))
+    const rs = await Promise.all([1, 2, 3, 4, 5].map(async () => await inject({ method: 'POST', url: '/api/files/register',
+      payload: { path: 'plugin/pipe.srt' } })))
     for (const r of rs) expect([r.statusCode, r.json().error]).toEqual([400, 'not_a_file'])
     put('plugin/ok.srt', 'subtitle')
     expect((await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/ok.srt' } })).statusCode).toBe(201)

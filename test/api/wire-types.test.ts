@@ -12,7 +12,8 @@ import { describe, expectTypeOf, it } from 'vitest'
 import type { Static } from 'typebox'
 import type { MeshJoinView, MeshPeerView, MeshReachView, MeshService, MeshView, PeerByteFigures } from '../../src/mesh/index.js'
 import type { ListResponse as IndexList, SearchRequest, SearchResponse as IndexAnswer } from '../../src/search/types.js'
-import type { FullHashStatus as HashFigures, RegisterResult, ScanSummary, WatcherProgress as ScanFigures, WatcherStatus as WatcherFigures } from '../../src/watcher/types.js'
+import type { FullHashStatus as HashFigures, RegisterResult, ScanSummary, WatcherProgress as ScanFigures,
+  WatcherStatus as WatcherFigures } from '../../src/watcher/types.js'
 import type {
   MeshClock, MeshCopy, MeshDigest, MeshJoin, MeshMember, MeshPeer, MeshPortMapping, MeshReach, MeshRelay, MeshSelf, MeshStatus, MeshTransferPeer
 } from '../../src/api/wire/mesh.js'

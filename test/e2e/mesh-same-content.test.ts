@@ -46,7 +46,8 @@ describe('the same content on two nodes before they meet', () => {
     const a = await startMeshNode({ dir: dirA, swarmKey: key, watcher: true })
     let b = await startMeshNode({ dir: dirB, swarmKey: key, watcher: true })
     state.nodes.push(a, b)
-    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to record the file' })
+    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200,
+      { timeoutMs: 15_000, what: 'each watcher to record the file' })
     // And to add its full-content CIDs in the background (each node hashes its own copy: they have not met yet).
     const sha = (await sha256FileCid(path.join(dirA, 'files', 'film.mkv'))).cid
     for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${sha}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to add the full-content CIDs' })

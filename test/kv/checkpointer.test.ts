@@ -212,7 +212,8 @@ describe('the checkpointer\'s thread', () => {
     const t = tmpDir('mc-ckpt-')
     const file = path.join(t.dir, 'store.db')
     const lines: string[] = []
-    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, logger: createLogger({ level: 'debug', write: line => { lines.push(line) } }) })
+    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, logger: createLogger({ level: 'debug',
+      write: line => { lines.push(line) } }) })
     let kv = open()
     cleanups.push(() => { kv.close(); t.cleanup() })
     const started = (): number => lines.filter(l => l.includes('checkpoint thread started')).length

@@ -25,7 +25,8 @@ function entriesOf (from: number, to: number, baseMs: number): RemoteEntry[] {
   for (let i = from; i < to; i++) {
     const rid = newRecordId(baseMs + i)
     const hlc = formatHlc({ ms: baseMs + i, counter: 0 })
-    const fields: Record<string, string> = { title: `${i % 2 === 0 ? 'River' : 'Stone'} ${i}`, year: String(2000 + (i % 9)), genre: i % 3 === 0 ? 'Drama, War' : 'Comedy', path: `/files/p/${i}.mkv` }
+    const fields: Record<string, string> = { title: `${i % 2 === 0 ? 'River' : 'Stone'} ${i}`, year: String(2000 + (i % 9)),
+      genre: i % 3 === 0 ? 'Drama, War' : 'Comedy', path: `/files/p/${i}.mkv` }
     for (const [f, v] of Object.entries(fields)) out.push({ key: `file:${rid}/${f}`, value: v, hlc, origin: 'peer-b' })
   }
   return out
@@ -81,7 +82,8 @@ describe('index writer thread: a batch waiting behind another', () => {
     const dbPath = path.join(t.dir, 'store.db')
     const s: NodeStore = openNodeStore({ path: dbPath, nodeId: 'n' })
     ensureStoreSchema(s.kv)
-    const init: WorkerInit = { indexPath: indexFileOf(dbPath), storePath: dbPath, excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
+    const init: WorkerInit = { indexPath: indexFileOf(dbPath), storePath: dbPath, excludePrefixes: [], marker: versionMarker([]),
+      bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
     const w = await IndexWorker.start(init)
     cleanup = async () => { await w.close(); s.close(); t.cleanup() }
     await s.records.applyBatch(entriesOf(0, 1200, Date.now() - 100_000))

@@ -232,7 +232,8 @@ describe('rebuild', () => {
   it('rebuilds the field index under a new bucket size, and refuses one out of range', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
-    const more = await Promise.all(Array.from({ length: 40 }, async (_, i) => await f!.store.records.mint(`/files/k/${i}.mkv`, i, i, { year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other' })))
+    const more = await Promise.all(Array.from({ length: 40 }, async (_, i) => await f!.store.records.mint(`/files/k/${i}.mkv`, i, i,
+      { year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other' })))
     await f.search.whenIdle()
     const misplaced = (shift: number): number => f!.store.kv.prepare('SELECT count(*) FROM search_field WHERE b <> d >> ?').pluck().get(shift) as number
     const buckets = (): number => f!.store.kv.prepare('SELECT count(DISTINCT b) FROM search_field').pluck().get() as number
@@ -243,7 +244,8 @@ describe('rebuild', () => {
     const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
     expect(() => createSearch({ kv: s.kv, records: s.records }, { internal: { bucketShift: 31 } })).toThrow(/bucketShift/)
     const lines: string[] = []
-    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) }, { internal: { bucketShift: 2 } })
+    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) },
+      { internal: { bucketShift: 2 } })
     f.store = s
     f.search = search
     await search.start()

@@ -22,7 +22,8 @@ interface Mesh {
   verdictOf: (node: number, msg: GossipMessage) => Verdict
 }
 
-function mesh (n: number, opts: { degree: number, gossip?: Partial<GossipConfig>, seed?: string, latency?: string, verdict?: (node: number, msg: GossipMessage) => Verdict }): Mesh {
+function mesh (n: number, opts: { degree: number, gossip?: Partial<GossipConfig>, seed?: string, latency?: string,
+  verdict?: (node: number, msg: GossipMessage) => Verdict }): Mesh {
   const s = new Scheduler()
   const rng = new Prng(opts.seed ?? 'g')
   const sent = new Map<string, number>()

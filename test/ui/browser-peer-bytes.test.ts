@@ -110,7 +110,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     const page = await ctx.newPage()
     const errors = watchPageErrors(page)
     await page.goto(`${c.url}/ui/node`)
-    await expect.poll(async () => [await page.getByTestId('record-count').textContent(), await page.getByTestId('own-files').textContent()], { timeout: 10_000 })
+    await expect.poll(async () => [await page.getByTestId('record-count').textContent(), await page.getByTestId('own-files').textContent()],
+      { timeout: 10_000 })
       .toEqual(['1', '0'])
     await ctx.close()
     expect(errors).toEqual([])

@@ -26,7 +26,8 @@ function declarations (text: string): { fromSchemas: string[], other: string[] }
   const other: string[] = []
   for (const s of source.statements) {
     const from = ts.isExportDeclaration(s) && s.moduleSpecifier !== undefined && ts.isStringLiteral(s.moduleSpecifier) ? s.moduleSpecifier.text : undefined
-    if (ts.isExportDeclaration(s) && s.isTypeOnly && from?.startsWith('../../src/api/wire/') === true && s.exportClause !== undefined && ts.isNamedExports(s.exportClause)) {
+    if (ts.isExportDeclaration(s) && s.isTypeOnly && from?.startsWith('../../src/api/wire/') === true && s.exportClause !== undefined &&
+      ts.isNamedExports(s.exportClause)) {
       fromSchemas.push(...s.exportClause.elements.map(e => e.name.text))
     } else if (ts.isInterfaceDeclaration(s) || ts.isTypeAliasDeclaration(s)) {
       other.push(s.name.text)
@@ -41,7 +42,8 @@ describe('ui/src/wire.ts', () => {
   it('takes every API shape from the node\'s schemas, as types', () => {
     const d = declarations(fs.readFileSync(path.join(root, 'ui/src/wire.ts'), 'utf8'))
     expect(d.other).toEqual(PAGE_OWN)
-    expect(d.fromSchemas).toEqual(expect.arrayContaining(['ErrorEnvelope', 'Health', 'Status', 'Stats', 'SearchResponse', 'RecordView', 'FileInfo', 'MeshStatus']))
+    expect(d.fromSchemas).toEqual(expect.arrayContaining(['ErrorEnvelope', 'Health', 'Status', 'Stats', 'SearchResponse', 'RecordView', 'FileInfo',
+      'MeshStatus']))
   })
 
   it('would catch a shape written out by hand, or one taken as a value', () => {

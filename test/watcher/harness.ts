@@ -97,7 +97,8 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     const { source: _s, start: _st, logger, clock: _c, ...rest } = o
     const { runtime = clock, ...init } = rest
     watcher = createWatcher(
-      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}), ...(runtime !== undefined ? { runtime } : {}) },
+      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}),
+        ...(runtime !== undefined ? { runtime } : {}) },
       { filesPath: files, settleMs: SETTLE_MS, rescanIntervalMs: 3_600_000, enabled: kind !== 'none', ...init }
     )
     if (o.start !== false) await watcher.start()

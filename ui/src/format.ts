@@ -120,7 +120,8 @@ export function readableValue (field: string, value: string): string | undefined
  * be absent, as `meta-core status` takes them (it asks nodes of any build):
  * the two say the same words for the same fields (test/ui/format.test.ts).
  */
-type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via'> & Partial<Pick<MeshPeer, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
+type PeerConnectionFields = Pick<MeshPeer,
+  'connected' | 'via'> & Partial<Pick<MeshPeer, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
 
 /**
  * True when the peer is not connected and a frame it signed reached the

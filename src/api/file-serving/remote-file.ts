@@ -136,7 +136,8 @@ export class RemoteFiles {
   }
 
   /** The first holder that answers with a header, its range open (`span`), or header-only without one. */
-  private async openFirst (queue: HolderQueue, cid: string, span: Span | undefined, signal: AbortSignal): Promise<{ peer: string, range: RemoteRange } | undefined> {
+  private async openFirst (queue: HolderQueue, cid: string, span: Span | undefined, signal: AbortSignal): Promise<{ peer: string,
+    range: RemoteRange } | undefined> {
     for (;;) {
       const peer = await queue.next(signal)
       if (peer === undefined) return undefined
@@ -153,7 +154,8 @@ export class RemoteFiles {
     }
   }
 
-  private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
+  private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number,
+    start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
     const check = new StreamCheck(doc.cids, size, start, end)
     const withhold = check.checked.length > 0
     // Only a whole file that is checked as it streams is kept: the cache holds nothing unproven.
@@ -168,7 +170,8 @@ export class RemoteFiles {
     }
   }
 
-  private async * stream (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number, check: StreamCheck, keep: CacheWriter | undefined): AsyncGenerator<Buffer> {
+  private async * stream (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number,
+    start: number, end: number, signal: AbortSignal, t0: number, check: StreamCheck, keep: CacheWriter | undefined): AsyncGenerator<Buffer> {
     const withhold = check.checked.length > 0
     const senders = new Set<string>()
     let held: Buffer | undefined

@@ -21,7 +21,8 @@ import { queryInt } from '../query-int.js'
 import { clientFields, refuseLocationField } from '../location-fields.js'
 import { withErrors } from '../wire/kit.js'
 import {
-  KeyAnswer, KeyDeleted, KeyParams, KeyQuery, KeySearch, KeySearchQuery, KeysPage, KeysQuery, KvInfo, TreeLevel, TreeQuery, ValueBody, ValueReply, ValueSearch, ValueSearchQuery
+  KeyAnswer, KeyDeleted, KeyParams, KeyQuery, KeySearch, KeySearchQuery, KeysPage, KeysQuery, KvInfo, TreeLevel, TreeQuery, ValueBody, ValueReply, ValueSearch,
+    ValueSearchQuery
 } from '../wire/kv.js'
 
 /**

@@ -26,7 +26,8 @@ export function meshRoutes (app: ApiScope, ctx: ApiContext): void {
   }, async () => {
     const view = mesh().status()
     const building = ctx.search?.building?.()
-    return { ...view, join: { ...view.join, searchBuilding: building !== undefined, searchIndexed: building?.done ?? null, searchToIndex: building?.total ?? null } }
+    return { ...view, join: { ...view.join, searchBuilding: building !== undefined, searchIndexed: building?.done ?? null,
+      searchToIndex: building?.total ?? null } }
   })
 
   app.get('/api/mesh/transfers', {

@@ -51,7 +51,8 @@ export function watcherRoutes (app: ApiScope, ctx: ApiContext): void {
     checkId(id)
     const summary = await run(async () => await watcher().scan(), waitOf(query))
     const fileCount = watcher().status().fileCount
-    return { status: 'ok', message: summary === undefined ? 'Scan triggered' : 'Scan complete', fileCount, totalFiles: fileCount, ...(summary === undefined ? {} : { summary }) }
+    return { status: 'ok', message: summary === undefined ? 'Scan triggered' : 'Scan complete', fileCount, totalFiles: fileCount,
+      ...(summary === undefined ? {} : { summary }) }
   }
   const reset = async (query: { wait?: string }, id: string | undefined): Promise<ScanReply> => {
     checkId(id)

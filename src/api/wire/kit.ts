@@ -71,7 +71,8 @@ const ErrorRef = Type.Unsafe<ErrorEnvelope>({ $ref: 'ErrorEnvelope#' })
 type CommonErrors = 400 | 401 | 500 | 503
 
 /** A route's responses: its own, and the error statuses it may answer with (the common ones and `statuses`), for the serializers and the OpenAPI document. */
-export function withErrors<R extends Record<number, TSchema>, S extends number = never> (ok: R, ...statuses: S[]): R & Record<CommonErrors | S, typeof ErrorRef> {
+export function withErrors<R extends Record<number, TSchema>, S extends number = never> (ok: R,
+  ...statuses: S[]): R & Record<CommonErrors | S, typeof ErrorRef> {
   const out: Record<number, TSchema> = { ...ok }
   for (const s of [400, 401, 500, 503, ...statuses]) out[s] = ErrorRef
   return out as R & Record<CommonErrors | S, typeof ErrorRef>

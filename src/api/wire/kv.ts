@@ -10,7 +10,8 @@ export const KvInfo = Type.Object({
   sweptAt: Nullable(Type.Integer())
 })
 
-export const KeysQuery = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 64 })), count: Type.Optional(IntString) }, { additionalProperties: false })
+export const KeysQuery = Type.Object({ cursor: Type.Optional(Type.String({ maxLength: 64 })), count: Type.Optional(IntString) },
+  { additionalProperties: false })
 
 export const KeysPage = Type.Object({ keys: StringList, cursor: Type.String(), hasMore: Type.Boolean() })
 

@@ -84,7 +84,8 @@ export const MeshRelay = Type.Object({
 }, { description: 'what this node relays for members (circuit relay v2); null: it runs no relay' })
 export type MeshRelay = Static<typeof MeshRelay>
 
-export const MeshMapping = Type.Object({ internal: Type.String(), external: Type.String(), protocol: Type.String(), renewedAt: Type.String(), expiresAt: Type.String() })
+export const MeshMapping = Type.Object({ internal: Type.String(), external: Type.String(), protocol: Type.String(), renewedAt: Type.String(),
+  expiresAt: Type.String() })
 export type MeshMapping = Static<typeof MeshMapping>
 
 export const MeshPortMapping = Type.Object({

@@ -19,7 +19,8 @@ export const WriteReply = Type.Object({ success: Type.Boolean(), hashId: Type.St
 
 export const DeleteReply = Type.Object({ success: Type.Boolean(), hashId: Type.String(), deleted: Type.Integer() })
 
-export const MetaListQuery = Type.Object({ after: Type.Optional(Type.String({ maxLength: 64 })), limit: Type.Optional(IntString) }, { additionalProperties: false })
+export const MetaListQuery = Type.Object({ after: Type.Optional(Type.String({ maxLength: 64 })), limit: Type.Optional(IntString) },
+  { additionalProperties: false })
 
 export const MetaList = Type.Object({ hashIds: StringList, count: Type.Integer(), total: Type.Integer(), nextAfter: Type.Optional(Type.String()) })
 export type MetaList = Static<typeof MetaList>

@@ -11,7 +11,8 @@
 import { StringEnum, StringList, Type, type Static, type TProperties } from './kit.js'
 
 /** An object with these fields and any others (the watcher's answers). */
-const Open = <P extends TProperties>(properties: P, options: { description?: string } = {}) => Type.Object(properties, { ...options, additionalProperties: true })
+const Open = <P extends TProperties>(properties: P, options: { description?: string } = {}) =>
+  Type.Object(properties, { ...options, additionalProperties: true })
 
 export const WatcherProgress = Open({
   phase: StringEnum(['idle', 'initial-scan', 'scan', 'reset']),

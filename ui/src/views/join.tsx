@@ -23,8 +23,10 @@ export function JoinProgress ({ join }: { join: MeshJoin }) {
       </progress>
       <p data-testid="join-figures">
         {percent === undefined
-          ? <>{formatCount(join.records)} records so far, {formatCount(join.recordsPerSecond)} records/s <span class="muted">(the peer did not say how many it holds)</span></>
-          : <><strong data-testid="join-percent">{percent} %</strong>: {formatCount(join.records)} of {formatCount(expected)} records, {formatCount(join.recordsPerSecond)} records/s, <span data-testid="join-left">{left}</span></>}
+          ? <>{formatCount(join.records)} records so far, {formatCount(join.recordsPerSecond)} records/s <span
+            class="muted">(the peer did not say how many it holds)</span></>
+          : <><strong data-testid="join-percent">{percent} %</strong>: {formatCount(join.records)} of {formatCount(expected)} records,
+            {' '}{formatCount(join.recordsPerSecond)} records/s, <span data-testid="join-left">{left}</span></>}
       </p>
       <p class="muted">The library fills in as records arrive; searches answer meanwhile, slower while search builds its index.</p>
     </section>
