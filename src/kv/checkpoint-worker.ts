@@ -59,7 +59,7 @@ let nextTry = 0
 interface CheckpointRow { busy: number, log: number, checkpointed: number }
 
 function checkpoint (mode: 'PASSIVE' | StartOverMode): CheckpointRow {
-  return (db.pragma(`wal_checkpoint(${mode})`) as CheckpointRow[])[0]!
+  return (db.pragma(`wal_checkpoint(${mode})`) as CheckpointRow[])[0]
 }
 
 function tick (): void {

@@ -281,7 +281,8 @@ class FilesWatcher implements WatcherHandle {
       this.lastError = undefined
       const p = this.progress.snapshot(this.tracker.pendingWork())
       this.log.info('scan finished', {
-        phase: kind, ...summary, seconds: round1((performance.now() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed, mbPerSecond: p.mbPerSecond
+        phase: kind, ...summary, seconds: round1((performance.now() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed,
+        mbPerSecond: p.mbPerSecond
       })
       return summary
     } catch (err) {

@@ -107,7 +107,7 @@ describe('symlinks: every route agrees', () => {
     fs.symlinkSync('real.srt', path.join(h.filesPath, 'plugin', 'alias.srt'))
     const reg = await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/alias.srt' } })
     expect(reg.statusCode).toBe(201)
-    const { cid } = reg.json() as { cid: string }
+    const { cid } = reg.json<{ cid: string }>()
     expect(cid).toBe((await midhash256(path.join(h.filesPath, 'plugin', 'real.srt'))).cid)
     expect((await inject({ url: `/file/${cid}` })).body).toBe('subtitle bytes')
     expect((await inject({ method: 'POST', url: '/file/cid', payload: { path: 'plugin/alias.srt' } })).json().path).toBe('plugin/real.srt')

@@ -11,7 +11,6 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
 import { midhash256, sha256FileCid } from '../../src/cid/index.js'
 import { RecordReplica } from '../../src/mesh/index.js'
-import type { RemoteEntry } from '../../src/records/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { getJson, meshTestState, p2pAddr, startMeshNode, swarmKeyIn, waitConverged } from '../helpers/mesh-nodes.js'
 
@@ -25,7 +24,7 @@ function replicated (n: RunningNode): Set<string> {
   let after: string | null = null
   for (;;) {
     const p = r.exportRange(after, { maxBytes: 1 << 20 })
-    for (const e of p.entries as RemoteEntry[]) out.add(`${e.key} ${e.hlc}${e.origin} ${e.value ?? '∅'}`)
+    for (const e of p.entries) out.add(`${e.key} ${e.hlc}${e.origin} ${e.value ?? '∅'}`)
     if (p.next === null) return out
     after = p.next
   }

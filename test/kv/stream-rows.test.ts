@@ -25,7 +25,7 @@ function open (file: string, opts: { now?: number, retention?: number, trimEvery
 }
 
 function rows (kv: KvStore): Array<[string, string]> {
-  return kv.range(LO, prefixEnd(LO)) as Array<[string, string]>
+  return kv.range(LO, prefixEnd(LO))
 }
 
 /** The change log's entries of one 40-field write: kind and version shared, keys under one record. */

@@ -22,7 +22,7 @@ function open (file: string, nodeId = 'nodeA', logs?: string[]): NodeStore {
     info (msg: string, fields?: Record<string, unknown>) { logs?.push(`${msg} ${JSON.stringify(fields)}`) },
     child () { return logger }
   }
-  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger: logger as never })
+  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger: logger })
 }
 
 function fresh (): string {
@@ -126,7 +126,7 @@ describe('range fingerprints', () => {
     cleanups.push(() => { a.close(); b.close() })
     expect(a.records.digest()).toEqual(b.records.digest())
     const rid = await a.records.mint('/f/a', 1, 1, { title: 'x' })
-    const entries = a.records.exportRoot(rid as RecordId)
+    const entries = a.records.exportRoot(rid)
     await b.records.applyRemote(entries)
     expect(b.records.digest()).toEqual(a.records.digest())
     expect(b.records.rangeRoots('')).toEqual(a.records.rangeRoots(''))

@@ -9,7 +9,6 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-client.js'
-import type { JobResult } from '../../src/search/index-writer.js'
 import { makeExcluder } from '../../src/search/matchers.js'
 import { PendingRoots } from '../../src/search/pending-roots.js'
 import { DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, ensureStoreSchema, indexFileOf, versionMarker } from '../../src/search/search-schema.js'
@@ -95,7 +94,7 @@ describe('index writer thread: a batch waiting behind another', () => {
     const two = w.run({ type: 'batch', rids: rids.slice(1000, 1100), gen: 2 })
     w.extend(2, rids.slice(1100, 1150))
     w.extend(2, rids.slice(1150, 1200))
-    const [r1, r2] = await Promise.all([one, two]) as [JobResult, JobResult]
+    const [r1, r2] = await Promise.all([one, two])
     expect(r1.extra).toBe(0)
     expect(r1.docs).toBe(1000)
     expect(r2.extra).toBe(2)
@@ -122,6 +121,8 @@ describe('index writer thread: a batch waiting behind another', () => {
 describe('merger with two batches in flight', () => {
   /** Counts the jobs at the index writer at once, whichever thread the merger starts. */
   function watchInFlight (): { max: () => number, extraTaken: () => number, restore: () => void } {
+    // Called with `.call(this, …)` below and put back by restore().
+    // eslint-disable-next-line @typescript-eslint/unbound-method
     const orig = IndexWorker.prototype.run
     let now = 0
     let max = 0
