@@ -64,6 +64,13 @@ export class TcpMeter {
 
   get bytes (): number { return this.toTarget + this.fromTarget }
 
+  /** Bytes the connections held while closed have sent, kept until `open` relays them. */
+  get heldBytes (): number {
+    let n = 0
+    for (const sent of this.held.values()) for (const b of sent) n += b.length
+    return n
+  }
+
   private accept (s: net.Socket): void {
     s.on('error', () => { s.destroy() })
     s.once('close', () => { this.held.delete(s) })

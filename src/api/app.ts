@@ -1,7 +1,7 @@
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from 'fastify'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import { silentLogger } from '../common/index.js'
+import { silentLogger, systemClock } from '../common/index.js'
 import { makeTokenCheck } from './auth.js'
 import type { ApiComponents, ApiContext, ApiInit } from './context.js'
 import { ApiError, toErrorReply } from './errors.js'
@@ -58,7 +58,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   const log = components.logger ?? silentLogger
   let closing = false
   const requestTimeoutMs = init.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS
-  let graceTimer: NodeJS.Timeout | undefined
+  let cancelGrace = (): void => {}
   const metrics = components.metrics ?? new NodeMetrics()
 
   const app = Fastify({
@@ -84,6 +84,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     frameworkErrors: (err, _req, reply) => { sendError(reply, err) }
   })
 
+  const clock = components.clock ?? systemClock
   const ctx: ApiContext = {
     kv: components.kv,
     records: components.records,
@@ -95,9 +96,10 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     version: init.version ?? '0.0.0',
     serviceName: init.serviceName ?? 'meta-core',
     uiPath: init.uiPath,
-    startedAt: Date.now(),
-    hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse') }),
-    sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats')),
+    startedAt: clock.now(),
+    clock,
+    hub: new SseHub({ events: components.records.events, heartbeatMs: init.heartbeatMs ?? DEFAULT_HEARTBEAT_MS, log: log.child('sse'), clock }),
+    sweep: new LibrarySweep(components.records, init.statsTtlMs ?? DEFAULT_STATS_TTL_MS, log.child('stats'), clock),
     read: (fn) => components.records.read(fn),
     healthNoPeerMs: init.healthNoPeerMs ?? DEFAULT_HEALTH_NO_PEER_MS,
     metrics,
@@ -151,15 +153,14 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     closing = true
     ctx.hub.closeAll()
     // fastify then waits for requests in flight; one stalled client must not hold the node's shutdown.
-    graceTimer = setTimeout(() => {
+    cancelGrace = clock.schedule(init.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS, () => {
       log.warn('requests still running after the close grace period: cutting their connections')
       app.server.closeAllConnections()
-    }, init.closeGraceMs ?? DEFAULT_CLOSE_GRACE_MS)
-    graceTimer.unref()
+    })
     done()
   })
   app.addHook('onClose', (_app, done) => {
-    clearTimeout(graceTimer)
+    cancelGrace()
     ctx.hub.dispose()
     ctx.sweep.stop()
     done()

@@ -1,6 +1,6 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
-import type { Logger } from '../common/index.js'
+import type { Clock, Logger } from '../common/index.js'
 import type { MeshService } from '../mesh/index.js'
 import type { Records } from '../records/index.js'
 import type { RawKv } from './routes/kv-routes.js'
@@ -23,6 +23,8 @@ export interface ApiComponents {
   logger?: Logger
   /** Where `/metrics` figures go (the node also feeds it the store's batches and events); default: a fresh one. */
   metrics?: NodeMetrics
+  /** Time: SSE heartbeats, the close grace period, stats ages, uptime (default `systemClock`). */
+  clock?: Clock
 }
 
 export interface ApiInit {
@@ -74,6 +76,7 @@ export interface ApiContext {
   serviceName: string
   uiPath: string | undefined
   startedAt: number
+  clock: Clock
   hub: SseHub
   sweep: LibrarySweep
   metrics: NodeMetrics

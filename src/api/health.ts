@@ -15,7 +15,7 @@ import type { MeshView } from '../mesh/index.js'
 import type { ApiContext } from './context.js'
 import type { Health, HealthReason } from './wire/system.js'
 
-export function healthOf (ctx: ApiContext, now = Date.now()): Health {
+export function healthOf (ctx: ApiContext, now = ctx.clock.now()): Health {
   const up = ctx.records.available()
   const mesh = ctx.mesh?.status()
   const clock = mesh?.self.clock ?? null

@@ -6,7 +6,7 @@
  * than the TTL, starts the next sweep (single flight), as the original's
  * stats endpoint did.
  */
-import type { Logger } from '../common/index.js'
+import type { Clock, Logger } from '../common/index.js'
 import type { RecordId, RecordReads } from '../records/index.js'
 
 interface SweepFigures {
@@ -30,7 +30,7 @@ export class LibrarySweep {
   private running = false
   private stopped = false
 
-  constructor (private readonly records: RecordReads, private readonly ttlMs: number, private readonly log: Logger) {}
+  constructor (private readonly records: RecordReads, private readonly ttlMs: number, private readonly log: Logger, private readonly clock: Clock) {}
 
   get sweeping (): boolean {
     return this.running
@@ -38,7 +38,7 @@ export class LibrarySweep {
 
   /** The last figures (undefined before the first sweep ends); starts a sweep if they are stale. */
   figures (): SweepFigures | undefined {
-    if (this.last === undefined || Date.now() - this.last.sweptAt > this.ttlMs) this.refresh()
+    if (this.last === undefined || this.clock.now() - this.last.sweptAt > this.ttlMs) this.refresh()
     return this.last
   }
 
@@ -57,7 +57,7 @@ export class LibrarySweep {
   }
 
   private async run (): Promise<void> {
-    const t0 = Date.now()
+    const t0 = this.clock.monotonic()
     let fileKeys = 0
     let fileCount = 0
     let totalSize = 0n
@@ -72,6 +72,6 @@ export class LibrarySweep {
       after = page.next
       await new Promise<void>(resolve => setImmediate(resolve))
     }
-    this.last = { fileKeys, fileCount, totalSize: totalSize.toString(), sweptAt: Date.now(), tookMs: Date.now() - t0 }
+    this.last = { fileKeys, fileCount, totalSize: totalSize.toString(), sweptAt: this.clock.now(), tookMs: this.clock.monotonic() - t0 }
   }
 }

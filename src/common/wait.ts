@@ -1,3 +1,4 @@
+import { delay, systemClock, type Clock } from './clock.js'
 import { AbortedError, TimeoutError } from './errors.js'
 
 interface WaitOptions {
@@ -8,31 +9,27 @@ interface WaitOptions {
   /** Poll interval in milliseconds (default 10). */
   intervalMs?: number
   signal?: AbortSignal
+  /** The clock the polls and the deadline run on (default: the system's); a component waits on its own. */
+  clock?: Clock
 }
 
 /** Polls `pred` until it returns true, or throws a TimeoutError naming `what`. */
 export async function waitFor (pred: () => boolean | Promise<boolean>, opts: WaitOptions): Promise<void> {
-  const deadline = Date.now() + opts.timeoutMs
+  const clock = opts.clock ?? systemClock
+  const deadline = clock.monotonic() + opts.timeoutMs
   const interval = opts.intervalMs ?? 10
   for (;;) {
     if (opts.signal?.aborted === true) throw new AbortedError(`aborted while waiting for ${opts.what}`)
     if (await pred()) return
-    if (Date.now() >= deadline) throw new TimeoutError(`timed out after ${opts.timeoutMs} ms waiting for ${opts.what}`)
-    await sleep(interval)
+    if (clock.monotonic() >= deadline) throw new TimeoutError(`timed out after ${opts.timeoutMs} ms waiting for ${opts.what}`)
+    // Someone awaits the outcome: the poll keeps the process alive, as the work it waits for does.
+    await delay(clock, interval, { keepAlive: true })
   }
 }
 
-/** Sleeps `ms`, rejecting with AbortedError if the signal fires first. */
+/** Sleeps `ms` of real time (the process stays alive meanwhile), rejecting with AbortedError if the signal fires first. */
 export async function sleep (ms: number, signal?: AbortSignal): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    if (signal?.aborted === true) { reject(new AbortedError()); return }
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    const onAbort = (): void => { clearTimeout(t); reject(new AbortedError()) }
-    signal?.addEventListener('abort', onAbort, { once: true })
-  })
+  await delay(systemClock, ms, { signal, keepAlive: true })
 }
 
 /** Races a promise against a deadline that names what it waited for. */

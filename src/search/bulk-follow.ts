@@ -151,6 +151,6 @@ export class BulkFollow {
       if (n.phase !== 'rebuild' || n.caughtUp !== true || h.stopped()) return
       h.setMaintenance({ ...n, caughtUp: false })
       h.schedule()
-    })
+    }, { keepAlive: true }) // the rebuild's next step: index work on its way
   }
 }

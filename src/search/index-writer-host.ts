@@ -68,7 +68,7 @@ export class IndexWriterHost {
       const w = this.worker
       this.worker = undefined
       void w.close()
-    }, { unref: true })
+    })
   }
 
   /** The thread died: the next job starts a new one. */

@@ -248,7 +248,8 @@ export class Merger {
         this.run()
         return
       case 'later':
-        this.timer ??= { retry: false, cancel: this.clock.schedule(this.o.delayMs, () => { this.timer = undefined; this.run() }) }
+        // Writes on their way to the index: the timers of a merge keep the process alive (its retry's too).
+        this.timer ??= { retry: false, cancel: this.clock.schedule(this.o.delayMs, () => { this.timer = undefined; this.run() }, { keepAlive: true }) }
     }
   }
 
@@ -424,7 +425,7 @@ export class Merger {
       cancel: this.clock.schedule(RETRY_MS, () => {
         this.timer = undefined
         this.run()
-      })
+      }, { keepAlive: true })
     }
   }
 

@@ -1,13 +1,13 @@
 import path from 'node:path'
-import { AbortedError, silentLogger, type Logger } from '../common/index.js'
+import { AbortedError, silentLogger, systemClock, type Cancel, type Clock, type Logger } from '../common/index.js'
 import { midhashSampleRange, ShortReadError, type FileDigest } from '../cid/index.js'
 import type { FileState } from './file-state.js'
 import { HashQueue } from './hash-queue.js'
 import type { LifecycleWriter, Step } from './lifecycle-writer.js'
 import { MoveMatcher, type PendingDelete } from './move-matcher.js'
-import { systemRuntime, type WatcherRuntime } from './runtime.js'
+import { systemFileReads, type FileReads } from './file-reads.js'
 import { ScanTags, type ScanCounts } from './scan-tags.js'
-import { Candidate, SettlePolicy } from './settle-policy.js'
+import { Candidate, firstPhase, SettlePolicy } from './settle-policy.js'
 import type { FileStat } from './tree-walk.js'
 
 export interface ChangeTrackerOptions {
@@ -17,8 +17,10 @@ export interface ChangeTrackerOptions {
   writer: LifecycleWriter
   settleMs: number
   hashConcurrency: number
-  /** Clocks, timers, stat and hash (default: the process's and the real file system's). */
-  runtime?: WatcherRuntime
+  /** Settle windows and their ticks (default: the system's). */
+  clock?: Clock
+  /** The settle re-stat and the hash (default: the real file system's). */
+  reads?: FileReads
   logger?: Logger
   /** A path whose change arrived while it was being hashed or written: look at it again (the watcher re-stats and routes it). */
   recheck: (rel: string) => void
@@ -54,8 +56,8 @@ export interface PendingWork {
  *   the window and while a candidate of its size is unresolved; a new path
  *   with the same content claims it: one `rename`, the record kept.
  *
- * Time, timers, stats and hashes come from the runtime only, so a test with
- * a virtual clock drives every window.
+ * Time and timers come from the clock only, stats and hashes from the
+ * reads, so a test with a virtual clock drives every window.
  *
  * Scans tag what they find; `closeTag` resolves when every tagged candidate
  * and pending delete is resolved, with the events they produced. A candidate
@@ -66,7 +68,8 @@ export class ChangeTracker {
   private readonly root: () => string
   private readonly state: FileState
   private readonly writer: LifecycleWriter
-  private readonly rt: WatcherRuntime
+  private readonly clock: Clock
+  private readonly reads: FileReads
   private readonly log: Logger
   private readonly recheck: (rel: string) => void
   private readonly onHashed: (sampleBytes: number, size: number) => void
@@ -78,7 +81,7 @@ export class ChangeTracker {
   private readonly skipped = new Map<string, string>()
   private readonly inflight = new Set<Promise<void>>()
   private readonly tags = new ScanTags()
-  private cancelTick: (() => void) | undefined
+  private cancelTick: Cancel | undefined
   private controller = new AbortController()
   private stopped = false
 
@@ -86,13 +89,14 @@ export class ChangeTracker {
     this.root = opts.root
     this.state = opts.state
     this.writer = opts.writer
-    this.rt = opts.runtime ?? systemRuntime
+    this.clock = opts.clock ?? systemClock
+    this.reads = opts.reads ?? systemFileReads
     this.settle = new SettlePolicy(opts.settleMs)
     this.log = opts.logger ?? silentLogger
     this.recheck = opts.recheck
     this.onHashed = opts.onHashed ?? (() => {})
     this.queue = new HashQueue(opts.hashConcurrency, c => {
-      c.phase = 'hashing'
+      c.on({ type: 'turn' })
       this.track(this.hash(c))
     })
   }
@@ -111,7 +115,7 @@ export class ChangeTracker {
     let files = 0
     let bytes = 0
     for (const c of this.candidates.values()) {
-      if (c.phase === 'writing') continue
+      if (c.phase.kind === 'writing') continue
       files++
       bytes += midhashSampleRange(c.size).length
     }
@@ -127,7 +131,7 @@ export class ChangeTracker {
     if (st === null) {
       this.skipped.delete(rel)
       if (c !== undefined) {
-        if (c.busy) c.dirty = true
+        if (c.busy) c.on({ type: 'touched' })
         else this.dropCandidate(c)
       }
       const e = this.state.get(rel)
@@ -136,7 +140,7 @@ export class ChangeTracker {
         if (tag !== undefined && !pd.submitted) this.tags.set(pd, tag)
         return
       }
-      const fresh = this.moves.add(rel, e, this.rt.monotonic() + this.settle.settleMs)
+      const fresh = this.moves.add(rel, e, this.clock.monotonic() + this.settle.settleMs)
       if (tag !== undefined) this.tags.set(fresh, tag)
       this.schedule()
       return
@@ -146,7 +150,7 @@ export class ChangeTracker {
       this.removePending(pd) // it is back: whatever it holds now is judged below
     }
     if (c?.busy === true) {
-      if (!c.same(st)) c.dirty = true
+      if (!c.same(st)) c.on({ type: 'touched' })
       if (tag !== undefined && !this.tags.waitedFor(c)) this.tags.set(c, tag)
       return
     }
@@ -161,14 +165,14 @@ export class ChangeTracker {
       else if (tag !== undefined && !this.tags.waitedFor(c)) this.tags.set(c, tag)
       return
     }
-    const fresh = new Candidate(rel, st)
+    const quiet = this.settle.quiet(st.mtimeNs, this.clock.now())
+    const fresh = new Candidate(rel, st, firstPhase(quiet, this.clock.monotonic()))
     this.candidates.set(rel, fresh)
     if (tag !== undefined) this.tags.set(fresh, tag)
-    if (this.settle.quiet(st.mtimeNs, this.rt.now())) {
-      fresh.quiet = true
-      this.enqueue(fresh)
+    if (quiet) {
+      this.queue.push(fresh)
     } else {
-      this.settle.start(fresh, this.rt.monotonic())
+      this.settle.start(fresh, this.clock.monotonic())
       this.schedule()
     }
     this.moves.track(fresh)
@@ -203,8 +207,7 @@ export class ChangeTracker {
     c.size = st.size
     c.mtimeNs = st.mtimeNs
     c.real = st.real
-    c.dirty = false
-    this.settle.start(c, this.rt.monotonic())
+    this.settle.start(c, this.clock.monotonic())
     this.moves.track(c)
     this.tags.clear(c)
     this.schedule()
@@ -213,14 +216,14 @@ export class ChangeTracker {
   private schedule (): void {
     if (this.cancelTick !== undefined || this.stopped) return
     if (this.settle.size === 0 && !this.moves.waiting) return
-    this.cancelTick = this.rt.schedule(this.settle.tickMs, () => { this.cancelTick = undefined; this.tick() })
+    this.cancelTick = this.clock.schedule(this.settle.tickMs, () => { this.cancelTick = undefined; this.tick() })
   }
 
   private tick (): void {
     if (this.stopped) return
-    const now = this.rt.monotonic()
+    const now = this.clock.monotonic()
     for (const c of this.settle.ripe(now)) {
-      c.checking = true
+      c.on({ type: 'check' })
       this.track(this.settleCheck(c))
     }
     for (const pd of this.moves.due(now)) this.track(this.submitGone(pd))
@@ -230,40 +233,37 @@ export class ChangeTracker {
   private async settleCheck (c: Candidate): Promise<void> {
     let st: FileStat | null
     try {
-      st = await this.rt.stat(this.root(), c.rel)
+      st = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
-      c.checking = false
+      c.on({ type: 'checked' })
       this.unreadable(c, err)
       return
     }
-    c.checking = false
-    if (c.dropped || c.phase !== 'settling') return
+    c.on({ type: 'checked' })
+    if (c.phase.kind !== 'settling') return // dropped meanwhile
     if (st === null) {
       this.dropCandidate(c)
       this.observe(c.rel, null)
     } else if (!c.same(st)) {
       this.changed(c, st)
     } else {
-      this.enqueue(c)
+      this.settle.delete(c)
+      c.on({ type: 'settled' })
+      this.queue.push(c)
     }
   }
 
   // ------------------------------------------------------------ hashing
-
-  private enqueue (c: Candidate): void {
-    this.settle.delete(c)
-    c.phase = 'queued'
-    this.queue.push(c)
-  }
 
   private async hash (c: Candidate): Promise<void> {
     // A regular file is read as itself, a link's target by its real path; a link swapped in meanwhile is refused, never followed.
     const abs = c.real ?? path.join(this.root(), c.rel)
     let digest: FileDigest
     let after: FileStat | null = c
+    const quiet = c.phase.kind === 'hashing' && c.phase.quiet
     try {
-      digest = await this.rt.hash(abs, { size: c.size, signal: this.controller.signal })
-      if (!c.quiet) after = await this.rt.stat(this.root(), c.rel)
+      digest = await this.reads.hash(abs, { size: c.size, signal: this.controller.signal })
+      if (!quiet) after = await this.reads.stat(this.root(), c.rel)
     } catch (err) {
       this.queue.release()
       this.hashFailed(c, err)
@@ -281,13 +281,14 @@ export class ChangeTracker {
       return
     }
     this.onHashed(midhashSampleRange(c.size).length, c.size)
-    c.phase = 'writing'
+    c.on({ type: 'hashed' })
     const step: Step = { kind: 'seen', rel: c.rel, size: c.size, mtimeNs: String(c.mtimeNs), cid: digest.cid, tag: c.tag }
     const out = await this.writer.submit(step)
     this.tags.count(c, out)
+    const dirty = c.dirty
     // On failure nothing changed: the state row still differs from the file, so the next scan tries again.
     this.dropCandidate(c)
-    if (c.dirty) this.recheck(c.rel)
+    if (dirty) this.recheck(c.rel)
   }
 
   private hashFailed (c: Candidate, err: unknown): void {
@@ -300,7 +301,7 @@ export class ChangeTracker {
     }
     if (err instanceof ShortReadError) {
       // It shrank between stat and read: still being written (or truncated); settle again.
-      this.settle.start(c, this.rt.monotonic())
+      this.settle.start(c, this.clock.monotonic())
       this.tags.clear(c)
       this.schedule()
       return
@@ -320,7 +321,7 @@ export class ChangeTracker {
   async hashNow (real: string, size: number): Promise<FileDigest> {
     await this.queue.acquire()
     try {
-      return await this.rt.hash(real, { size, signal: this.controller.signal })
+      return await this.reads.hash(real, { size, signal: this.controller.signal })
     } finally {
       this.queue.release()
     }
@@ -345,7 +346,7 @@ export class ChangeTracker {
 
   private dropCandidate (c: Candidate): void {
     if (c.dropped || this.candidates.get(c.rel) !== c) return
-    c.dropped = true
+    c.on({ type: 'drop' })
     this.candidates.delete(c.rel)
     this.settle.delete(c)
     this.moves.untrack(c)

@@ -1,12 +1,12 @@
 import path from 'node:path'
-import { AbortedError, InvalidInputError, silentLogger, type Logger } from '../common/index.js'
+import { AbortedError, delay, InvalidInputError, silentLogger, type Clock, type Logger } from '../common/index.js'
 import {
   CODEC_DAG_PB, CODEC_RAW, contentCids, decodeCid, IPFS_CHUNK_BYTES, MH_SHA2_256, ShortReadError,
   type ContentCidOptions, type ContentCids, type FullHashAlgorithm
 } from '../cid/index.js'
 import type { FileEntry, FileState } from './file-state.js'
 import { FullHashMeter } from './full-hash-meter.js'
-import type { WatcherRuntime } from './runtime.js'
+import type { FileReads } from './file-reads.js'
 import type { FullHashStatus, WatcherRecords } from './types.js'
 
 /** How often a paused full hash looks whether the midhash work is over. */
@@ -24,7 +24,10 @@ export interface FullHasherOptions {
   algorithms: readonly FullHashAlgorithm[]
   /** Bytes read per second at most (default 64 MiB). */
   bytesPerSecond?: number
-  runtime: WatcherRuntime
+  /** The rate bound, pauses and progress lines. */
+  clock: Clock
+  /** The stat that checks a file is still what the watcher recorded. */
+  reads: FileReads
   logger?: Logger
   /** The watcher's own work is under way (a scan walking, files queued for or being midhashed): reads wait. */
   busy: () => boolean
@@ -82,7 +85,7 @@ export class FullHasher {
     if (!Number.isFinite(this.rate) || this.rate <= 0) throw new InvalidInputError('fullHashBytesPerSecond must be a positive number')
     this.log = opts.logger ?? silentLogger
     this.hash = opts.hash ?? contentCids
-    this.meter = new FullHashMeter(this.o.algorithms, this.rate, () => opts.runtime.monotonic())
+    this.meter = new FullHashMeter(this.o.algorithms, this.rate, () => opts.clock.monotonic())
   }
 
   get enabled (): boolean {
@@ -148,22 +151,22 @@ export class FullHasher {
 
   private async loop (): Promise<void> {
     const signal = this.controller.signal
-    let lastLog = this.o.runtime.monotonic()
+    let lastLog = this.o.clock.monotonic()
     while (this.running && (this.unchecked.size > 0 || this.needed.size > 0)) {
       if (this.o.busy()) {
-        await this.sleep(PAUSE_POLL_MS, signal)
+        await delay(this.o.clock, PAUSE_POLL_MS, { signal })
         continue
       }
       if (this.unchecked.size > 0) {
         this.checkBatch()
-        await this.sleep(0, signal) // a boot's check of every file leaves the event loop free between batches
+        await delay(this.o.clock, 0, { signal }) // a boot's check of every file leaves the event loop free between batches
         continue
       }
       const [cid, size] = this.needed.entries().next().value as [string, number]
       this.needed.delete(cid)
       this.neededBytes -= size
       await this.one(cid, size, signal)
-      const now = this.o.runtime.monotonic()
+      const now = this.o.clock.monotonic()
       if (now - lastLog >= this.o.progressMs && this.needed.size > 0) {
         lastLog = now
         const s = this.status()
@@ -227,7 +230,7 @@ export class FullHasher {
     const copy = this.localCopy(cid)
     if (copy === undefined) return // no copy here now: one recorded later comes back through recorded()
     const [rel, entry] = copy
-    const st = await this.o.runtime.stat(this.o.root(), rel)
+    const st = await this.o.reads.stat(this.o.root(), rel)
     if (st === null || st.size !== entry.size || String(st.mtimeNs) !== entry.mtimeNs) return // changing: the watcher records it first
     const abs = st.real ?? path.join(this.o.root(), rel)
     this.meter.begin(rel, entry.size)
@@ -280,21 +283,12 @@ export class FullHasher {
   private async gate (bytes: number, signal: AbortSignal): Promise<void> {
     if (this.o.busy()) {
       this.meter.pause(true)
-      while (this.o.busy()) await this.sleep(PAUSE_POLL_MS, signal)
+      while (this.o.busy()) await delay(this.o.clock, PAUSE_POLL_MS, { signal })
       this.meter.pause(false)
     }
-    const now = this.o.runtime.monotonic()
+    const now = this.o.clock.monotonic()
     const start = Math.max(now, this.nextReadAt)
     this.nextReadAt = start + (bytes / this.rate) * 1000
-    if (start > now) await this.sleep(start - now, signal)
-  }
-
-  private async sleep (ms: number, signal: AbortSignal): Promise<void> {
-    if (signal.aborted) throw new AbortedError('watcher stopped')
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => { cancel(); reject(new AbortedError('watcher stopped')) }
-      const cancel = this.o.runtime.schedule(ms, () => { signal.removeEventListener('abort', onAbort); resolve() })
-      signal.addEventListener('abort', onAbort, { once: true })
-    })
+    if (start > now) await delay(this.o.clock, start - now, { signal })
   }
 }

@@ -32,9 +32,10 @@
  * - After a restart, files whose size and mtime match their state row cause
  *   no hashing and no event; files removed while down are announced `delete`,
  *   moved ones `rename`.
- * - Its clocks, timers and the stats and hashes its decisions rest on come
- *   from one injected `WatcherRuntime` (`systemRuntime` by default), so tests
- *   drive its windows on a virtual clock.
+ * - Its time comes from one injected `Clock` (common/clock.ts, `systemClock`
+ *   by default) and the stats and hashes its decisions rest on from injected
+ *   `FileReads` (`systemFileReads`), so tests drive its windows on a virtual
+ *   clock and may hold a hash back.
  * - Hidden paths (a segment starting with `.`) are not part of the library.
  *   Neither are FIFOs, sockets and devices (never opened: a FIFO's open
  *   blocks), symlinks whose target lies outside the library (never read),
@@ -59,8 +60,8 @@ export type {
 } from './types.js'
 export { InvalidPathError, FileNotFoundError, FilesPathUnavailableError } from './errors.js'
 export { createFsEventSource } from './fs-event-source.js'
-export { systemRuntime } from './runtime.js'
-export type { WatcherRuntime } from './runtime.js'
+export { systemFileReads } from './file-reads.js'
+export type { FileReads } from './file-reads.js'
 export type { FsEventSourceOptions } from './fs-event-source.js'
 export { isHiddenPath } from './file-event-source.js'
 export type { FileEventSource, HintHandler, EventSourceStatus } from './file-event-source.js'

@@ -1,7 +1,6 @@
-import { silentLogger, type Logger } from '../common/index.js'
+import { delay, silentLogger, systemClock, type Clock, type Logger } from '../common/index.js'
 import type { LocalCopy, LocalTx, ReleaseResult } from '../records/index.js'
 import { FILES_MOUNT, FileState, type FileEntry } from './file-state.js'
-import { systemRuntime, type WatcherRuntime } from './runtime.js'
 import { FILE_EVENTS, type WatcherRecords } from './types.js'
 
 /** A settled file was hashed: record it at its path (arrival, change, or the new end of a move). */
@@ -42,8 +41,8 @@ export interface LifecycleWriterOptions {
   records: WatcherRecords
   state: FileState
   holderId: string
-  /** Event timestamps and the batch's gathering wait (default `systemRuntime`). */
-  runtime?: WatcherRuntime
+  /** Event timestamps and the batch's gathering wait (default `systemClock`). */
+  clock?: Clock
   logger?: Logger
   /** Takes a pending (not yet written) delete of this content, if any: its path becomes the old end of a move. */
   claimPendingDelete: (cid: string) => string | undefined
@@ -120,7 +119,7 @@ export class LifecycleWriter {
   private readonly maxBatch: number
   private readonly gatherMs: number
   private readonly recheck: (rel: string) => void
-  private readonly rt: WatcherRuntime
+  private readonly clock: Clock
   private readonly onRecorded: (entry: FileEntry) => void
   private queue: Queued[] = []
   private running: Promise<void> | undefined
@@ -134,7 +133,7 @@ export class LifecycleWriter {
     this.maxBatch = opts.maxBatch ?? 256
     this.gatherMs = opts.gatherMs ?? 20
     this.recheck = opts.recheck ?? (() => {})
-    this.rt = opts.runtime ?? systemRuntime
+    this.clock = opts.clock ?? systemClock
     this.onRecorded = opts.onRecorded ?? (() => {})
   }
 
@@ -166,8 +165,8 @@ export class LifecycleWriter {
     while (this.queue.length > 0) {
       // Gather steps finishing close together into one batch (and one transaction): during a scan files
       // finish hashing a few at a time, and a transaction per file costs about twice the work per file.
-      // The wait is small against the settle window every change has already waited.
-      if (this.queue.length < this.maxBatch) await new Promise<void>(resolve => { this.rt.schedule(this.gatherMs, resolve, { keepAlive: true }) })
+      // The wait is small against the settle window every change has already waited. Writes on their way: it keeps the process alive.
+      if (this.queue.length < this.maxBatch) await delay(this.clock, this.gatherMs, { keepAlive: true })
       await this.runBatch(this.takeBatch())
     }
   }
@@ -283,7 +282,7 @@ export class LifecycleWriter {
         created = this.arrivalOps(writes, abs, s)
       }
     }
-    const fields: Record<string, string> = { type: event, path: s.rel, timestamp: String(this.rt.now()) }
+    const fields: Record<string, string> = { type: event, path: s.rel, timestamp: String(this.clock.now()) }
     if (s.size > 0) fields.size = String(s.size)
     fields.midhash256 = s.cid
     if (oldRel !== undefined) fields.oldPath = oldRel
@@ -318,7 +317,7 @@ export class LifecycleWriter {
     if (prior === undefined) return { queued: q, writes: [], outcome: { ok: true } }
     const writes: Array<Promise<unknown>> = []
     const adopt = this.removalOps(writes, s.rel, prior)
-    const fields = { type: 'delete', path: s.rel, timestamp: String(this.rt.now()) }
+    const fields = { type: 'delete', path: s.rel, timestamp: String(this.clock.now()) }
     return {
       queued: q,
       writes,

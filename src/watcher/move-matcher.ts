@@ -122,7 +122,7 @@ export class MoveMatcher {
     const sets = pd.size < 0 ? [...this.sizes.values()] : [this.sizes.get(pd.size)]
     for (const set of sets) {
       if (set === undefined) continue
-      for (const c of set) if (c.phase !== 'settling' || c.stableSince <= pd.due) return true
+      for (const c of set) if (c.phase.kind !== 'settling' || c.phase.since <= pd.due) return true
     }
     return false
   }

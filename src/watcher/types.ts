@@ -2,11 +2,11 @@
  * The watcher's contract, shared with the API (which imports these types
  * only) and the node composition root (which creates the watcher).
  */
-import type { Logger, Startable } from '../common/index.js'
+import type { Clock, Logger, Startable } from '../common/index.js'
 import type { FullHashAlgorithm } from '../cid/index.js'
 import type { FileRecords, LocalStore, RecordReads } from '../records/index.js'
 import type { EventSourceStatus, FileEventSource } from './file-event-source.js'
-import type { WatcherRuntime } from './runtime.js'
+import type { FileReads } from './file-reads.js'
 
 /** The stream the watcher appends file events to (served by GET /api/events/files); named by the record layer, which serves it. */
 export { FILE_EVENTS } from '../records/index.js'
@@ -19,8 +19,10 @@ export interface WatcherComponents {
   logger?: Logger
   /** Where live change hints come from; default: the OS (`createFsEventSource`) when enabled. */
   eventSource?: FileEventSource
-  /** Clocks, timers, the settle re-stat and the hash (default `systemRuntime`); a test's virtual clock drives the settle windows. */
-  runtime?: WatcherRuntime
+  /** Time: settle windows, timers, timestamps (default `systemClock`); a test's virtual clock drives the windows. */
+  clock?: Clock
+  /** The settle re-stat and the hash (default `systemFileReads`); a test may hold a hash back. */
+  reads?: FileReads
 }
 
 export interface WatcherInit {

@@ -1,6 +1,6 @@
 import fs from 'node:fs'
 import path from 'node:path'
-import { AbortedError, InvalidInputError, NotAFileError, silentLogger, stopAll, waitFor, type Logger } from '../common/index.js'
+import { AbortedError, every, InvalidInputError, NotAFileError, silentLogger, stopAll, systemClock, waitFor, type Clock, type Logger } from '../common/index.js'
 import { validateFieldPath } from '../records/index.js'
 import { ChangeTracker } from './change-tracker.js'
 import { FileNotFoundError, FilesPathUnavailableError, InvalidPathError } from './errors.js'
@@ -9,7 +9,7 @@ import { FileState } from './file-state.js'
 import { FullHasher } from './full-hasher.js'
 import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
-import { systemRuntime, type WatcherRuntime } from './runtime.js'
+import { systemFileReads } from './file-reads.js'
 import { ProgressMeter, round1 } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
 import { SkipLog } from './skip-log.js'
@@ -47,7 +47,7 @@ class FilesWatcher implements WatcherHandle {
   private readonly watcherId: string
   private readonly holderId: string
   private readonly log: Logger
-  private readonly rt: WatcherRuntime
+  private readonly clock: Clock
   private readonly state = new FileState()
   private readonly writer: LifecycleWriter
   private readonly tracker: ChangeTracker
@@ -92,7 +92,8 @@ class FilesWatcher implements WatcherHandle {
     if (this.holderId.includes('/')) throw new InvalidInputError('holderId cannot contain "/"')
     validateFieldPath(`holders/${this.holderId}`)
     this.log = (components.logger ?? silentLogger).child('watcher')
-    this.rt = components.runtime ?? systemRuntime
+    this.clock = components.clock ?? systemClock
+    const io = { clock: this.clock, reads: components.reads ?? systemFileReads } // what the tracker and the full hash act through
     this.skips = new SkipLog(this.log)
     let tracker: ChangeTracker | undefined
     let fullHasher: FullHasher | undefined
@@ -100,7 +101,7 @@ class FilesWatcher implements WatcherHandle {
       records: components.records,
       state: this.state,
       holderId: this.holderId,
-      runtime: this.rt,
+      clock: this.clock,
       logger: this.log,
       claimPendingDelete: cid => tracker?.claimPendingDelete(cid),
       recheck: rel => { this.hint(rel) },
@@ -112,7 +113,7 @@ class FilesWatcher implements WatcherHandle {
       writer: this.writer,
       settleMs,
       hashConcurrency,
-      runtime: this.rt,
+      ...io,
       logger: this.log,
       recheck: rel => { this.hint(rel) },
       onHashed: (bytes, size) => { this.progress.hashed(bytes, size) }
@@ -124,7 +125,7 @@ class FilesWatcher implements WatcherHandle {
       root: () => this.realRoot,
       algorithms: init.fullHash ?? [],
       bytesPerSecond: init.fullHashBytesPerSecond,
-      runtime: this.rt,
+      ...io,
       logger: this.log,
       // Behind the watcher's own reads: a walk, files queued for their midhash or being hashed (not files settling).
       busy: () => this.walking || tracker.hashing,
@@ -210,7 +211,7 @@ class FilesWatcher implements WatcherHandle {
   async whenIdle (opts: { timeoutMs: number }): Promise<void> {
     await waitFor(
       () => !this.scanning && this.waitingScan === undefined && this.hints.size === 0 && this.hintWork === undefined && this.tracker.idle,
-      { timeoutMs: opts.timeoutMs, what: 'the watcher to finish its work', intervalMs: 20 })
+      { timeoutMs: opts.timeoutMs, what: 'the watcher to finish its work', intervalMs: 20, clock: this.clock })
   }
 
   // ------------------------------------------------------------ scans
@@ -248,9 +249,8 @@ class FilesWatcher implements WatcherHandle {
     this.scanning = this.walking = true
     const tag = this.tracker.openTag()
     this.progress.begin(kind)
-    const t0 = performance.now()
-    const ticker = setInterval(() => { this.logProgress() }, this.progressMs)
-    ticker.unref()
+    const t0 = this.clock.monotonic()
+    const stopTicker = every(this.clock, this.progressMs, () => { this.logProgress() })
     this.log.info('scan started', { phase: kind, known: this.state.size })
     try {
       if (kind === 'reset') await this.resetState()
@@ -277,20 +277,22 @@ class FilesWatcher implements WatcherHandle {
       this.walking = false
       const counts = await this.tracker.closeTag(tag)
       const summary: ScanSummary = { fileCount: this.state.size, ...counts }
-      this.lastScan = new Date().toISOString()
+      this.lastScan = new Date(this.clock.now()).toISOString()
       this.lastError = undefined
       const p = this.progress.snapshot(this.tracker.pendingWork())
       this.log.info('scan finished', {
-        phase: kind, ...summary, seconds: round1((performance.now() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed,
+        phase: kind, ...summary, seconds: round1((this.clock.monotonic() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed,
         mbPerSecond: p.mbPerSecond
       })
       return summary
     } catch (err) {
       this.tracker.abandonTag(tag)
-      if (!(err instanceof AbortedError)) this.lastError = { message: err instanceof Error ? err.message : String(err), at: new Date().toISOString() }
+      if (!(err instanceof AbortedError)) {
+        this.lastError = { message: err instanceof Error ? err.message : String(err), at: new Date(this.clock.now()).toISOString() }
+      }
       throw err
     } finally {
-      clearInterval(ticker)
+      stopTicker()
       this.progress.end()
       this.scanning = this.walking = false
       this.armRescan()
@@ -301,7 +303,7 @@ class FilesWatcher implements WatcherHandle {
   private async resetState (): Promise<void> {
     await this.c.records.local.write(tx => {
       tx.clearStream(FILE_EVENTS)
-      tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(this.rt.now()) })
+      tx.appendEvent(FILE_EVENTS, { type: 'reset', path: '', watcherId: this.watcherId, timestamp: String(this.clock.now()) })
       FileState.clearRows(tx)
     })
     // Entries stay in memory (fresh) only so that files gone since can still be cleaned up and announced.
@@ -328,7 +330,7 @@ class FilesWatcher implements WatcherHandle {
   private armRescan (): void {
     this.cancelRescan?.()
     if (!this.started || !this.enabled) return
-    this.cancelRescan = this.rt.schedule(this.rescanMs, () => {
+    this.cancelRescan = this.clock.schedule(this.rescanMs, () => {
       this.requestScan('scan').catch(err => { this.scanFailed(err) })
     })
   }
@@ -352,7 +354,7 @@ class FilesWatcher implements WatcherHandle {
     if (!this.started || isHiddenPath(rel)) return
     this.hints.add(rel)
     if (this.cancelHints === undefined && this.hintWork === undefined) {
-      this.cancelHints = this.rt.schedule(HINT_DELAY_MS, () => { this.cancelHints = undefined; this.flushHints() })
+      this.cancelHints = this.clock.schedule(HINT_DELAY_MS, () => { this.cancelHints = undefined; this.flushHints() })
     }
   }
 

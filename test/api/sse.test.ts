@@ -1,8 +1,10 @@
+import type { ServerResponse } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { createLogger, waitFor, withTimeout } from '../../src/common/index.js'
 import { compareEventIds, parseEventId } from '../../src/kv/index.js'
 import { FILE_EVENTS, META_EVENTS, type RecordId } from '../../src/records/index.js'
 import { startApi, type ApiHarness, type HarnessOptions } from '../helpers/api-harness.js'
+import { ManualClock } from '../helpers/manual-clock.js'
 import { openSse, type SseClient, type SseEvent } from '../helpers/sse-client.js'
 import { createWatcher } from '../../src/watcher/index.js'
 
@@ -27,6 +29,21 @@ async function sse (url: string, headers: Record<string, string> = {}, pauseFirs
 
 function dataOf (e: SseEvent): Record<string, string> {
   return JSON.parse(e.data) as Record<string, string>
+}
+
+/**
+ * A reader that stops reading, at the network's edge: after `after` writes
+ * the response says it must drain, and the drain never comes (what a
+ * socket does once the kernel's buffers are full, which on loopback takes
+ * more megabytes than a test should write). What was written is kept.
+ */
+function neverDrains (r: ServerResponse, after: number, written: string[]): void {
+  const write = r.write.bind(r) as (chunk: unknown) => boolean
+  const full = (): boolean => written.length >= after
+  r.write = ((chunk: unknown) => { written.push(String(chunk)); write(chunk); return !full() }) as ServerResponse['write']
+  Object.defineProperty(r, 'writableNeedDrain', { get: full })
+  const emit = r.emit.bind(r) as (event: string | symbol, ...args: unknown[]) => boolean
+  r.emit = ((event: string | symbol, ...args: unknown[]) => (event === 'drain' && full() ? false : emit(event, ...args))) as ServerResponse['emit']
 }
 
 /** Ids of the retained meta:events entries after `after`, as the store holds them. */
@@ -181,24 +198,45 @@ describe('SSE /api/events/meta', () => {
 
   it('forgets a subscriber that leaves, even in the middle of a snapshot', async () => {
     const { h, url } = await setup()
-    await Promise.all(Array.from({ length: 2000 }, async (_, i) =>
-      await h.store.records.mint(`/files/${i}.mkv`, 1, 1n, { [`a/${'x'.repeat(500)}`]: 'v', [`b/${'x'.repeat(500)}`]: 'v' })))
+    await setTitles(h, 300) // about 900 keys: a snapshot of several pages
     const streams = async (): Promise<number> => (await h.app.inject({ url: '/status' })).json().eventStreams as number
-    const c = await sse(`${url}/api/events/meta`, { 'last-event-id': '0-0' }, 60_000)
+    // The snapshot's reader stops reading after its first pages (the response then waits for a drain that never comes).
+    const written: string[] = []
+    let res: ServerResponse | undefined
+    h.app.server.prependListener('request', (req, r: ServerResponse) => {
+      if (req.headers['last-event-id'] !== '0-0') return
+      res = r
+      neverDrains(r, 300, written)
+    })
+    const c = await sse(`${url}/api/events/meta`, { 'last-event-id': '0-0' })
     const live = await sse(`${url}/api/events/meta`)
     await waitFor(async () => await streams() === 2, { timeoutMs: 5000, what: 'two open streams' })
+    // Mid-snapshot: the server waits for the reader, its pages so far read, and not the last one (the only event with an id).
+    await waitFor(() => res?.writableNeedDrain === true && c.events.length === written.length, { timeoutMs: 5000, what: 'the snapshot to wait for its reader' })
+    const sent = written.length
+    expect(sent).toBeGreaterThanOrEqual(300)
+    expect(sent).toBeLessThan(h.store.kv.keys('file:', 'file;').length)
+    expect(c.events.every(e => e.event === 'set' && e.id === undefined)).toBe(true)
     c.close()
     await waitFor(async () => await streams() === 1, { timeoutMs: 5000, what: 'the snapshot reader to be forgotten' })
+    // Its snapshot ended there: nothing more of it was written.
+    expect(written).toHaveLength(sent)
     // The one still connected keeps receiving.
     await setTitles(h, 1, 5000)
     await live.waitForEvents(3)
   }, 60_000)
 
-  it('sends :keep-alive after the configured silence', async () => {
-    const { url } = await setup({ heartbeatMs: 100 })
+  it('sends :keep-alive after the configured silence, on the API\'s clock', async () => {
+    const clock = new ManualClock()
+    const { url } = await setup({ clock })
     const c = await sse(`${url}/api/events/meta`)
-    await waitFor(() => c.comments.length >= 2, { timeoutMs: 5000, what: 'two heartbeats' })
-    expect(c.comments.every(x => x === 'keep-alive')).toBe(true)
+    await clock.advance(29_999)
+    expect(clock.pending).toBe(1) // the heartbeat, not yet due
+    await clock.advance(1) // 30 s of silence by default (spec §6)
+    await waitFor(() => c.comments.length === 1, { timeoutMs: 5000, what: 'the first heartbeat' })
+    await clock.advance(30_000)
+    await waitFor(() => c.comments.length === 2, { timeoutMs: 5000, what: 'the second heartbeat' })
+    expect(c.comments).toEqual(['keep-alive', 'keep-alive'])
     expect(c.events).toEqual([])
   })
 

@@ -144,7 +144,8 @@ describe('the byte-counting relay', () => {
     c.on('data', (b: Buffer) => { got += b.length })
     await new Promise<void>(resolve => { c.once('connect', () => { resolve() }) })
     c.write(Buffer.alloc(1000, 1))
-    await new Promise(resolve => setTimeout(resolve, 100))
+    // The relay has the bytes, and keeps them: nothing reached the target, so nothing came back.
+    await waitFor(() => meter.heldBytes === 1000, { timeoutMs: 5_000, what: 'the relay to hold what was sent' })
     expect(got).toBe(0)
     expect(meter.connections).toBe(0)
     expect(meter.firstConnectedAt).toBeNull()

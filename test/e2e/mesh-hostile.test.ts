@@ -120,11 +120,14 @@ describe('a hostile member flooding the mesh', () => {
         seenUpTo.set(n.name, evs.length)
       }
     }, 10)
+    /** Writes made after `t` (and not after `to`) that reached both other nodes. */
+    const delivered = (t: number, to = Infinity): number => [...acked].filter(([v, w]) => w.at > t && w.at <= to && (arrived.get(v)?.size ?? 0) >= 2).length
 
     try {
-      // A fixed span on purpose: the calm baseline (deliveries before the flood) needs writes made over time,
-      // and connections, first syncs and caches settle meanwhile.
-      await sleep(3_000)
+      // The calm baseline: writes delivered everywhere before the flood (some three seconds of them), while connections,
+      // first syncs and caches settle.
+      const start = Date.now()
+      await waitFor(() => delivered(start) >= 15 * honest.length, { timeoutMs: 20_000, what: 'writes delivered before the flood' })
       const before = honest.map(n => rssBytes(n.cli))
       const peak = [...before]
       const sample = setInterval(() => { honest.forEach((n, i) => { peak[i] = Math.max(peak[i], rssBytes(n.cli)) }) }, 250)
@@ -140,7 +143,8 @@ describe('a hostile member flooding the mesh', () => {
         }
         const attackTo = Date.now()
         const cpu = honest.map((n, i) => (cpuMs(n.cli) - cpuBefore[i]) / (attackTo - attackFrom) * 100)
-        await sleep(2_000) // writes go on after the flood for a while: what the attack left behind is measured too
+        // Writes go on after the flood until some are delivered everywhere: what the attack left behind is measured too.
+        await waitFor(() => delivered(attackTo) >= 10 * honest.length, { timeoutMs: 20_000, what: 'writes delivered after the flood' })
         writing = false
         await Promise.all(writers)
         // Every write made during the attack reaches the two other nodes.

@@ -32,7 +32,9 @@ beforeAll(async () => {
   a = await startMeshNode({ dir: path.join(tmp.dir, 'a'), swarmKey: key })
   b = await startMeshNode({ dir: path.join(tmp.dir, 'b'), swarmKey: key, bootstrap: [p2pAddr(a)] })
   await waitConnected([a, b], 1)
-  rogue = await startRogue(key)
+  // Reachable from A alone: B learns its address from A's member exchange, and a
+  // valid frame B took from it would reach A from B, an honest relay.
+  rogue = await startRogue(key, { inbound: false })
   await rogue.dial(p2pAddr(a))
 })
 
@@ -64,6 +66,7 @@ describe('gossipsub scoring of the mesh topic', () => {
     await sleep(1_500) // nothing is to arrive: a bounded wait for a non-event
     expect(a.mesh.status().peers.find(p => p.peerId === me)).toMatchObject({ framesIn: 5, framesRejected: 5 })
     expect(a.store.records.getFlat(rid)).toBeUndefined()
+    expect(rogue.node.getConnections().map(c => c.remotePeer.toString())).toEqual([a.mesh.peerId])
 
     // The honest member is untouched, and the mesh replicates.
     expect(gossip(a).gossipScore(b.mesh.peerId).score).toBeGreaterThanOrEqual(0)

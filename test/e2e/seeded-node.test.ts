@@ -13,7 +13,7 @@ import fs from 'node:fs'
 import path from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
-import { sleep, waitFor } from '../../src/common/index.js'
+import { waitFor } from '../../src/common/index.js'
 import { midhash256 } from '../../src/cid/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { getJson, meshTestState, p2pAddr, send, startMeshNode, swarmKeyIn, waitConnected, waitConverged } from '../helpers/mesh-nodes.js'
@@ -105,11 +105,14 @@ describe('a node seeded from a copy of another node\'s store', () => {
     }
     await check()
 
-    // Still true after: a rescan of C's empty library, and then more than one settle window and one
-    // anti-entropy round (1 s, startMeshNode) with nothing left to happen, a fixed span on purpose.
+    // Still true after: a rescan of C's empty library, its watcher idle again, and then an anti-entropy round
+    // on each node (every second, startMeshNode), each checking its peer's whole range again.
     const rescan = await send(c, 'POST', '/api/watchers/scan?wait=true')
     expect(rescan.body.summary).toEqual({ fileCount: 0, added: 0, changed: 0, deleted: 0, renamed: 0 })
-    await sleep(10 * SETTLE_MS + 1_500)
+    await scanned(c)
+    const checks = (n: RunningNode): number => n.mesh.status().peers.reduce((s, p) => s + p.reconcilesEqual + p.reconciles, 0)
+    const before = state.nodes.map(checks)
+    await waitFor(() => state.nodes.every((n, i) => checks(n) > before[i]), { timeoutMs: 10_000, what: 'an anti-entropy round on each node after the rescan' })
     await waitConverged(state.nodes)
     await check()
     expect(c.store.kv.get('meta-core:copied-from')).toBe(peerA)

@@ -7,7 +7,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import type { Logger } from '../../src/common/index.js'
+import type { Clock, Logger } from '../../src/common/index.js'
 import { buildApp, type ApiInit } from '../../src/api/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import { createSearch } from '../../src/search/index.js'
@@ -27,6 +27,8 @@ export interface ApiHarness {
 
 export interface HarnessOptions extends Partial<ApiInit> {
   logger?: Logger
+  /** The API's clock (default: the system's). */
+  clock?: Clock
   /** false: a node without search. */
   search?: boolean
   /** false: a node without a watcher (default: the real watcher, not watching). */
@@ -41,9 +43,10 @@ export async function startApi (opts: HarnessOptions = {}): Promise<ApiHarness> 
   fs.mkdirSync(filesPath)
   const dbPath = path.join(dir, 'db', 'meta-core.db')
   const store = openNodeStore({ path: dbPath, nodeId: 'test-node', streamRetention: opts.streamRetention, trimEvery: opts.trimEvery })
-  const { search, watcher, logger, streamRetention: _r, trimEvery: _t, ...init } = opts
+  const { search, watcher, logger, clock, streamRetention: _r, trimEvery: _t, ...init } = opts
   const app = buildApp({
     logger,
+    clock,
     kv: store.kv,
     records: store.records,
     search: search === false ? undefined : await started(createSearch({ kv: store.kv, records: store.records })),

@@ -62,7 +62,12 @@ export interface RoguePeer {
   stop: () => Promise<void>
 }
 
-export async function startRogue (swarmKeyFile: string, opts: { name?: string } = {}): Promise<RoguePeer> {
+/**
+ * `inbound: false` refuses every connection the rogue did not dial itself:
+ * members that learn its address from the member exchange cannot reach it,
+ * so what it sends reaches only the peers a test has it dial.
+ */
+export async function startRogue (swarmKeyFile: string, opts: { name?: string, inbound?: boolean } = {}): Promise<RoguePeer> {
   const key = readSwarmKey(swarmKeyFile)
   const topic = `/meta-core/mesh/${key.meshId}/1`
   const node = await createLibp2p({
@@ -72,6 +77,7 @@ export async function startRogue (swarmKeyFile: string, opts: { name?: string } 
     streamMuxers: [yamux()],
     connectionProtector: preSharedKey({ psk: key.psk }),
     ...(opts.name === undefined ? {} : { nodeInfo: { userAgent: agentVersionOf(opts.name) } }),
+    ...(opts.inbound === false ? { connectionGater: { denyInboundConnection: () => true } } : {}),
     services: { identify: identify(), pubsub: gossipsub({ allowPublishToZeroTopicPeers: false, fallbackToFloodsub: false }) }
   })
   node.services.pubsub.subscribe(topic)
@@ -105,6 +111,7 @@ export async function startRogue (swarmKeyFile: string, opts: { name?: string } 
       const head = 'rogue-head'
       await handlePulls(node, async (_peer, body) => {
         const req = decodeMessage(body)
+        // The slow peer `delayMs` asks for: the fault this fake plays, not a wait for anything.
         await new Promise(resolve => setTimeout(resolve, delayMs))
         if (req.t === 'snap') {
           const i = req.after === null ? 0 : Number(req.after.slice(1))

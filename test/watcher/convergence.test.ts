@@ -3,17 +3,17 @@
  * copies, deletes, moves, scans in between), with hints dropped, delayed and
  * reordered: after two rescans, every file on disk is in exactly one record
  * (as its filePath or a duplicate) and no record names a path that is gone.
- * Seeded; WATCHER_FUZZ_SEEDS runs more seeds (default 3, a few seconds each).
+ * Seeded, on a virtual clock (the delays between operations and of hints are
+ * virtual); WATCHER_FUZZ_SEEDS runs more seeds (default 3).
  */
 import fs from 'node:fs'
 import path from 'node:path'
 import { describe, expect, it } from 'vitest'
-import { sleep } from '../../src/common/index.js'
 import type { ScriptedEventSource } from '../../src/watcher/testing.js'
 import { pick, prng } from '../helpers/prng.js'
 import { harnessPerTest, midhashOf } from './harness.js'
 
-const harness = harnessPerTest({ source: 'scripted', settleMs: 100 })
+const harness = harnessPerTest({ source: 'scripted', settleMs: 100, clock: 'virtual' })
 
 const PATHS = ['watch/s2/f2.bin', 'watch/copy/dup.bin', 'a/x.bin', 'a/w.bin', 'd/e/v.bin']
 const CONTENTS = [Buffer.alloc(4097, 0x41), Buffer.alloc(4097, 0x42), Buffer.alloc(300, 0x43)]
@@ -35,11 +35,12 @@ describe('watcher convergence under random operations and unreliable hints', () 
       const rand = prng(seed)
       const h = await harness()
       const source = h.source as ScriptedEventSource
+      const clock = h.time!.clock
       const log: string[] = []
-      const later: Array<Promise<unknown>> = []
+      const scans: Array<Promise<unknown>> = []
       const hint = (rel: string): void => {
         if (rand() < 0.1) return // dropped: only a scan finds it
-        later.push(sleep(Math.floor(rand() * 300)).then(() => { source.emit(rel) }))
+        clock.schedule(Math.floor(rand() * 300), () => { source.emit(rel) }) // delayed, so reordered too
       }
       const place = (rel: string): void => { fs.mkdirSync(path.dirname(h.abs(rel)), { recursive: true }) }
       for (let step = 0; step < 25; step++) {
@@ -69,15 +70,16 @@ describe('watcher convergence under random operations and unreliable hints', () 
           hint(q)
           log.push(`mv ${p} ${q}`)
         } else if (op >= 0.9) {
-          later.push(h.watcher.scan())
+          scans.push(h.watcher.scan())
           log.push('scan')
         }
-        await sleep(Math.floor(rand() * 250))
+        await h.pause(Math.floor(rand() * 250))
       }
-      await Promise.all(later)
+      await h.pause(300) // the last delayed hints
+      await h.wait(Promise.all(scans), 60_000)
       for (let i = 0; i < 2; i++) {
         await h.idle(60_000)
-        await h.watcher.scan()
+        await h.wait(h.watcher.scan(), 60_000)
       }
       await h.idle(60_000)
 

@@ -7,13 +7,13 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { sleep, waitFor } from '../../src/common/index.js'
+import { waitFor } from '../../src/common/index.js'
 import { createFsEventSource, isHiddenPath, type FileEventSource } from '../../src/watcher/index.js'
 import { createScriptedEventSource } from '../../src/watcher/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
 import type { FsDriver, SourceKind } from './harness.js'
 
-interface Rig { root: string, source: FileEventSource, fsd: FsDriver, hints: string[], cleanup: () => Promise<void> }
+interface Rig { kind: SourceKind, root: string, source: FileEventSource, fsd: FsDriver, hints: string[], cleanup: () => Promise<void> }
 
 const rigs: Rig[] = []
 afterEach(async () => { while (rigs.length > 0) await rigs.pop()!.cleanup() })
@@ -32,7 +32,7 @@ function rig (kind: SourceKind): Rig {
     rename (from, to) { fs.renameSync(abs(from), abs(to)); emit(from); emit(to) },
     mkdir (rel) { fs.mkdirSync(abs(rel)); emit(rel) }
   }
-  const r: Rig = { root, source, fsd, hints: [], cleanup: async () => { await source.stop(); t.cleanup() } }
+  const r: Rig = { kind, root, source, fsd, hints: [], cleanup: async () => { await source.stop(); t.cleanup() } }
   rigs.push(r)
   return r
 }
@@ -41,6 +41,31 @@ const covers = (hint: string, rel: string): boolean => hint === '' || hint === r
 
 async function expectCovered (r: Rig, rel: string): Promise<void> {
   await waitFor(() => r.hints.some(h => covers(h, rel)), { timeoutMs: 5_000, what: `a hint covering ${rel}`, intervalMs: 10 })
+}
+
+/**
+ * Makes `change` (to the root's child `name`) and returns once it has been
+ * delivered to whoever listens: the scripted source hints inside the driver's
+ * call; for the OS, a watch of the test's own on the root hears of it. The
+ * OS queues a watcher's events in order and delivers them in that order, to
+ * every watch on a folder together: a hint the source was still to give
+ * for it would have come by then. What did not come is then known not to.
+ */
+async function delivered (r: Rig, name: string, change: () => void): Promise<void> {
+  if (r.kind === 'scripted') { change(); return }
+  let heard = false
+  const probe = fs.watch(r.root, { persistent: false }, (_event, n) => { if (n === name) heard = true })
+  try {
+    change()
+    await waitFor(() => heard, { timeoutMs: 5_000, what: `the OS event for ${name}`, intervalMs: 5 })
+  } finally {
+    probe.close()
+  }
+}
+
+/** A folder that appeared or moved is armed (again) and then hinted a second time (fs-event-source.ts): changes inside it are hinted from then on. */
+async function rearmed (r: Rig, dir: string): Promise<void> {
+  if (r.kind === 'real') await waitFor(() => r.hints.filter(h => h === dir).length >= 2, { timeoutMs: 5_000, what: `${dir} armed`, intervalMs: 5 })
 }
 
 describe.each(['real', 'scripted'] as const)('file event source contract (%s)', (kind) => {
@@ -58,8 +83,7 @@ describe.each(['real', 'scripted'] as const)('file event source contract (%s)', 
     expect(r.source.status().watching).toBe(0)
     // Stopped means stopped: a change now is never hinted.
     r.hints.length = 0
-    r.fsd.write('unseen.txt', 'y')
-    await sleep(300)
+    await delivered(r, 'unseen.txt', () => { r.fsd.write('unseen.txt', 'y') })
     expect(r.hints).toEqual([])
   })
 
@@ -84,7 +108,8 @@ describe.each(['real', 'scripted'] as const)('file event source contract (%s)', 
     await expectCovered(r, 'late')
     r.fsd.mkdir('late/deeper')
     await expectCovered(r, 'late/deeper')
-    await sleep(50) // the new folder's own watch is armed after its parent reports it
+    // The new folder's own watch is armed after its parent reports it: the root, late and late/deeper.
+    if (kind === 'real') await waitFor(() => r.source.status().watching === 3, { timeoutMs: 5_000, what: 'late/deeper armed', intervalMs: 5 })
     r.hints.length = 0
     r.fsd.write('late/deeper/f.bin', 'x')
     await expectCovered(r, 'late/deeper/f.bin')
@@ -95,7 +120,8 @@ describe.each(['real', 'scripted'] as const)('file event source contract (%s)', 
     r.hints.length = 0
     r.fsd.rename('late', 'renamed')
     await expectCovered(r, 'renamed')
-    await sleep(50)
+    // Its old watches follow the folder's inode under the old name: it is armed again under the new one.
+    await rearmed(r, 'renamed')
     r.hints.length = 0
     r.fsd.write('renamed/deeper/h.bin', 'y')
     await expectCovered(r, 'renamed/deeper/h.bin')
@@ -105,8 +131,7 @@ describe.each(['real', 'scripted'] as const)('file event source contract (%s)', 
     const r = rig(kind)
     await r.source.start(h => { r.hints.push(h) })
     await r.source.stop()
-    r.fsd.write('after-stop.txt', 'x')
-    await sleep(200)
+    await delivered(r, 'after-stop.txt', () => { r.fsd.write('after-stop.txt', 'x') })
     expect(r.hints).toEqual([])
   })
 })
@@ -121,8 +146,8 @@ describe('OS event source', () => {
     fs.writeFileSync(path.join(r.root, '.trash/inner/x'), 'hidden')
     fs.writeFileSync(path.join(r.root, '.hidden-file'), 'hidden')
     fs.writeFileSync(path.join(r.root, 'm/visible'), 'shown')
+    // Written last: the OS delivers a watcher's events in order, so a hint for the hidden ones would have come first.
     await expectCovered(r, 'm/visible')
-    await sleep(100)
     expect(r.hints.filter(h => isHiddenPath(h))).toEqual([])
   })
 })

@@ -11,11 +11,11 @@ import { sleep, waitFor, type Logger } from '../../src/common/index.js'
 import { openNodeStore, type NodeStore } from '../../src/records/index.js'
 import {
   FILE_EVENTS, createFsEventSource, createWatcher,
-  type FileEventSource, type WatcherHandle, type WatcherInit, type WatcherRuntime
+  type FileEventSource, type WatcherHandle, type WatcherInit
 } from '../../src/watcher/index.js'
 import { createScriptedEventSource, type ScriptedEventSource } from '../../src/watcher/testing.js'
 import { tmpDir } from '../helpers/tmp.js'
-import { virtualRuntime, type VirtualRuntime } from './virtual-runtime.js'
+import { virtualTime, type VirtualTime } from './virtual-time.js'
 
 export type SourceKind = 'real' | 'scripted'
 
@@ -33,11 +33,9 @@ export interface HarnessOptions extends Partial<WatcherInit> {
   /** Start the watcher at once (default true). */
   start?: boolean
   logger?: Logger
-  /** The watcher's clocks, timers, stat and hash (default: the system's). */
-  runtime?: WatcherRuntime
   /**
-   * `virtual`: the watcher runs on a virtual clock (test/watcher/virtual-runtime.ts) that
-   * `waitEvents` and `idle` move on while they wait, so settle windows take no real time.
+   * `virtual`: the watcher runs on a virtual clock (virtual-time.ts) that `waitEvents`,
+   * `idle` and `pause` move on while they wait, so settle windows take no real time.
    */
   clock?: 'real' | 'virtual'
 }
@@ -58,6 +56,10 @@ export interface Harness {
   idle: (timeoutMs?: number) => Promise<void>
   /** Lets `ms` pass: real time, or the virtual clock's (timers due meanwhile run). */
   pause: (ms: number) => Promise<void>
+  /** Waits for `p`, moving the virtual clock on meanwhile (a scan waits for its files to settle); real time: just waits. */
+  wait: <T>(p: Promise<T>, timeoutMs?: number) => Promise<T>
+  /** The virtual clock and file reads every watcher of this harness runs on (`clock: 'virtual'`). */
+  time: VirtualTime | undefined
   /** Stops the watcher and closes the store, keeping the folders: a node going down. */
   shutdown: () => Promise<void>
   /** Opens the store again and starts a new watcher over the same folders: the node coming back. */
@@ -82,11 +84,11 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
   let scripted: ScriptedEventSource | undefined
   let closed = false
   // One clock for every watcher the harness opens (a restart keeps its time).
-  const clock: VirtualRuntime | undefined = opts.clock === 'virtual' ? virtualRuntime() : undefined
+  const time: VirtualTime | undefined = opts.clock === 'virtual' ? virtualTime() : undefined
   /** Waits for `pred` in real time, or moves the virtual clock on until it holds. */
   const until = async (pred: () => boolean, timeoutMs: number, what: string): Promise<void> => {
-    if (clock === undefined) return await waitFor(pred, { timeoutMs, what, intervalMs: 20 })
-    if (!await clock.advance(timeoutMs, { stepMs: 20, until: pred })) throw new Error(`timed out after ${timeoutMs} virtual ms waiting for ${what}`)
+    if (time === undefined) return await waitFor(pred, { timeoutMs, what, intervalMs: 20 })
+    if (!await time.advance(timeoutMs, pred)) throw new Error(`timed out after ${timeoutMs} virtual ms waiting for ${what}`)
   }
 
   const build = async (o: HarnessOptions): Promise<void> => {
@@ -94,11 +96,14 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
     store = openNodeStore({ path: dbPath, nodeId: 'node-test' })
     scripted = kind === 'scripted' ? createScriptedEventSource() : undefined
     source = kind === 'real' ? createFsEventSource({ root: files }) : scripted
-    const { source: _s, start: _st, logger, clock: _c, ...rest } = o
-    const { runtime = clock, ...init } = rest
+    const { source: _s, start: _st, logger, clock: _c, ...init } = o
     watcher = createWatcher(
-      { records: store.records, ...(source !== undefined ? { eventSource: source } : {}), ...(logger !== undefined ? { logger } : {}),
-        ...(runtime !== undefined ? { runtime } : {}) },
+      {
+        records: store.records,
+        ...(source !== undefined ? { eventSource: source } : {}),
+        ...(logger !== undefined ? { logger } : {}),
+        ...(time !== undefined ? { clock: time.clock, reads: time.reads } : {})
+      },
       { filesPath: files, settleMs: SETTLE_MS, rescanIntervalMs: 3_600_000, enabled: kind !== 'none', ...init }
     )
     if (o.start !== false) await watcher.start()
@@ -131,15 +136,23 @@ export async function openHarness (opts: HarnessOptions = {}): Promise<Harness> 
       return events()
     },
     async idle (timeoutMs = 20_000) {
-      let done = false
-      const idle = watcher.whenIdle({ timeoutMs }).finally(() => { done = true })
-      if (clock !== undefined) await clock.advance(timeoutMs, { stepMs: 20, until: () => done })
-      await idle
+      await h.wait(watcher.whenIdle({ timeoutMs }), timeoutMs)
     },
     async pause (ms) {
-      if (clock !== undefined) await clock.advance(ms, { stepMs: 20 })
+      if (time !== undefined) await time.advance(ms)
+      // Real time on purpose: with OS events (the only harness on real time that pauses) time passing is what is tested.
       else await sleep(ms)
     },
+    async wait (p, timeoutMs = 20_000) {
+      if (time === undefined) return await p
+      let done = false
+      const out = p.finally(() => { done = true })
+      out.catch(() => {}) // observed below; the clock must not stop on it
+      // Nothing left to run in that time, no I/O under way, and still not done: it never will be.
+      if (!await time.advance(timeoutMs, () => done)) throw new Error(`still waiting after ${timeoutMs} virtual ms, with nothing left to run`)
+      return await out
+    },
+    time,
     async shutdown () {
       await watcher.stop()
       store.close()
@@ -167,6 +180,18 @@ export async function recordWithTitle (h: Harness, rel: string, data: Uint8Array
   const cid = await midhashOf(h.abs(rel))
   await h.store.records.mergeFlat(cid, { title })
   return cid
+}
+
+/**
+ * Writes `rel` again (through the driver) and sets its mtime a second past
+ * the last one: a rewrite shows whatever the file system's timestamp
+ * granularity, with no wait for the clock to tick.
+ */
+export function rewrite (h: Harness, rel: string, data: string | Uint8Array): void {
+  const last = fs.statSync(h.abs(rel)).mtimeMs
+  h.fsd.write(rel, data)
+  const later = new Date(last + 1_000)
+  fs.utimesSync(h.abs(rel), later, later)
 }
 
 /** The events a test cares about, without timestamps. */

@@ -2,14 +2,12 @@
  * The record lifecycle, run once with OS events and once with scripted
  * events (architecture habit 10): both must lead the one state machine to
  * the same records and the same file:events. The OS run is real time on a
- * real folder; the scripted run drives the watcher's injected runtime on a
- * virtual clock (its settle windows pass as the test waits). The short real
- * sleeps left only give a rewrite a new mtime.
+ * real folder; the scripted run gives the watcher a virtual clock (its
+ * settle windows pass as the test waits).
  */
 import fs from 'node:fs'
 import { afterEach, describe, expect, it } from 'vitest'
-import { sleep } from '../../src/common/index.js'
-import { midhashOf, openHarness, recordWithTitle, shapes, type Harness, type SourceKind } from './harness.js'
+import { midhashOf, openHarness, recordWithTitle, rewrite, shapes, type Harness, type SourceKind } from './harness.js'
 
 const open: Harness[] = []
 afterEach(async () => { while (open.length > 0) await open.pop()!.close() })
@@ -54,8 +52,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     h.fsd.write('a.txt', 'version one')
     await h.waitEvents(e => e.length === 1, 'the add')
     const oldCid = await midhashOf(h.abs('a.txt'))
-    await sleep(20)
-    h.fsd.write('a.txt', 'version two, longer')
+    rewrite(h, 'a.txt', 'version two, longer')
     const evs = await h.waitEvents(e => e.length === 2, 'the change')
     const newCid = await midhashOf(h.abs('a.txt'))
     expect(shapes(evs)[1]).toEqual({ type: 'change', path: 'a.txt', size: '19', midhash256: newCid })
@@ -71,8 +68,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     const oldCid = await midhashOf(h.abs('movies/film.mkv'))
     const oldSha = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e' // a plugin's full hash of the old bytes
     await h.store.records.mergeFlat(oldCid, { title: 'The Film', 'tmdb/id': '603', 'titles/fr': 'Le Film', [`cids/${oldSha}`]: 'true' })
-    await sleep(20)
-    h.fsd.write('movies/film.mkv', 'the film with the title tag fixed')
+    rewrite(h, 'movies/film.mkv', 'the film with the title tag fixed')
     await h.waitEvents(e => e.length === 2, 'the change')
     const newCid = await midhashOf(h.abs('movies/film.mkv'))
     const fields = h.store.records.getFlat(newCid)!
@@ -94,8 +90,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     await h.waitEvents(e => e.length === 2, 'the copy')
     const oldCid = await midhashOf(h.abs('a.mkv'))
     await h.store.records.mergeFlat(oldCid, { title: 'Shared' })
-    await sleep(20)
-    h.fsd.write('a.mkv', 'edited bytes of a only')
+    rewrite(h, 'a.mkv', 'edited bytes of a only')
     await h.waitEvents(e => e.length === 3, 'the change')
     const newCid = await midhashOf(h.abs('a.mkv'))
     expect(h.store.records.getFlat(newCid)).toMatchObject({ title: 'Shared', filePath: '/files/a.mkv' })
@@ -114,8 +109,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     const cidC = await midhashOf(h.abs('c.mkv'))
     await h.store.records.mergeFlat(cidA, { title: 'A' })
     await h.store.records.mergeFlat(cidC, { title: 'C' })
-    await sleep(20)
-    h.fsd.write('a.mkv', 'content C')
+    rewrite(h, 'a.mkv', 'content C')
     await h.waitEvents(e => e.length === 3, 'the change')
     expect(h.store.records.getDocument(cidC)!.metadata.title).toBe('C')
     expect(h.store.records.getDocument(cidC)!.duplicates).toEqual(['/files/a.mkv'])
@@ -129,7 +123,7 @@ describe.each(['real', 'scripted'] as const)('watcher lifecycle (%s events)', (k
     await h.waitEvents(e => e.length === 2, 'two adds')
     const cidA = await midhashOf(h.abs('a.txt'))
     const cidB = await midhashOf(h.abs('b.txt'))
-    h.fsd.write('a.txt', 'content B')
+    rewrite(h, 'a.txt', 'content B')
     const evs = await h.waitEvents(e => e.length === 3, 'the change')
     expect(shapes(evs)[2]).toEqual({ type: 'change', path: 'a.txt', size: '9', midhash256: cidB })
     expect(h.store.records.resolveRoot(cidA)).toBeUndefined()

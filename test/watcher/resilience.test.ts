@@ -1,7 +1,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { AbortedError, createLogger, sleep, type Logger } from '../../src/common/index.js'
+import { AbortedError, createLogger, type Logger } from '../../src/common/index.js'
 import { FilesPathUnavailableError } from '../../src/watcher/index.js'
 import { midhashOf, openHarness, shapes, type Harness, type HarnessOptions } from './harness.js'
 
@@ -35,8 +35,10 @@ describe('safety net', () => {
     await h.idle() // the initial scan of the empty library is over: the next scan is the first to see these
     for (const rel of ['a', 'b', 'c', 'd']) fs.writeFileSync(h.abs(rel), `content ${rel}`)
     expect(await h.watcher.scan()).toEqual({ fileCount: 4, added: 4, changed: 0, deleted: 0, renamed: 0 })
-    await sleep(5)
+    // As many bytes as before: the rewrite shows in its mtime, set past the first one's whatever the disk's timestamp granularity.
+    const first = fs.statSync(h.abs('a')).mtimeMs
     fs.writeFileSync(h.abs('a'), 'changed a')
+    fs.utimesSync(h.abs('a'), new Date(), new Date(first + 1_000))
     fs.rmSync(h.abs('b'))
     fs.renameSync(h.abs('c'), h.abs('c2'))
     expect(await h.watcher.scan()).toEqual({ fileCount: 3, added: 0, changed: 1, deleted: 1, renamed: 1 })
@@ -103,28 +105,36 @@ describe('unreadable entries and a missing library', () => {
 
 describe('start and stop', () => {
   it('stop is idempotent, fine before start, and aborts a scan in progress', async () => {
-    const h = await harness({ start: false })
+    const h = await harness({ start: false, clock: 'virtual' })
+    const time = h.time!
     await h.watcher.stop()
     await h.watcher.stop()
-    for (let i = 0; i < 300; i++) fs.writeFileSync(h.abs(`f${i}`), `file ${i}`)
     await h.watcher.start()
     await h.watcher.start()
+    await h.idle() // the initial scan of the empty library
+    for (let i = 0; i < 50; i++) fs.writeFileSync(h.abs(`f${i}`), `file ${i}`)
+    // One file's hash is held: the scan, which waits for every file it found, cannot finish before stop.
+    const release = time.reads.holdHash('/f7')
     // The outcome is observed at once: the scan may reject while stop is still running.
     const scan = h.watcher.scan().then(() => 'done', (e: unknown) => e)
-    await sleep(5)
-    await Promise.all([h.watcher.stop(), h.watcher.stop()])
-    const r = await scan
-    expect(r === 'done' || r instanceof AbortedError).toBe(true)
-    // Nothing is written after stop returned.
+    expect(await time.advance(60_000, () => time.reads.hashed.some(p => p.endsWith('/f7')))).toBe(true)
+    expect(h.watcher.status().isScanning).toBe(true)
+    await h.wait(Promise.all([h.watcher.stop(), h.watcher.stop()]))
+    expect(await scan).toBeInstanceOf(AbortedError)
     const n = h.events().length
-    await sleep(SETTLE_WAIT)
+    expect(n).toBeLessThan(50)
+    expect(h.events().map(e => e.path)).not.toContain('f7')
+    // Nothing is written after stop returned: it left no timer behind, and no time or I/O brings anything.
+    expect(time.clock.pending).toBe(0)
+    await time.advance(10 * 60_000)
     expect(h.events()).toHaveLength(n)
-    expect(h.watcher.status().active).toBe(false)
+    expect(h.watcher.status()).toMatchObject({ active: false, isScanning: false })
     // And it starts again, finishing the work.
+    release()
     await h.watcher.start()
     await h.idle()
-    expect(h.events()).toHaveLength(300)
-    expect(h.store.records.countRecords()).toBe(300)
+    expect(h.events()).toHaveLength(50)
+    expect(h.store.records.countRecords()).toBe(50)
   })
 
   it('live events flow again after a stop and a start', async () => {
@@ -146,5 +156,3 @@ describe('start and stop', () => {
     expect(fs.statSync(h.files).isDirectory()).toBe(true)
   })
 })
-
-const SETTLE_WAIT = 400

@@ -5,7 +5,7 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
-import { createLogger, sleep } from '../../src/common/index.js'
+import { createLogger } from '../../src/common/index.js'
 import type { WatcherProgress } from '../../src/watcher/index.js'
 import { openHarness, type Harness } from './harness.js'
 
@@ -31,19 +31,20 @@ function makeFiles (root: string, n: number): number {
 async function initialScan (n: number, timeoutMs: number): Promise<{ h: Harness, seconds: number, bytes: number, samples: WatcherProgress[],
   lines: string[] }> {
   const lines: string[] = []
-  const h = await openHarness({ source: 'real', start: false, progressIntervalMs: 100, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) })
-  open.push(h)
-  const bytes = makeFiles(h.files, n)
   const samples: WatcherProgress[] = []
+  let watcher: Harness['watcher'] | undefined
+  // What GET /api/watchers shows, read each time the scan logs its progress.
+  const write = (l: string): void => {
+    lines.push(l)
+    if (l.includes('scan progress') && watcher !== undefined) samples.push(watcher.status().progress)
+  }
+  const h = await openHarness({ source: 'real', start: false, progressIntervalMs: 100, logger: createLogger({ level: 'info', write }) })
+  open.push(h)
+  watcher = h.watcher
+  const bytes = makeFiles(h.files, n)
   const t0 = performance.now()
   await h.watcher.start()
-  let done = false
-  const sampler = (async () => {
-    while (!done) { samples.push(h.watcher.status().progress); await sleep(100) }
-  })()
   await h.idle(timeoutMs)
-  done = true
-  await sampler
   return { h, seconds: (performance.now() - t0) / 1000, bytes, samples, lines }
 }
 

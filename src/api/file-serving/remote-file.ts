@@ -23,7 +23,7 @@
  */
 import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Logger } from '../../common/index.js'
+import { delay, type Clock, type Logger } from '../../common/index.js'
 import type { ByteSource, RemoteRange } from '../../mesh/index.js'
 import type { RecordDocument } from '../../records/index.js'
 import { ApiError, UnknownCidError } from '../errors.js'
@@ -66,13 +66,13 @@ class HolderQueue {
   private readonly busy: Array<{ peer: string, retryAfterMs: number }> = []
   private rounds = 0
 
-  constructor (private readonly pending: string[]) {}
+  constructor (private readonly pending: string[], private readonly clock: Clock) {}
 
   async next (signal: AbortSignal): Promise<string | undefined> {
     if (this.pending.length === 0 && this.busy.length > 0 && this.rounds === 0) {
       this.rounds++
       const wait = Math.min(MAX_BUSY_WAIT_MS, ...this.busy.map(b => b.retryAfterMs))
-      await new Promise(resolve => setTimeout(resolve, wait))
+      await delay(this.clock, wait)
       signal.throwIfAborted()
       this.pending.push(...this.busy.splice(0).map(b => b.peer))
     }
@@ -91,7 +91,10 @@ class HolderQueue {
 export class RemoteFiles {
   private readonly distrusted = new Map<string, Set<string>>()
 
-  constructor (private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger, private readonly cache?: ByteCache) {}
+  constructor (
+    private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger, private readonly clock: Clock,
+    private readonly cache?: ByteCache
+  ) {}
 
   /** Holder ids of the record, other than this node (which has no copy, or it would have served it). */
   static holdersOf (doc: RecordDocument): string[] {
@@ -105,7 +108,7 @@ export class RemoteFiles {
     if (ranked.length === 0) throw new UnknownCidError('file does not exist on disk')
     const ac = new AbortController()
     reply.raw.once('close', () => { ac.abort() })
-    const queue = new HolderQueue(ranked)
+    const queue = new HolderQueue(ranked, this.clock)
 
     // Without conditional headers, the record's size decides the range and the holder is asked for it at once
     // (one round trip); otherwise the holder's size and mtime come first (a header-only request).

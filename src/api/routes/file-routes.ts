@@ -32,7 +32,7 @@ export function fileRoutes (app: ApiScope, ctx: ApiContext): void {
   const remote = (): RemoteFiles | undefined => {
     const bytes = ctx.mesh?.bytes
     if (bytes === undefined) return undefined
-    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.byteCache)
+    remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.clock, ctx.byteCache)
     return remoteFiles
   }
   const serve = async (requested: string, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {

@@ -64,7 +64,7 @@ export function systemRoutes (app: ApiScope, ctx: ApiContext): void {
       serviceName: ctx.serviceName,
       version: ctx.version,
       nodeId: ctx.records.nodeId,
-      uptimeSeconds: Math.floor((Date.now() - ctx.startedAt) / 1000),
+      uptimeSeconds: Math.floor((ctx.clock.now() - ctx.startedAt) / 1000),
       fileCount: up ? ctx.records.countRecords() : 0,
       eventStreams: ctx.hub.size,
       search: ctx.search !== undefined,

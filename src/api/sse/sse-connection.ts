@@ -17,7 +17,7 @@
  * write rate or the reader's speed.
  */
 import type { ServerResponse } from 'node:http'
-import type { Logger } from '../../common/index.js'
+import type { Cancel, Clock, Logger } from '../../common/index.js'
 import {
   META_EVENTS, compareEventIds, formatEventId, parseEventId,
   type EventIdParts, type EventStreams, type ShownEntry
@@ -40,6 +40,8 @@ interface SseConnectionOptions {
   /** A `:keep-alive` comment is sent after this much silence (spec: 30 s). */
   heartbeatMs: number
   log: Logger
+  /** The heartbeat's timer and the snapshot's timestamp. */
+  clock: Clock
   /** Called once when the connection is gone, whoever ended it. */
   onClosed: () => void
 }
@@ -62,12 +64,13 @@ export class SseConnection {
   private positionChecked = false
   /** The cursor as the client wrote it, echoed in the first gap event. */
   private requested: string | undefined
-  private lastWriteAt = Date.now()
-  private heartbeat: NodeJS.Timeout | undefined
+  private lastWriteAt: number
+  private cancelHeartbeat: Cancel | undefined
   private drainWaiters: Array<() => void> = []
 
   constructor (opts: SseConnectionOptions) {
     this.o = opts
+    this.lastWriteAt = opts.clock.monotonic()
     opts.res.on('close', () => { this.teardown() })
     opts.res.on('drain', () => { this.wakeDrainWaiters() })
     // A socket error ends this stream only; the client reconnects with its cursor.
@@ -195,7 +198,7 @@ export class SseConnection {
     if (head !== undefined) this.lastSent = parseEventId(head)
     // If the head is retained, trimming past it during a long snapshot is a real loss and must show as a gap.
     this.positionChecked = head !== undefined && first !== undefined && compareEventIds(parseEventId(first), this.lastSent) <= 0
-    const ts = String(Date.now())
+    const ts = String(this.o.clock.now())
     let held: string | undefined
     let after: string | undefined
     for (;;) {
@@ -216,7 +219,7 @@ export class SseConnection {
 
   private write (chunk: string): boolean {
     if (this.mode === 'closed') return false
-    this.lastWriteAt = Date.now()
+    this.lastWriteAt = this.o.clock.monotonic()
     return this.o.res.write(chunk)
   }
 
@@ -232,12 +235,14 @@ export class SseConnection {
   }
 
   private scheduleHeartbeat (): void {
-    const due = this.lastWriteAt + this.o.heartbeatMs - Date.now()
-    this.heartbeat = setTimeout(() => {
+    const { clock } = this.o
+    const due = this.lastWriteAt + this.o.heartbeatMs - clock.monotonic()
+    // The open connection keeps the process alive, not its heartbeat.
+    this.cancelHeartbeat = clock.schedule(Math.max(1, due), () => {
       if (this.mode === 'closed') return
-      if (Date.now() - this.lastWriteAt >= this.o.heartbeatMs && !this.o.res.writableNeedDrain) this.write(KEEP_ALIVE)
+      if (clock.monotonic() - this.lastWriteAt >= this.o.heartbeatMs && !this.o.res.writableNeedDrain) this.write(KEEP_ALIVE)
       this.scheduleHeartbeat()
-    }, Math.max(1, due))
+    })
   }
 
   /**
@@ -253,7 +258,7 @@ export class SseConnection {
   private teardown (): void {
     if (this.mode === 'closed') return
     this.mode = 'closed'
-    clearTimeout(this.heartbeat)
+    this.cancelHeartbeat?.()
     this.wakeDrainWaiters()
     this.o.onClosed()
   }

@@ -4,7 +4,7 @@
  * is not held open by streams that never finish on their own).
  */
 import type { ServerResponse } from 'node:http'
-import type { Logger } from '../../common/index.js'
+import type { Clock, Logger } from '../../common/index.js'
 import type { EventStreams, ShownEntry } from '../../records/index.js'
 import { SseConnection, type StartPosition } from './sse-connection.js'
 
@@ -12,6 +12,7 @@ interface SseHubOptions {
   events: EventStreams
   heartbeatMs: number
   log: Logger
+  clock: Clock
 }
 
 export class SseHub {
@@ -43,6 +44,7 @@ export class SseHub {
       stream,
       res,
       heartbeatMs: this.o.heartbeatMs,
+      clock: this.o.clock,
       log: this.o.log,
       onClosed: () => { conns.delete(conn) }
     })

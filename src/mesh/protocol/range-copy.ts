@@ -29,7 +29,7 @@
  *   checks are served.
  * - Why it runs rests on the node's own facts or on pages: an empty store
  *   is the node's own; a copy started because a peer said it holds far more
- *   (reconcile.ts `CopyClaim`) goes on only if the first page of the range
+ *   (copy-claim.ts `CopyClaim`) goes on only if the first page of the range
  *   bears that out (the records it says the range holds), else it is
  *   abandoned at once and that peer's word is not taken again.
  * - A copy no peer has served a page of for `copyStallMs`, none serving it
@@ -40,7 +40,7 @@
  * `status()` says what the copy is doing, why it started and why it stopped.
  */
 import type { MeshOptions } from './options.js'
-import { worthCopying, type CopyClaim } from './reconcile.js'
+import { worthCopying, type CopyClaim } from './copy-claim.js'
 import { SliceFetch, type CopySource } from './range-slices.js'
 import type { PeerKey, ReplicaStore } from './runtime.js'
 

@@ -43,6 +43,7 @@
  */
 import type { Message, ReconMessage, ReconRange, ReconReplyMessage, RequestMessage, RootsMessage, RootsReplyMessage } from '../messages.js'
 import { entryWeight, MAX_RECON_RANGES, MAX_RECON_ROOTS } from '../messages.js'
+import { copyRather, type CopyClaim } from './copy-claim.js'
 import type { RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** A side holding at most this many roots in a differing range lists them rather than split it. */
@@ -317,14 +318,6 @@ interface ReconcileIo {
   copyInstead?: boolean
 }
 
-/** What a peer's first reply said it holds, against what this node holds: the grounds of a copy (range-copy.ts checks its pages bear it out). */
-export interface CopyClaim {
-  /** Roots the peer's reply counts. */
-  roots: number
-  /** Roots this node held then. */
-  ours: number
-}
-
 export interface ReconcileOutcome {
   /** The responder's log id and its head when it first answered: the cursor to continue from. */
   log: string
@@ -390,24 +383,6 @@ export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: R
     if (walk.found === 0) break
   }
   return { ...first!, equal: false, ...out }
-}
-
-/** A copy of the range rather than a reconciliation: the peer holds at least this many times our roots… */
-export const COPY_RATIO = 4
-/** …and at least this many more (below it a reconciliation costs little whatever the ratio). */
-export const COPY_MIN_ROOTS = 1_000
-
-/** A store of `theirs` roots holds enough more than one of `ours` that copying its range beats reconciling with it. */
-export function worthCopying (theirs: number, ours: number): boolean {
-  return theirs >= ours * COPY_RATIO && theirs - ours >= COPY_MIN_ROOTS
-}
-
-/** The first reply (to the whole range's fingerprint) says the peer holds COPY_RATIO times our roots and COPY_MIN_ROOTS more: what it claims. */
-function copyRather (store: ReplicaStore, reply: ReconReplyMessage): CopyClaim | undefined {
-  if (reply.ranges.some(r => r.p.length !== 1)) return undefined
-  const theirs = reply.ranges.reduce((n, r) => n + ('fp' in r ? r.n : r.items.length), 0)
-  const ours = store.rangeFingerprint('').roots
-  return worthCopying(theirs, ours) ? { roots: theirs, ours } : undefined
 }
 
 /** The first reply says the responder holds no root: it split the whole range into 16 empty ones, or listed none. */
