@@ -32,13 +32,13 @@ async function fill (keep: boolean): Promise<{ ms: number, dir: string }> {
   const s = openNodeStore({ path: path.join(dir, 's.db'), nodeId: 'bench', backgroundCheckpoint: false })
   // Taken off the prototype to be put back as it was, never called unbound.
   // eslint-disable-next-line @typescript-eslint/unbound-method
-  const update = Fingerprints.prototype.update
-  if (!keep) Fingerprints.prototype.update = function () {}
+  const update = Fingerprints.prototype.changed
+  if (!keep) Fingerprints.prototype.changed = function () {}
   const pages = entries(formatHlc({ ms: Date.now(), counter: 0 }))
   const t0 = performance.now()
   for (const p of pages) await s.records.applyBatch(p, { rootsPerTransaction: Infinity, entriesPerTransaction: Infinity })
   const ms = performance.now() - t0
-  Fingerprints.prototype.update = update
+  Fingerprints.prototype.changed = update
   s.close()
   return { ms, dir }
 }

@@ -71,6 +71,7 @@ import { NodeProc } from './lib/join-proc.js'
 import { PHASES, parsePhases, phaseMarkdown } from './lib/join-report.js'
 import { sustained } from './lib/join-sustained.js'
 import { BENCH_KEEP, machineLine, report } from './lib/report.js'
+import { threadTimes, threadsBetween, type ThreadsCpu } from './lib/proc-cpu.js'
 import { syntheticRecord } from './lib/synthetic.js'
 
 const N = Number(process.env.JOIN_RECORDS ?? 169_000)
@@ -99,12 +100,18 @@ interface JoinResult {
   resyncs: number
   /** Figures sampled while the join ran: records on B over time. */
   samples: Array<{ s: number, records: number }>
+  /**
+   * CPU (ms) from B's start until it was ready: B's threads (its main thread, the others: search's index writer, the checkpointer,
+   * V8's helpers), and the serving peer A's.
+   */
+  cpu: { b: ThreadsCpu, a: ThreadsCpu }
   searchWhileJoining: { answered: number, failed: number }
   joinStatus?: unknown
 }
 
-async function join (peer: HostReady, key: string, dir: string, bulk: boolean, timeoutS: number): Promise<JoinResult> {
+async function join (peer: HostReady, peerPid: number, key: string, dir: string, bulk: boolean, timeoutS: number): Promise<JoinResult> {
   const logger = createLogger({ level: 'info', write: l => { process.stderr.write(`B${bulk ? '' : ' (page path)'}: ${l}\n`) } })
+  const cpu0 = { b: threadTimes(), a: threadTimes(peerPid) }
   const t0 = performance.now()
   const b: RunningNode = await startMeshNode({ dir, swarmKey: key, bootstrap: [peer.addr], antiEntropyMs: 600_000, logger, bulkJoin: bulk })
   const elapsed = (): number => (performance.now() - t0) / 1000
@@ -145,6 +152,7 @@ async function join (peer: HostReady, key: string, dir: string, bulk: boolean, t
   } catch (err) {
     log(`not done: ${String(err)}`)
   }
+  const cpu = { b: threadsBetween(cpu0.b, threadTimes(), process.pid), a: threadsBetween(cpu0.a, threadTimes(peerPid), peerPid) }
   clearInterval(sampler)
   const p = b.mesh.status().peers.find(x => x.peerId === peer.peerId)
   const out: JoinResult = {
@@ -157,6 +165,7 @@ async function join (peer: HostReady, key: string, dir: string, bulk: boolean, t
     pages: p?.pagesIn ?? 0,
     resyncs: p?.resyncs ?? 0,
     samples,
+    cpu,
     searchWhileJoining: searchWhile,
     ...(joinStatus === undefined ? {} : { joinStatus })
   }
@@ -172,9 +181,9 @@ async function fresh (a: NodeProc, key: string, dir: string): Promise<Record<str
   const raw = await a.call<Raw>('raw')
   const c1 = joinCeiling(path.join(dir, 'bare'), N)
   log(`ceiling (before): ${f0(c1.recordsPerSecond)} records/s`)
-  const j = await join(a.ready, key, path.join(dir, 'b'), true, TIMEOUT_S)
+  const j = await join(a.ready, a.pid, key, path.join(dir, 'b'), true, TIMEOUT_S)
   fs.rmSync(path.join(dir, 'b'), { recursive: true, force: true })
-  const base = BASELINE_TIMEOUT_S > 0 ? await join(a.ready, key, path.join(dir, 'b0'), false, BASELINE_TIMEOUT_S) : undefined
+  const base = BASELINE_TIMEOUT_S > 0 ? await join(a.ready, a.pid, key, path.join(dir, 'b0'), false, BASELINE_TIMEOUT_S) : undefined
   fs.rmSync(path.join(dir, 'b0'), { recursive: true, force: true })
   const c2 = joinCeiling(path.join(dir, 'bare'), N)
   log(`ceiling (after): ${f0(c2.recordsPerSecond)} records/s`)

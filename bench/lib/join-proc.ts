@@ -62,6 +62,9 @@ export class NodeProc {
 
   get peerId (): string { return this.ready.peerId }
 
+  /** Its process id (for its CPU time, bench/lib/proc-cpu.ts). */
+  get pid (): number { return this.child.pid ?? 0 }
+
   /** Its libp2p TCP port (from its listening address). */
   get port (): number { return Number(/\/tcp\/(\d+)/.exec(this.ready.addr)?.[1]) }
 

@@ -178,7 +178,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     }
   })
 
-  // CORS preflight (spec §4.1), answered before auth: browsers send it without credentials.
+  // CORS preflight (docs/design/original.md#conventions), answered before auth: browsers send it without credentials.
   app.options('*', { schema: { hide: true }, config: { public: true } }, (_req, reply) => {
     void reply.code(204).headers({
       'access-control-allow-methods': 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',

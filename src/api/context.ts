@@ -32,7 +32,7 @@ export interface ApiInit {
   filesPath: string
   /** META_CORE_API_TOKEN: when set, every route but the public ones needs `Authorization: Bearer <token>`. */
   apiToken?: string
-  /** Silence after which an SSE stream gets a `:keep-alive` comment (default 30 000 ms, spec §6). */
+  /** Silence after which an SSE stream gets a `:keep-alive` comment (default 30 000 ms, docs/design/original.md#sse). */
   heartbeatMs?: number
   /** Largest request body (default 4 MiB; a record PATCH of many fields is the largest legitimate body). */
   bodyLimitBytes?: number

@@ -1,6 +1,6 @@
 /**
  * The one place where failures become HTTP answers. Every 4xx/5xx the API
- * sends is the envelope `{error, message, retryable}` (spec §4.1), built by
+ * sends is the envelope `{error, message, retryable}` (docs/design/original.md#conventions), built by
  * `toErrorReply` from the error's class or `.code`; routes only throw.
  */
 import { InvalidInputError, MetaCoreError, TimeoutError } from '../common/index.js'
@@ -51,7 +51,7 @@ export class ComponentUnavailableError extends ApiError {
   }
 }
 
-/** What a client sees while storage is down: retry in a few seconds (spec §4.1, §6). */
+/** What a client sees while storage is down: retry in a few seconds (docs/design/original.md#conventions). */
 const RETRY_AFTER_S = '5'
 
 /** Fastify's own request errors (parsing, limits, routing) and the slug each becomes. */
@@ -77,7 +77,7 @@ const CODE_STATUS: Record<string, { status: number, retryable: boolean }> = {
   clock_out_of_bound: { status: 503, retryable: true }
 }
 
-/** Default slug by status when nothing more specific is known (spec §4.1). */
+/** Default slug by status when nothing more specific is known (docs/design/original.md#conventions). */
 function defaultSlug (status: number): string {
   switch (status) {
     case 400: return 'schema_violation'

@@ -5,7 +5,7 @@ import {
 } from './codes.js'
 import { inspectCid } from './parse-cid.js'
 
-/** Rank tiers (spec §2): utility for external retrieval, not cryptographic strength. */
+/** Rank tiers (docs/design/data-model.md#canonical-cid): utility for external retrieval, not cryptographic strength. */
 const RANK_DAG_PB = 40
 const RANK_CONTENT_DIGEST = 30
 const RANK_NZB_POSTING = 25
@@ -22,7 +22,7 @@ const isLocator = (codec: number): boolean =>
   codec === CODEC_YT_VIDEO || codec === CODEC_EXT_PLAY || codec === CODEC_PROVIDER_FILE
 
 /**
- * Classification of spec §2, steps in order (the order is load-bearing:
+ * The rank ladder's classification (docs/design/data-model.md#canonical-cid), steps in order (the order is load-bearing:
  * nzb-posting carries a real sha2-256 mh and must be caught on its codec
  * before the mh switch; locators carry identity mh and only the codec names
  * them).

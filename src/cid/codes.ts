@@ -1,5 +1,5 @@
 /**
- * Multicodec / multihash codes MetaMesh uses (spec §1.3–§1.5). Custom codes
+ * Multicodec / multihash codes MetaMesh uses (docs/design/original.md#identifiers-cids). Custom codes
  * live in 0x1000–0x10FF; 0x1004 is retired and must never be reused.
  */
 
@@ -16,7 +16,7 @@ export const MH_MIDHASH256 = 0x1000
 export const MH_BTIH_V1_FILE = 0x1001
 export const MH_BTIH_V2_FILE = 0x1002
 export const MH_BTIH_V2 = 0x10b7
-// The spec's table also names sha1 (0x11), md5 (0xd5), crc32 (0x0132) and bt-pieces-root (0xb702): nothing here encodes or reads them.
+// The original's table also names sha1 (0x11), md5 (0xd5), crc32 (0x0132) and bt-pieces-root (0xb702): nothing here encodes or reads them.
 
 /** nzb-posting: codec slot, with a real sha2-256 multihash. */
 export const CODEC_NZB_POSTING = 0x1003
@@ -29,7 +29,7 @@ export const CODEC_YT_VIDEO = 0x1008
 export const CODEC_EXT_PLAY = 0x1009
 export const CODEC_PROVIDER_FILE = 0x100a
 
-/** Largest digest any MetaMesh component accepts (MAX_MULTIHASH_SIZE, spec §1.4). */
+/** Largest digest any MetaMesh component accepts (the original's MAX_MULTIHASH_SIZE: docs/design/original.md#identifiers-cids). */
 export const MAX_DIGEST_BYTES = 64
 
 /**

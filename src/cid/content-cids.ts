@@ -4,7 +4,7 @@
  * - `sha2-256`: SHA-256 of every byte, in the raw-codec spelling (`bafkrei…`,
  *   bytes `01 55 12 20 ‖ digest`), the one `POST /file/cid` answers;
  * - `ipfs`: the UnixFS dag-pb root that `ipfs add --cid-version=1
- *   --raw-leaves=true --chunker=size-262144` gives (spec §1.4): 256 KiB raw
+ *   --raw-leaves=true --chunker=size-262144` gives (docs/design/original.md#ipfs-bittorrent-locators): 256 KiB raw
  *   leaves under a balanced tree of at most 174 links per node. A file of
  *   one chunk or less is its own raw leaf, so its IPFS CID is its sha2-256
  *   CID. The layout is the field's own importer's (ipfs-unixfs-importer, the
@@ -111,7 +111,8 @@ export async function contentCids (path: string, opts: ContentCidOptions): Promi
     if (sha !== undefined) {
       const digest = encodeCidV1(CODEC_RAW, MH_SHA2_256, toUint8Array(sha.digest()))
       if (opts.algorithms.includes('sha2-256')) out.sha256 = digest
-      // One chunk or less: the single raw leaf is the file (spec §1.4). The importer says the same; this is its own check.
+      // One chunk or less: the single raw leaf is the file (docs/design/original.md#ipfs-bittorrent-locators). The importer says the
+      // same; this is its own check.
       if (ipfs !== undefined && size <= IPFS_CHUNK_BYTES && ipfs !== digest) throw new Error(`the IPFS CID of a one-leaf file must be its raw sha2-256 CID (${ipfs} ≠ ${digest})`)
     }
     if (ipfs !== undefined) out.ipfs = ipfs

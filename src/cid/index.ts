@@ -13,7 +13,7 @@
  *   CIDv0, other bases and the retired `<algo>:<cid>` token form are refused with
  *   InvalidCidError (`invalid_cid`). Parsing checks structure only: a sha1 or
  *   crc32 CID is a valid CID, it just ranks 0.
- * - `cidRank` / `canonicalCid` follow spec §2 and the shared vectors
+ * - `cidRank` / `canonicalCid` follow docs/design/data-model.md#canonical-cid and the shared vectors
  *   (test/fixtures/cid-rank-vectors.json) exactly; anything `parseCid` refuses
  *   ranks 0. The election is a total order, so every peer agrees.
  * - Hashing never holds a whole file in memory; midhash256 reads at most its

@@ -7,7 +7,7 @@ import { throwIfAborted, toUint8Array } from './file-digest.js'
 import type { FileDigest, HashFileOptions } from './file-digest.js'
 import type { Cid } from './parse-cid.js'
 
-/** 1 MiB: the fixed sample width of midhash256 (spec §1.2 step 2). */
+/** 1 MiB: the fixed sample width of midhash256 (docs/design/original.md#midhash256, step 2). */
 export const MIDHASH_SAMPLE_BYTES = 1_048_576
 
 /** midhash256 digests are SHA-256 output. */

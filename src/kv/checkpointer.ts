@@ -64,6 +64,8 @@ interface CheckpointerOptions extends CheckpointTuning {
   path: string
   logger: Logger
   onFailure: () => void
+  /** The clock the thread's start is looked for by (at most every START_LOOK_MS; the store's `now`). */
+  now: () => number
 }
 
 const CHECKPOINT_WORKER = workerModule('checkpoint-worker', import.meta.url)
@@ -111,7 +113,7 @@ export class Checkpointer {
 
   /** Starts the thread if the WAL has grown to where it has work. */
   private look (): void {
-    this.lastLook = Date.now()
+    this.lastLook = this.opts.now()
     let size = 0
     try {
       size = fs.statSync(this.wal).size
@@ -163,7 +165,7 @@ export class Checkpointer {
    * for one.
    */
   holdsWrites (): boolean {
-    if (this.worker === undefined && !this.stopped && Date.now() - this.lastLook >= START_LOOK_MS) this.look()
+    if (this.worker === undefined && !this.stopped && this.opts.now() - this.lastLook >= START_LOOK_MS) this.look()
     return this.hold.writersHeld()
   }
 

@@ -76,6 +76,8 @@ export class GroupCommit {
   private readonly batchListeners = new Set<BatchListener>()
   /** When the current hold started keeping queued writes back (holdWrites). */
   private heldSince: number | undefined
+  /** Times a flush found the hold set and put its queued writes off (each HOLD_POLL_MS). */
+  heldPolls = 0
   /** The frame of the write function currently running, if any. */
   private frame: Frame | undefined
   private readonly tx: Tx
@@ -125,6 +127,7 @@ export class GroupCommit {
       const now = performance.now()
       this.heldSince ??= now
       if (now - this.heldSince < MAX_HOLD_MS) {
+        this.heldPolls++
         this.scheduled = true
         setTimeout(() => { this.flush() }, HOLD_POLL_MS)
         return

@@ -103,6 +103,7 @@ export class KvStore {
         ...opts.checkpoint,
         path: path.resolve(opts.path),
         logger: this.log,
+        now: opts.now ?? Date.now,
         onFailure: () => {
           this.checkpointer = undefined
           if (this.closed) return
@@ -294,6 +295,11 @@ export class KvStore {
 
   get isClosed (): boolean {
     return this.closed
+  }
+
+  /** Times queued writes were put off while a start-over of the WAL held writers back (checkpointer.ts), since open. */
+  get writesHeldPolls (): number {
+    return this.writer.heldPolls
   }
 
   /** The whole database as one image (SQLite's serialization), after committing what is queued: `image` opens a copy. */

@@ -1,5 +1,5 @@
 /**
- * mesh: replication of the records between equal peers (replication.md).
+ * mesh: replication of the records between equal peers (docs/design/mesh-rules.md).
  *
  * - `protocol/`: the core, with no I/O of its own: cursors, batching, frame
  *   sequences, validation, timers, peer bookkeeping, driven through a

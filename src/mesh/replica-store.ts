@@ -117,8 +117,11 @@ export class RecordReplica implements ReplicaStore {
   async applyBulk (entries: readonly RemoteEntry[], page: BulkPage): Promise<ApplyOutcome> {
     const r = this.records
     if (!r.bulkRunning) {
-      const byRoot = r.newerByRoot(entries)
-      if (byRoot.size < this.bulkFromRoots || byRoot.size * 2 < rootsIn(entries)) {
+      // One count of the page's roots this store holds decides: a page mostly new to it starts the bulk path.
+      const span = rootSpan(entries)
+      const fresh = span.roots - (span.roots === 0 ? 0 : r.heldRoots(span.first, span.last))
+      if (fresh < this.bulkFromRoots || fresh * 2 < span.roots) {
+        const byRoot = r.newerByRoot(entries)
         if (byRoot.size === 0) return { applied: 0, refused: 0 }
         const out = await r.applyBatch([...byRoot.values()].flat(), WHOLE_PAGE)
         return { applied: out.applied, refused: out.refused }
@@ -126,6 +129,10 @@ export class RecordReplica implements ReplicaStore {
     }
     const out = await r.applyBulk(entries, { ...page, checked: true })
     return { applied: out.applied, refused: out.refused }
+  }
+
+  bulkPending (): boolean {
+    return this.records.bulkRunning
   }
 
   /** The bulk transfer under way or last ended (the mesh status's `join`). */
@@ -159,6 +166,10 @@ export class RecordReplica implements ReplicaStore {
     return this.records.read(() => rids.flatMap(rid => this.records.exportRoot(rid as RecordId)))
   }
 
+  exportVersions (rids: readonly string[]): RemoteEntry[] {
+    return this.records.read(() => rids.flatMap(rid => this.records.exportVersions(rid as RecordId)))
+  }
+
   clock (): string {
     return this.records.clock()
   }
@@ -179,16 +190,22 @@ export class RecordReplica implements ReplicaStore {
   }
 }
 
-/** Distinct roots among a page's entries (a page holds a root's entries together). */
-function rootsIn (entries: readonly RemoteEntry[]): number {
+/** Distinct roots among a page's entries (a page holds a root's entries together), its first and its last in key order. */
+function rootSpan (entries: readonly RemoteEntry[]): { roots: number, first: string, last: string } {
   let n = 0
   let last: string | undefined
+  let first = ''
+  let max = ''
   for (const e of entries) {
     const slash = e.key.indexOf('/', 5)
     const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
-    if (rid !== last) { n++; last = rid }
+    if (rid === last) continue
+    n++
+    last = rid
+    if (n === 1 || rid < first) first = rid
+    if (rid > max) max = rid
   }
-  return n
+  return { roots: n, first, last: max }
 }
 
 /**

@@ -3,13 +3,16 @@
  * join's full resync today, a reconciliation's pages later), fed one page
  * at a time by whatever transfers them.
  *
- * - Each page is one transaction, its roots in key order, merged
- *   last-writer-wins entry by entry exactly as applyBatch does
+ * - Each page is one transaction, its roots in key order: those the store
+ *   holds nothing of inserted as they are (bulk-insert.ts), the others
+ *   merged last-writer-wins entry by entry exactly as applyBatch does
  *   (remote-apply.ts `applyBulk`).
- * - Derived work is deferred: the indexers are told once per transaction
+ * - Derived work is deferred: the inserted roots' range fingerprints and
+ *   CIDs are built when the transfer's last page is in (bulk-derive.ts);
+ *   the indexers are told once per transaction
  *   (RecordIndexer.onBulkApply) instead of per record, so the apply never
- *   waits on search's backlog; when the transfer's last page is in
- *   (`done`), they are told it ended (onBulkEnd), and whether every
+ *   waits on search's backlog; when the transfer has ended, they are
+ *   told (onBulkEnd), and whether every
  *   transaction's roots came after the previous one's. Search builds its
  *   index once, in key order, on its own thread behind the arriving
  *   records, and completes it after the last page (answers stay right
@@ -24,7 +27,9 @@
  * - Progress (keys and records taken, the rate, time left when the expected
  *   number of records is known) is counted here for the mesh status.
  */
+import type { Logger } from '../common/index.js'
 import type { Tx } from '../kv/index.js'
+import { BULK_FINISH_KEY } from './bulk-derive.js'
 import type { RemoteApplier } from './remote-apply.js'
 import { checkRemoteEntry, type RemoteEntry } from './remote-entry.js'
 import type { ApplyResult } from './types.js'
@@ -83,7 +88,8 @@ export class BulkApplier {
     private readonly remote: RemoteApplier,
     private readonly mutator: Mutator,
     private readonly load: () => string | undefined,
-    private readonly now: () => number
+    private readonly now: () => number,
+    private readonly d: { derive: () => Promise<number>, finishDue: () => boolean, log: Logger }
   ) {}
 
   /** True while a transfer is under way (its last page not yet applied) or entries are held back from one. */
@@ -153,6 +159,8 @@ export class BulkApplier {
     }
     const carryChanged = keep.length !== before.length || keep.some((e, i) => e !== before[i])
     const r = await this.remote.applyBulk(apply, (tx: Tx) => {
+      // The transfer's end is due from this commit on, even if the node stops before it is built.
+      if (done) tx.put(BULK_FINISH_KEY, '1')
       if (!carryChanged) return
       if (keep.length === 0) tx.delete(BULK_CARRY_KEY)
       else tx.put(BULK_CARRY_KEY, JSON.stringify(keep))
@@ -161,12 +169,22 @@ export class BulkApplier {
     this.records += roots.size
     if (lo !== undefined && this.lastRid !== undefined && lo <= this.lastRid) this.ordered = false
     if (hi !== undefined && (this.lastRid === undefined || hi > this.lastRid)) this.lastRid = hi
-    if (done) {
-      this.active = false
-      this.endedAt = this.now()
-      this.mutator.bulkEnded(this.ordered)
-    }
+    if (done) await this.finish()
     return r
+  }
+
+  /** True when a transfer's last page is in and what it derives is still to build (a node stopped before it was). */
+  get finishDue (): boolean {
+    return this.d.finishDue()
+  }
+
+  /** The transfer ended: what its inserted roots wait for is built (bulk-derive.ts), then the indexers complete their work. */
+  private async finish (): Promise<void> {
+    const roots = await this.d.derive()
+    this.active = false
+    this.endedAt = this.now()
+    if (roots > 0) this.d.log.info('bulk transfer ended: range fingerprints and the cid index built', { roots, ms: this.now() - (this.startedAt ?? this.now()) })
+    this.mutator.bulkEnded(this.ordered)
   }
 
   private held (): RemoteEntry[] {

@@ -76,6 +76,11 @@ export function rootEntries (r: Reader, rid: string): RemoteEntry[] {
   return entriesOfRoot(rid, r.get(VER + rid), f => (Object.hasOwn(fields, f) ? fields[f] : undefined))
 }
 
+/** rootEntries without the values (each null), from the root's version map alone: what a reconciliation compares. */
+export function rootVersions (r: Pick<Reader, 'get'>, rid: string): RemoteEntry[] {
+  return entriesOfRoot(rid, r.get(VER + rid), () => undefined)
+}
+
 /** rootEntries from rows already read: the root's `ver:` value and its live fields' values by name. */
 function entriesOfRoot (rid: string, ver: string | undefined, valueOf: (field: string) => string | undefined): RemoteEntry[] {
   const vm = VersionMap.parse(ver)

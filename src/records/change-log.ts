@@ -108,16 +108,18 @@ export class ChangeLog {
 
   constructor (private readonly kv: KvStore, private readonly log: Logger) {}
 
-  /** Appends one mutation's changes in order (one packed row). */
-  append (tx: Tx, changes: ChangeBatch): void {
+  /** Appends one mutation's changes in order (one packed row); returns the last id. */
+  append (tx: Tx, changes: ChangeBatch): EventId | undefined {
     const { rows, values } = changes
-    if (rows.length === 0) return
+    if (rows.length === 0) return undefined
     const ids = tx.appendEvents(META_EVENTS, rows)
-    if (this.listeners.size === 0) return
+    const last = ids[ids.length - 1]
+    if (this.listeners.size === 0) return last
     const out: CommittedChange[] = rows.map((r, i) => ({
       id: ids[i], key: r.k, value: values[i], hlc: versionHlc(r.v), origin: versionOrigin(r.v)
     }))
     tx.afterCommit(() => { for (const c of out) this.committed.push(c) })
+    return last
   }
 
   onChanges (listener: ChangeListener): () => void {

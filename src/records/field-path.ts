@@ -8,7 +8,7 @@ export const MAX_FIELD_LENGTH = 512
  * write accepted here would be refused by every peer.
  */
 export const MAX_FIELD_BYTES = 1024 - 'file:'.length - 26 - 1
-/** Largest value in UTF-16 units: the 256 KiB value limit of replication.md. */
+/** Largest value in UTF-16 units: the 256 KiB value limit peers enforce (docs/design/mesh-rules.md#trust). */
 export const MAX_VALUE_LENGTH = 256 * 1024
 
 /**

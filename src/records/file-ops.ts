@@ -2,7 +2,7 @@
  * The record side of files on this node's disk (the watcher, file routes):
  * duplicate paths, a copy going away, this node's holder member, and the
  * file tuples boot hydration reads. Duplicate paths (`dup:`) are per node
- * and never replicated; holders are replicated members (replication.md).
+ * and never replicated; holders are replicated members (docs/design/data-model.md#holders-and-locations).
  */
 import { prefixEnd, type SqlStatement, type Tx } from '../kv/index.js'
 import { issueVersion, type RecordContext } from './context.js'
@@ -38,7 +38,7 @@ export class FileOps {
    * - while any local copy remains (a duplicate row, `copies`, or the bytes
    *   in this node's cache: a `meta-core:cached/` row, see holdCachedCopy), the record
    *   and this node's `holders/<holderId>` member stay. Only when none does,
-   *   this node stops being a holder (replication.md): its member goes, and
+   *   this node stops being a holder (docs/design/mesh-rules.md#the-deletion-rule): its member goes, and
    *   nothing else. The record is no record any more (`deleted`) when no
    *   holder is left live: a function of the merged state, so a holder
    *   another node adds concurrently keeps it. A record that never had

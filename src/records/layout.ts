@@ -1,5 +1,5 @@
 /**
- * The key layout (metadata-storage-structure.md), in one place.
+ * The key layout (docs/design/data-model.md, docs/storage.md#keys), in one place.
  *
  * | key                         | value            | replicated |
  * |-----------------------------|------------------|------------|

@@ -8,9 +8,8 @@
  *   watcher's file state, the mesh's bookkeeping);
  * - `CLIENT_NAMESPACES`: what clients write as plain rows through
  *   `PUT /api/kv/value`, through `records.clientRows` (the other services of
- *   the original's deployment: metadata-storage-structure.md lists
- *   `btmagnet:*, searchcov:*, nzb:*` as "written by other services via
- *   /api/kv/value").
+ *   the original's deployment wrote `btmagnet:*`, `searchcov:*` and `nzb:*`
+ *   through /api/kv/value: docs/design/data-model.md#shared-and-node-local).
  *
  * Everything else (`file:`, `ver:`, `cid:`, `idx:`, `dup:`, `loc:`,
  * `meta-core:`, the event streams, search's rows) belongs to the store.

@@ -6,7 +6,7 @@
  * included) and the indexer hooks (search). Local writes and remote merges
  * share it, so both maintain exactly the same derived state.
  *
- * Groups: roots that share any CID are one record (replication.md). The
+ * Groups: roots that share any CID are one record (docs/design/data-model.md#groups). The
  * group's canonical root is its smallest rid; `cid:<cid>` points at it. The
  * membership (`idx:grp/`, `idx:grpm/`) is derived locally from the cids/
  * members, so every node that holds the same roots derives the same groups and
@@ -131,6 +131,11 @@ export class Mutator {
     for (const ix of this.indexers) ix.onBulkEnd?.(ordered)
   }
 
+  /** Inside a write: `rid` holds `cid` (the cid: index and groups, as a write that adds the member registers it: groups.ts). */
+  aliasAdded (tx: Tx, rid: RecordId, cid: string): void {
+    this.groups.aliasAdded(tx, rid, cid)
+  }
+
   addIndexer (ix: RecordIndexer): void {
     this.indexers.push(ix)
   }
@@ -245,11 +250,11 @@ export class Mutator {
       // A key set and set back within this mutation wrote nothing and logs nothing.
       if (p[1] !== p[2]) log.set(p[0], p[1], p[3])
     }
-    this.changeLog.append(tx, log)
+    const logId = this.changeLog.append(tx, log)
     if (touched > 0) {
       const ser = vm.serialize()
       puts.push([verKey, ser, verRaw]) // the old value is known: no read before the write
-      this.fingerprints?.update(tx, rid, vm, ser, cur)
+      this.fingerprints?.changed(tx, rid, vm, ser, cur, verRaw === undefined, logId, log.rows.length)
     }
 
     if (opts.remote !== true) mirrorLocation(tx, rid, changes, false)
@@ -339,22 +344,18 @@ export class Mutator {
     }
     const touched = vm.fields.size
     if (!remote) mirrorLocation(tx, rid, changes, true)
-    const live = fields.length > 0 && isRecord(new Map(fields.map(f => [f, ''])), vm)
+    const live = fields.length > 0 && isRecord({ size: fields.length, keys: () => fields.values() }, vm)
     // As in the general path: the tombstones logged in list order, then the sets.
     for (let i = 0; i < fields.length; i++) {
       const [k, value] = puts[i]
       log.set(k, value, versions[i])
       tx.addCounter(schemaCounterKey(fields[i], value), 1)
     }
-    this.changeLog.append(tx, log)
+    const logId = this.changeLog.append(tx, log)
     if (touched > 0) {
       const ser = vm.serialize()
       puts.push([VER + rid, ser, undefined])
-      if (this.fingerprints !== undefined) {
-        const live = new Map<string, string>()
-        for (let i = 0; i < fields.length; i++) live.set(fields[i], puts[i][1])
-        this.fingerprints.update(tx, rid, vm, ser, live, true)
-      }
+      this.fingerprints?.changed(tx, rid, vm, ser, { names: fields, values: puts.slice(0, fields.length).map(p => p[1]) }, true, logId, log.rows.length)
     }
     if (!live) {
       tx.putMany(puts)

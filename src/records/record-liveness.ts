@@ -9,8 +9,8 @@ import type { RecordId } from './record-id.js'
 import { VersionMap } from './versions.js'
 
 /**
- * Whether a root's live fields and versions make it a record (replication.md,
- * "What is replicated"). A function of the merged state only, so every node
+ * Whether a root's live fields and versions make it a record
+ * (docs/design/data-model.md#the-record-rule). A function of the merged state only, so every node
  * that holds the same keys and versions decides the same:
  * - it has a live field;
  * - it has a live `cids/` member, unless it never had one and was never
@@ -25,7 +25,7 @@ import { VersionMap } from './versions.js'
  *   the record, with every other field it had (add wins, as in an
  *   observed-remove set).
  */
-export function isRecord (cur: ReadonlyMap<string, string>, vm: VersionMap): boolean {
+export function isRecord (cur: { readonly size: number, keys: () => IterableIterator<string> }, vm: VersionMap): boolean {
   if (cur.size === 0) return false
   let cid = false
   let holder = false

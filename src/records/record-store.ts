@@ -9,7 +9,7 @@ import { silentLogger } from '../common/index.js'
 import { prefixEnd, type EventId, type KvStore, type Tx } from '../kv/index.js'
 import { ChangeLog, META_EVENTS, type ChangeListener, type ChangeLogEntry } from './change-log.js'
 import {
-  changedRootsSince, changesSince, exportRange, readChangeLog, rootEntries, type ChangePage, type ExportPage, type PageOptions
+  changedRootsSince, changesSince, exportRange, readChangeLog, rootEntries, rootVersions, type ChangePage, type ExportPage, type PageOptions
 } from './change-feed.js'
 import { eventStreams } from './events.js'
 import { CLIENT_NAMESPACES, LAYER_NAMESPACES, localStore } from './local-store.js'
@@ -26,7 +26,7 @@ import { FileOps } from './file-ops.js'
 import { sweepNonRecords } from './record-liveness.js'
 import type { Location } from './local-location.js'
 import { Hlc } from './hlc.js'
-import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, canonOf, type Reader } from './layout.js'
+import { COUNT_READY, COUNT_ROOTS, HLC_KEY, HOLDERS_INDEX, ROOTS, VER, canonOf, type Reader } from './layout.js'
 import { LocalWriter } from './local-writes.js'
 import { Mutator, type RecordIndexer } from './mutation.js'
 import type { Nested } from './flatten.js'
@@ -35,6 +35,7 @@ import { RecordIdMinter, newRecordId, type RandomSource, type RecordId } from '.
 import { ORIGIN_RE, type RemoteEntry } from './remote-entry.js'
 import { RemoteApplier, type ApplyBatchOptions } from './remote-apply.js'
 import { BULK_CARRY_KEY, BulkApplier, type BulkPageOptions, type BulkProgress } from './bulk-apply.js'
+import { BULK_FINISH_KEY, deriveBulk } from './bulk-derive.js'
 import type {
   ApplyResult, CachedCopyResult, FileTuple, RecordDocument, RecordDocumentJson, ReleaseResult, LocalCopy, RemovePathResult, WriteResult
 } from './types.js'
@@ -99,7 +100,11 @@ export class RecordStore implements Records {
     this.writer = new LocalWriter(this.ctx, this.reads)
     this.files = new FileOps(this.ctx, this.reads)
     this.remote = new RemoteApplier(this.ctx, opts.maxClockDriftMs ?? 10_000)
-    this.bulk = new BulkApplier(this.remote, mutator, () => kv.get(BULK_CARRY_KEY), now)
+    this.bulk = new BulkApplier(this.remote, mutator, () => kv.get(BULK_CARRY_KEY), now, {
+      derive: async () => await deriveBulk(kv, this.fingerprints, (tx, rid, cid) => { mutator.aliasAdded(tx, rid, cid) }),
+      finishDue: () => kv.get(BULK_FINISH_KEY) !== undefined,
+      log
+    })
     this.events = eventStreams(kv)
     this.local = localStore(kv, this.reads, LAYER_NAMESPACES)
     this.clientRows = localStore(kv, this.reads, CLIENT_NAMESPACES)
@@ -209,8 +214,10 @@ export class RecordStore implements Records {
   /** The bulk transfer under way or last ended: keys and records taken, rate, time left. */
   bulkProgress (): BulkProgress { return this.bulk.progress() }
 
-  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
-  get bulkRunning (): boolean { return this.bulk.running }
+  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page, or its end is still to build. */
+  get bulkRunning (): boolean { return this.bulk.running || this.bulk.finishDue }
+
+  heldRoots (first: string, last: string): number { return this.kv.count(VER + first, VER + last + '\u0000') }
 
   /** Remote versions refused for clock drift since start. */
   get driftRefusedCount (): number { return this.remote.driftRefused }
@@ -220,6 +227,8 @@ export class RecordStore implements Records {
 
   /** The replicated state of one root in key order: the root tombstone, live keys and tombstones, with their versions. */
   exportRoot (rid: RecordId, r: Reader = this.kv): RemoteEntry[] { return rootEntries(r, rid) }
+  /** The same with every value null: the root's versions, from its version map alone. */
+  exportVersions (rid: RecordId, r: Reader = this.kv): RemoteEntry[] { return rootVersions(r, rid) }
 
   /** Each key changed after `cursor` once, with its current value and version (change-feed.ts). */
   changesSince (cursor: string | undefined, opts: PageOptions): ChangePage { return changesSince(this.kv, cursor, opts) }

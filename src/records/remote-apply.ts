@@ -16,7 +16,8 @@
  *   roots in key order.
  * - `applyBulk`: one transaction of many roots in key order, the indexers
  *   told once (onBulkApply) instead of per record, and no wait for their
- *   backlog: the bulk path of a join (bulk-apply.ts).
+ *   backlog: the bulk path of a join (bulk-apply.ts). Roots the store holds
+ *   nothing of are inserted as they are (bulk-insert.ts), the others merged.
  */
 import type { Tx } from '../kv/index.js'
 import { persistHlc, type RecordContext } from './context.js'
@@ -26,6 +27,7 @@ import { checkRemoteEntry, newEntryChecks, type RemoteEntry } from './remote-ent
 import type { ApplyResult } from './types.js'
 import { VER } from './layout.js'
 import { VersionMap, makeVersion, type Version } from './versions.js'
+import { insertFresh, stage, type Staged } from './bulk-insert.js'
 
 /**
  * Roots per transaction in applyBatch. Measured on ~40-field records: 100
@@ -169,11 +171,36 @@ export class RemoteApplier {
     const roots = [...p.byRoot].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
     const applied = await this.ctx.kv.write(tx => {
       const span = roots.length === 0 ? undefined : { first: roots[0][0], last: roots[roots.length - 1][0] }
-      const n = span === undefined ? 0 : this.ctx.mutator.inBulk(tx, span, () => this.applyRoots(tx, roots, entries, p.maxHlc))
+      const n = span === undefined ? 0 : this.ctx.mutator.inBulk(tx, span, () => this.insertOrMerge(tx, roots, entries, p.maxHlc))
       also?.(tx)
       return n
     })
     return { applied, skipped: total - Math.min(applied, total), refused: p.refused }
+  }
+
+  /**
+   * Inside a bulk transaction: the roots this store holds nothing of (one
+   * range read of the page's version rows tells) are inserted as they are
+   * (bulk-insert.ts), the others merged as every remote entry is.
+   */
+  private insertOrMerge (tx: Tx, roots: ReadonlyArray<[RecordId, Slot]>, entries: readonly RemoteEntry[], maxHlc: string | undefined): number {
+    const held = new Set(tx.keys(VER + roots[0][0], VER + roots[roots.length - 1][0] + '\u0000').map(k => k.slice(VER.length)))
+    const rows: Array<readonly [string, string, undefined]> = []
+    const staged: Staged[] = []
+    const merge: Array<[RecordId, Slot]> = []
+    let applied = 0
+    for (const root of roots) {
+      const fresh = held.has(root[0]) ? undefined : insertFresh(tx, root[0], root[1].root, entries, root[1].at, rows)
+      if (fresh === undefined) {
+        merge.push(root)
+        continue
+      }
+      staged.push(fresh.staged)
+      applied += fresh.versioned
+    }
+    tx.putMany(rows)
+    stage(tx, staged)
+    return applied + this.applyRoots(tx, merge, entries, maxHlc)
   }
 
   /**

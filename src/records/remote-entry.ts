@@ -22,7 +22,7 @@ export class InvalidRemoteEntryError extends InvalidValueError {}
 
 /** Node ids (origins): a libp2p peer id string, or the standalone `node-<hex>` id. */
 export const ORIGIN_RE = /^[A-Za-z0-9._-]{1,128}$/
-/** Peers refuse a key longer than this many UTF-8 bytes (replication.md). */
+/** Peers refuse a key longer than this many UTF-8 bytes (docs/design/mesh-rules.md#trust). */
 export const MAX_REMOTE_KEY_BYTES = 1024
 
 const bad = (why: string): never => { throw new InvalidRemoteEntryError(`remote entry refused: ${why}`) }

@@ -155,8 +155,10 @@ export interface Replication {
   applyBulk: (entries: readonly RemoteEntry[], opts?: BulkPageOptions) => Promise<ApplyResult>
   /** The bulk transfer under way or last ended. */
   bulkProgress: () => BulkProgress
-  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page. */
+  /** True while a bulk transfer runs, or entries of one are held back waiting for its next page, or its end is still to build. */
   readonly bulkRunning: boolean
+  /** How many of the roots from `first` to `last` (in key order) this store holds something of (a version map). */
+  heldRoots: (first: string, last: string) => number
   /**
    * The entries that win over what is held now, grouped by root (what is not there would be skipped by `applyRemote` anyway);
    * an entry at the held version is left out unread unless `ties` (its value then decides: remote-apply.ts).
@@ -180,6 +182,8 @@ export interface Replication {
   rangeRoots: (prefix: string, limit?: number) => RootHash[]
   /** The replicated state of one root: its root tombstone, live keys and tombstones, with versions. */
   exportRoot: (rid: RecordId) => RemoteEntry[]
+  /** The same with every value null: the root's versions, from its version map alone. */
+  exportVersions: (rid: RecordId) => RemoteEntry[]
 }
 
 /** A stream entry as clients see it; `fields: null` for an entry they are not shown (it still advances a cursor). */

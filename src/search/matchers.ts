@@ -1,6 +1,6 @@
 /**
- * The matching semantics of POST /api/metadata/search (meta-core-behaviour
- * §4.5), implemented once. The indexed path and the scan-everything
+ * The matching semantics of POST /api/metadata/search (the original's,
+ * docs/api.md#search-and-editor-apimetadata), implemented once. The indexed path and the scan-everything
  * reference both call these functions; they differ only in the RecordView
  * they pass (fields read from a map, from point reads, or from the index
  * rows that produced a candidate).

@@ -1,5 +1,5 @@
 /**
- * The original metadata editor's remaining routes (spec §4.5): one property
+ * The original metadata editor's remaining routes (docs/design/original.md#routes): one property
  * read and write, a batch of updates with per-item results, and clear; and
  * the search filter without a property, which matches everything as in the
  * original.

@@ -95,7 +95,7 @@ describe('/api/kv browser', () => {
     expect((await h.app.inject({ url: `/api/meta/${CID_A}` })).statusCode).toBe(404)
     expect((await h.app.inject({ method: 'DELETE', url: '/api/kv/value?key=btmagnet:abc' })).json()).toEqual({ key: 'btmagnet:abc', deleted: true })
     expect((await h.app.inject({ method: 'DELETE', url: '/api/kv/value?key=btmagnet:abc' })).json()).toEqual({ key: 'btmagnet:abc', deleted: false })
-    // The original's other services each keep their namespace (metadata-storage-structure.md).
+    // The original's other services each keep their namespace (docs/design/data-model.md#shared-and-node-local).
     for (const key of ['searchcov:01/x', 'nzb:release/1']) {
       expect((await h.app.inject({ method: 'PUT', url: '/api/kv/value', payload: { key, value: 'v' } })).statusCode, key).toBe(200)
       expect(h.store.kv.get(key)).toBe('v')

@@ -232,7 +232,7 @@ describe('SSE /api/events/meta', () => {
     const c = await sse(`${url}/api/events/meta`)
     await clock.advance(29_999)
     expect(clock.pending).toBe(1) // the heartbeat, not yet due
-    await clock.advance(1) // 30 s of silence by default (spec §6)
+    await clock.advance(1) // 30 s of silence by default (docs/design/original.md#sse)
     await waitFor(() => c.comments.length === 1, { timeoutMs: 5000, what: 'the first heartbeat' })
     await clock.advance(30_000)
     await waitFor(() => c.comments.length === 2, { timeoutMs: 5000, what: 'the second heartbeat' })

@@ -34,7 +34,7 @@ function expectedWinner (set: readonly RankVector[]): string {
 }
 
 describe('cidRank', () => {
-  it('the fixture has the vectors the spec lists', () => {
+  it('the fixture has the vectors of every rank of the ladder (docs/design/data-model.md#canonical-cid)', () => {
     expect(vectors.length).toBeGreaterThanOrEqual(26)
     expect(new Set(vectors.map(v => v.rank))).toEqual(new Set([40, 30, 25, 20, 10, 5, 0]))
   })

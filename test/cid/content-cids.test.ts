@@ -1,6 +1,7 @@
 /**
- * contentCids: the full-content CIDs in one read, held against the spec's
- * vectors (§1.3, §1.4) and, for files of more than one 256 KiB leaf, against
+ * contentCids: the full-content CIDs in one read, held against the original's
+ * vectors (docs/design/original.md#identifiers-cids) and, for files of more
+ * than one 256 KiB leaf, against
  * an encoder written from the UnixFS and dag-pb specs in the test helpers
  * (test/helpers/unixfs-reference.ts), itself held against the same vectors.
  */
@@ -18,7 +19,7 @@ let dir: TempDir
 beforeAll(async () => { dir = await tempDir() })
 afterAll(async () => { await dir.remove() })
 
-/** The spec's sha2-256 raw CIDs; a file of one leaf or less has the same IPFS CID. */
+/** The original's sha2-256 raw CIDs; a file of one leaf or less has the same IPFS CID. */
 const VECTORS: Array<[name: string, bytes: () => Buffer, sha: string]> = [
   ['empty', () => Buffer.alloc(0), 'bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku'],
   ['hello world', () => Buffer.from('hello world'), 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e'],
@@ -26,7 +27,7 @@ const VECTORS: Array<[name: string, bytes: () => Buffer, sha: string]> = [
 ]
 
 describe('the reference encoder (test helper)', () => {
-  it('gives the spec\'s vectors', () => {
+  it('gives the original\'s vectors', () => {
     for (const [name, bytes, sha] of VECTORS) {
       expect(referenceSha256Cid(bytes()), name).toBe(sha)
       expect(referenceIpfsCid(bytes()), name).toBe(sha)
@@ -35,7 +36,7 @@ describe('the reference encoder (test helper)', () => {
 })
 
 describe('contentCids', () => {
-  it('gives the spec\'s vectors, and the midhash of the same bytes', async () => {
+  it('gives the original\'s vectors, and the midhash of the same bytes', async () => {
     for (const [name, bytes, sha] of VECTORS) {
       const b = bytes()
       const f = await dir.file(name, b)

@@ -20,7 +20,7 @@ beforeAll(async () => { dir = await tempDir() })
 afterAll(async () => { await dir.remove() })
 
 describe('midhash256 vectors', () => {
-  it('covers every boundary the spec names', () => {
+  it('covers every boundary the algorithm names (docs/design/original.md#midhash256)', () => {
     expect(vectors.map(v => v.name)).toEqual(expect.arrayContaining([
       'empty', 'hello world', 'meta-hash-test.txt', 'zeros-1048576', 'zeros-1048577', 'zeros-2097152', 'pattern-3145733'
     ]))
@@ -52,7 +52,7 @@ describe('midhash256 vectors', () => {
     })
   }
 
-  it('raw-codec spelling of the fixture midhash (spec §1.2)', async () => {
+  it('raw-codec spelling of the fixture midhash (docs/design/original.md#midhash256)', async () => {
     const v = vectors.find(x => x.name === 'meta-hash-test.txt')!
     const digest = Buffer.from(v.digest, 'hex')
     expect(encodeCidV1(0x55, 0x1000, digest)).toBe('bafkyaibadip36tbkfzxsqrxqbrkcstd4y2prxs7jjoyfussnavzry6ptmy6q')

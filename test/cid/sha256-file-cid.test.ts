@@ -11,7 +11,7 @@ let dir: TempDir
 beforeAll(async () => { dir = await tempDir() })
 afterAll(async () => { await dir.remove() })
 
-describe('sha256FileCid (spec §1.3 raw-codec vectors)', () => {
+describe('sha256FileCid (raw-codec vectors: docs/design/original.md#hash-spellings)', () => {
   it('empty file', async () => {
     const r = await sha256FileCid(await dir.file('empty', new Uint8Array(0)))
     expect(r.cid).toBe('bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku')

@@ -2,7 +2,7 @@
  * The background full hash through real nodes (store, watcher on a real
  * folder, HTTP API; a mesh over TCP on 127.0.0.1 for the second node): each
  * file resolves by its sha2-256 CID and its IPFS CID once hashed, both equal
- * to CIDs computed without the node's code (the spec's vectors; beyond
+ * to CIDs computed without the node's code (the original's vectors; beyond
  * them, the encoder of test/helpers/unixfs-reference.ts, written from the
  * UnixFS and dag-pb specs); a file rewritten while it is read ends with the
  * new bytes' CIDs only; a restart goes on with what was left; a node that
@@ -85,7 +85,7 @@ describe('full-content CIDs in the background', () => {
     // The bytes at the bound, plus the scan and a generous margin for a shared machine.
     const budgetMs = 1000 * files.reduce((s, [, b]) => s + b.length, 0) / rate + 15_000
     const expected = files.map(([rel, b]) => ({ rel, size: b.length, sha: referenceSha256Cid(b), ipfs: referenceIpfsCid(b) }))
-    // The spec's vectors (§1.3): the reference encoder is held to them in test/cid/content-cids.test.ts too.
+    // The original's vectors (docs/design/original.md#hash-spellings): the reference encoder is held to them in test/cid/content-cids.test.ts too.
     expect(expected.find(e => e.rel === 'empty.bin')?.sha).toBe('bafkreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku')
     expect(expected.find(e => e.rel === 'hello.txt')?.sha).toBe('bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e')
     expect(expected.find(e => e.rel === 'test.txt')?.sha).toBe('bafkreif6exbiu6xq37kywo6uq6cy2dca7l2mr6z2oioj7zov3n776mkx5q')

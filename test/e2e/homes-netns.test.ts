@@ -193,6 +193,7 @@ describe.skipIf(problem !== undefined)('a mesh across two homes behind NAT (netw
     await write('b1', testCid(201), 'home B, relay down')
     await waitFor(async () => await has('a2', testCid(200)) && await has('b2', testCid(201)), { timeoutMs: 10_000, what: 'each home to replicate inside' })
     expect(await has('b1', testCid(200))).toBe(false)
+    // The relay's absence itself: nothing to wait for, only time to pass with the homes apart.
     await new Promise(resolve => setTimeout(resolve, 3_000))
     await write('a2', testCid(202), 'home A, later')
     await write('b2', testCid(203), 'home B, later')

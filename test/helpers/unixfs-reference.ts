@@ -2,8 +2,8 @@
  * An IPFS file CID computed independently of the node's importer, written
  * from the specs alone (UnixFS `Data` and dag-pb `PBNode` protobufs, kubo's
  * `--cid-version=1 --raw-leaves=true --chunker=size-262144` balanced layout):
- * the tests hold the node's CIDs against this, and this against the spec's
- * vectors. Nothing here comes from ipfs-unixfs-importer, @ipld/dag-pb or
+ * the tests hold the node's CIDs against this, and this against the original's
+ * vectors (docs/design/original.md#hash-spellings). Nothing here comes from ipfs-unixfs-importer, @ipld/dag-pb or
  * multiformats: protobuf, varints and base32 are spelled out.
  *
  * - Leaves: 262 144-byte chunks, each a raw block (CID `01 55 12 20 ‖ sha256`).

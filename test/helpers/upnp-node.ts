@@ -21,12 +21,18 @@ import { RecordStore } from '../../src/records/index.js'
 
 const [listen, external, ttl] = process.argv.slice(2)
 const calls: Array<Record<string, unknown>> = []
+const say = (o: unknown): void => { process.stdout.write(JSON.stringify(o) + '\n') }
 const gateway: Gateway = {
   id: 'fake-router',
   host: '192.168.77.1',
   port: 5000,
   family: 'IPv4',
-  externalIp: async () => { calls.push({ op: 'externalIp' }); return external },
+  externalIp: async () => {
+    calls.push({ op: 'externalIp' })
+    // Said as it happens, so a test can wait for the router's address to be checked again.
+    say({ event: 'checked', checks: calls.filter(c => c.op === 'externalIp').length })
+    return external
+  },
   map: async (internalPort, internalHost, options) => {
     calls.push({ op: 'map', internalPort, internalHost, ttl: options?.ttl, autoRefresh: options?.autoRefresh, at: Date.now() })
     const m: PortMapping = { externalHost: external, externalPort: internalPort + 10_000, internalHost, internalPort, protocol: 'TCP' }
@@ -53,7 +59,6 @@ const mesh = new Libp2pMesh({ records: new RecordStore(kv, { nodeId: identity.pe
   reach: { upnp: { client, ttlMs: Number(ttl), renewBeforeMs: Number(ttl) / 2, checkIntervalMs: 300 } }
 })
 await mesh.start()
-const say = (o: unknown): void => { process.stdout.write(JSON.stringify(o) + '\n') }
 const stop = async (): Promise<void> => {
   await mesh.stop()
   kv.close()

@@ -213,24 +213,24 @@ describe('the checkpointer\'s thread', () => {
     const t = tmpDir('mc-ckpt-')
     const file = path.join(t.dir, 'store.db')
     const lines: string[] = []
-    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, logger: createLogger({ level: 'debug',
-      write: line => { lines.push(line) } }) })
+    // The store looks at the WAL by its clock (at most once per START_LOOK_MS, 100 ms): here one the test moves.
+    let now = 1_000_000
+    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, now: () => now,
+      logger: createLogger({ level: 'debug', write: line => { lines.push(line) } }) })
     let kv = open()
     cleanups.push(() => { kv.close(); t.cleanup() })
     const started = (): number => lines.filter(l => l.includes('checkpoint thread started')).length
     // About 20 KiB of WAL over more than START_LOOK_MS: looked at, and left alone.
     for (let i = 0; i < 10; i++) {
       await kv.write(tx => { tx.put(`small/${i}`, 'x'.repeat(100)) })
-      // Real time on purpose: the store looks at the WAL by the clock (at most once per START_LOOK_MS), and says nothing when it does.
-      await new Promise(resolve => setTimeout(resolve, 15))
+      now += 15
     }
     expect(started()).toBe(0)
     // Past 128 KiB (half of SMALL's 256 KiB threshold): the next look, before a commit, starts it.
     const value = 'x'.repeat(1000)
     for (let i = 0; i < 400 && started() === 0; i++) {
       await kv.write(tx => { for (let j = 0; j < 16; j++) tx.put(`big/${i}/${j}`, value) })
-      // Pacing, not a wait for the event: the store looks at the WAL at most once per START_LOOK_MS, so the writes must span time.
-      await new Promise(resolve => setTimeout(resolve, 5))
+      now += 5
     }
     expect(started()).toBe(1)
     expect(Number(/walMiB=([\d.]+)/.exec(lines.find(l => l.includes('checkpoint thread started')) ?? '')?.[1])).toBeGreaterThanOrEqual(0.1)
@@ -265,8 +265,8 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let first = false
     const w1 = kv.write(tx => { tx.put('a', '1') }).then(() => { first = true })
-    // A fixed wait on purpose: what it shows is that nothing happens (the write stays queued) while held.
-    await new Promise(resolve => setTimeout(resolve, 100))
+    // The queued write looked at the hold ten times and stayed queued.
+    await waitFor(() => kv.writesHeldPolls >= 10, { timeoutMs: 5_000, what: 'the write held back ten times' })
     expect(first).toBe(false)
     expect(kv.get('a')).toBeUndefined()
     Atomics.store(hold, 0, 0)
@@ -276,8 +276,8 @@ describe('writes while the WAL starts over', () => {
     Atomics.store(hold, 0, 1)
     let second = false
     const w2 = kv.write(tx => { tx.put('b', '2') }).then(() => { second = true })
-    // As above: a short wait in which nothing may happen.
-    await new Promise(resolve => setTimeout(resolve, 20))
+    const polls = kv.writesHeldPolls
+    await waitFor(() => kv.writesHeldPolls >= polls + 3, { timeoutMs: 5_000, what: 'the second write held back' })
     expect(second).toBe(false)
     kv.close()
     closed = true

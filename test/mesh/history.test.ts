@@ -1,5 +1,5 @@
 /**
- * The replication rules as a property (docs/mesh.md): random histories over
+ * The replication rules as a property (docs/design/mesh-rules.md): random histories over
  * 3–5 nodes of field writes, field deletes, record deletes and revivals,
  * concurrent writes with equal clocks, one version signed with two values,
  * partitions, absences of any length (weeks included), restarts of the core

@@ -16,14 +16,14 @@ import { tcp } from '@libp2p/tcp'
 import { yamux } from '@libp2p/yamux'
 import { createLibp2p, type Libp2p } from 'libp2p'
 import { afterEach, describe, expect, it } from 'vitest'
-import { silentLogger, waitFor } from '../../src/common/index.js'
+import { createLogger, waitFor } from '../../src/common/index.js'
 import { LanDiscovery, mdnsServiceName } from '../../src/mesh/libp2p/lan-discovery.js'
 import { privateNetwork } from '../../src/mesh/libp2p/private-network.js'
 
 const nodes: Libp2p[] = []
 afterEach(async () => { await Promise.all(nodes.splice(0).map(async n => { await n.stop() })) })
 
-async function node (secret: Uint8Array, inbound?: () => void): Promise<Libp2p> {
+async function node (secret: Uint8Array): Promise<Libp2p> {
   const n = await createLibp2p({
     privateKey: await generateKeyPair('Ed25519'),
     addresses: { listen: ['/ip4/127.0.0.1/tcp/0'] },
@@ -31,7 +31,6 @@ async function node (secret: Uint8Array, inbound?: () => void): Promise<Libp2p> 
     connectionEncrypters: [noise()],
     streamMuxers: [yamux()],
     connectionProtector: privateNetwork({ secret }),
-    connectionGater: { denyInboundConnection: () => { inbound?.(); return false } },
     services: { identify: identify() }
   })
   nodes.push(n)
@@ -43,10 +42,17 @@ describe('peers found on the LAN', () => {
     const ours = randomBytes(32)
     const a = await node(ours)
     const member = await node(ours)
-    const attempts: number[] = []
-    const stranger = await node(randomBytes(32), () => { attempts.push(performance.now()) })
+    const stranger = await node(randomBytes(32))
+    // A's dials, counted as A makes them (the decision to dial is taken as an announcement arrives).
+    let dials = 0
+    const dial = a.dial.bind(a)
+    a.dial = async (...args: Parameters<Libp2p['dial']>) => { dials++; return await dial(...args) }
+    // The backoff's clock, moved by the test; a failed dial is known by its log line.
+    let now = 1_000_000
+    const failures: string[] = []
+    const log = createLogger({ level: 'debug', write: l => { if (l.includes('cannot connect to a node found on the LAN')) failures.push(l) } })
     const found = new EventTarget() as unknown as ConstructorParameters<typeof LanDiscovery>[1]
-    const lan = new LanDiscovery(a, found, new Set(), silentLogger, { firstRetryMs: 1_500, dialable: () => true })
+    const lan = new LanDiscovery(a, found, new Set(), log, { firstRetryMs: 1_500, dialable: () => true, now: () => now })
     lan.start()
     const announce = (n: Libp2p): void => { (found as unknown as EventTarget).dispatchEvent(new CustomEvent<PeerInfo>('peer',
       { detail: { id: n.peerId, multiaddrs: n.getMultiaddrs().map(m => m.decapsulateCode(421)) } })) }
@@ -54,27 +60,29 @@ describe('peers found on the LAN', () => {
     announce(member)
     await waitFor(() => a.getConnections(member.peerId).length > 0, { timeoutMs: 10_000, what: 'the member dialed' })
     expect(lan.onLan(member.peerId.toString())).toBe(true)
+    expect(dials).toBe(1)
 
-    // mDNS announces every 10 s, and answers every query: here ten announcements in a second.
-    for (let i = 0; i < 10; i++) {
-      announce(stranger)
-      await new Promise(resolve => setTimeout(resolve, 100))
-    }
-    await waitFor(() => attempts.length >= 1, { timeoutMs: 5_000, what: 'the stranger dialed once' })
-    expect(attempts).toHaveLength(1)
+    // mDNS announces every 10 s, and answers every query: here ten announcements while the first dial runs.
+    for (let i = 0; i < 10; i++) announce(stranger)
+    expect(dials).toBe(2)
+    await waitFor(() => failures.length >= 1, { timeoutMs: 10_000, what: 'the stranger\'s dial to fail' })
     expect(a.getConnections(stranger.peerId)).toEqual([])
-    // Announced on and on: the next dial waits for the backoff (1.5 s from the failed dial), the one after it twice that.
-    for (let i = 0; i < 60 && attempts.length < 2; i++) {
-      announce(stranger)
-      await new Promise(resolve => setTimeout(resolve, 100))
-    }
-    expect(attempts).toHaveLength(2)
-    expect(attempts[1] - attempts[0]).toBeGreaterThanOrEqual(1_500)
-    for (let i = 0; i < 15; i++) {
-      announce(stranger)
-      await new Promise(resolve => setTimeout(resolve, 100))
-    }
-    expect(attempts).toHaveLength(2)
+    // Within the backoff (1.5 s from the failed dial) announcements are not dialed; past it the next one is.
+    now += 1_499
+    announce(stranger)
+    expect(dials).toBe(2)
+    now += 1
+    announce(stranger)
+    expect(dials).toBe(3)
+    // Failed again: the wait doubles.
+    await waitFor(() => failures.length >= 2, { timeoutMs: 10_000, what: 'the stranger\'s second dial to fail' })
+    now += 2_999
+    announce(stranger)
+    expect(dials).toBe(3)
+    now += 1
+    announce(stranger)
+    expect(dials).toBe(4)
+    await waitFor(() => failures.length >= 3, { timeoutMs: 10_000, what: 'the stranger\'s third dial to fail' })
     lan.stop()
   }, 30_000)
 

@@ -26,8 +26,12 @@ function fakePeer (c: VirtualCluster, pages: () => RemoteEntry[][]): void {
       const all = pages()
       const head = String(all.length)
       if (m.t === 'snap') return encodeMessage({ t: 'snapshot', log: 'fake', entries: [], next: null, head: '0', clock: c.mesh.now() })
-      // As a peer of a version before reconciliation answers it.
-      if (m.t === 'recon') return encodeMessage({ t: 'error', code: 'bad-request', message: 'unknown message type' })
+      // Its range differs at the top (so a check pulls), and nothing of what we list differs (a reconciliation moves nothing, then pulls).
+      if (m.t === 'recon') {
+        const top = m.ranges.length === 1 && m.ranges[0].p === '' && 'fp' in m.ranges[0]
+        return encodeMessage({ t: 'recond', log: 'fake', head: '0', ranges: top ? [{ p: '0', fp: 'f'.repeat(32), n: 1 }] : [], diff: [], taken: m.ranges.length,
+          clock: c.mesh.now() })
+      }
       if (m.t !== 'pull') throw new Error('unexpected request')
       const at = Number(m.cursor ?? '0')
       const entries = all[at] ?? []

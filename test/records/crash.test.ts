@@ -73,7 +73,7 @@ describe('crash safety', () => {
         }
         expect(s.records.countRecords()).toBe(roots.length)
         expect(groupInvariantErrors(s)).toEqual([])
-        // The range fingerprints were written in the same transactions: they describe exactly the rows that survived.
+        // The range fingerprints, folded in after their writes and after a crash from the change log: exactly the rows that survived.
         expect(fingerprintErrors(s)).toEqual([])
         // Every record key is published, and nothing else is under file:.
         const fileKeys = s.kv.count('file:', prefixEnd('file:'))

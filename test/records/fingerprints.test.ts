@@ -1,12 +1,13 @@
 /**
- * Range fingerprints (src/records/fingerprints.ts): kept up to date by every
- * write, in the same transaction; rebuilt at open for a store that predates
+ * Range fingerprints (src/records/fingerprints.ts): folded in after the
+ * writes that change them, before any read of them; rebuilt at open for a store that predates
  * them (resuming a rebuild a crash interrupted); the digest a read of them.
  */
+import fs from 'node:fs'
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { newRecordId, openNodeStore, type NodeStore, type RecordId } from '../../src/records/index.js'
-import { FP_FORMAT, FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, FP_BUCKETS_CURRENT, rootHash, sumHex } from '../../src/records/fingerprints.js'
+import { FP_FOLDED, FP_FORMAT, FP_READY, FP_REBUILD, FP_ROOT, FP_BUCKET, FP_BUCKETS_CURRENT, rootHash, sumHex } from '../../src/records/fingerprints.js'
 import { openKv, prefixEnd, type KvStore } from '../../src/kv/index.js'
 import { prng } from '../helpers/prng.js'
 import { randomRecordOp } from '../helpers/record-ops.js'
@@ -22,7 +23,7 @@ function open (file: string, nodeId = 'nodeA', logs?: string[]): NodeStore {
     info (msg: string, fields?: Record<string, unknown>) { logs?.push(`${msg} ${JSON.stringify(fields)}`) },
     child () { return logger }
   }
-  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger: logger })
+  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger })
 }
 
 function fresh (): string {
@@ -179,5 +180,54 @@ describe('range fingerprints', () => {
     cleanups.push(() => { third.close() })
     expect(third.records.digest()).toEqual(after)
     expect(fingerprintErrors(third)).toEqual([])
+  })
+
+  it('are folded in after the writes, and after a crash from the change log (or rebuilt when the log no longer reaches back)', async () => {
+    const s = open(fresh())
+    cleanups.push(() => { s.close() })
+    const rand = prng(11)
+    const known: RecordId[] = []
+    for (let i = 0; i < 200; i++) await randomRecordOp(s, rand, known, i)
+    // Written, not folded yet: the root rows lag the writes until a read folds them in.
+    const mark = s.kv.get(FP_FOLDED)
+    expect(s.records.digest().keys).toBeGreaterThan(0)
+    expect(s.kv.get(FP_FOLDED)).not.toBe(mark)
+    expect(fingerprintErrors(s)).toEqual([])
+    for (let i = 200; i < 260; i++) await randomRecordOp(s, rand, known, i)
+    // A crash now: a copy of the file and its log as they are (no close, nothing folded since the last read).
+    const stale = rows(s)
+    const logs: string[] = []
+    const logger = { debug () {}, warn () {}, error () {}, info (msg: string) { logs.push(msg) }, child () { return logger } }
+    const crashCopy = (): string => {
+      const to = fresh()
+      for (const suffix of ['', '-wal']) if (fs.existsSync(s.kv.path + suffix)) fs.copyFileSync(s.kv.path + suffix, to + suffix)
+      return to
+    }
+    const copy = crashCopy()
+    const want = s.records.digest()
+    const crashed = openNodeStore({ path: copy, nodeId: 'nodeA', backgroundCheckpoint: false, logger })
+    cleanups.push(() => { crashed.close() })
+    expect(logs.some(l => l.startsWith('range fingerprints: folded in the roots changed since the last fold'))).toBe(true)
+    expect(rows(crashed)).not.toEqual(stale)
+    expect(crashed.records.digest()).toEqual(want)
+    expect(fingerprintErrors(crashed)).toEqual([])
+    // The change log trimmed past the mark: the rows are rebuilt.
+    for (let i = 260; i < 300; i++) await randomRecordOp(s, rand, known, i)
+    const last = s.records.digest()
+    for (let i = 300; i < 320; i++) await randomRecordOp(s, rand, known, i)
+    const copy2 = crashCopy()
+    const final = s.records.digest()
+    expect(final).not.toEqual(last)
+    const trimmed = openKv({ path: copy2, backgroundCheckpoint: false })
+    trimmed.writeSync(tx => { tx.put(FP_FOLDED, '1-0'); tx.put('evlow:meta:events', '9999999999999-0') })
+    // As the crash left it: the mark of a clean close is not there.
+    expect(trimmed.get(FP_BUCKETS_CURRENT)).toBeUndefined()
+    trimmed.close()
+    logs.length = 0
+    const rebuilt = openNodeStore({ path: copy2, nodeId: 'nodeA', backgroundCheckpoint: false, logger })
+    cleanups.push(() => { rebuilt.close() })
+    expect(logs.some(l => l.startsWith('range fingerprints built'))).toBe(true)
+    expect(rebuilt.records.digest()).toEqual(final)
+    expect(fingerprintErrors(rebuilt)).toEqual([])
   })
 })

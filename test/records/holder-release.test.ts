@@ -1,5 +1,5 @@
 /**
- * The deletion rule (replication.md, "What is replicated and what is not"),
+ * The deletion rule (docs/design/mesh-rules.md#the-deletion-rule),
  * over two and three stores through the mesh's apply path (RecordReplica),
  * in every delivery order and with clock offsets between the nodes:
  * - no record is removed while a node holds its bytes: a holder added

@@ -8,7 +8,7 @@ import {
 import { tmpDir } from '../helpers/tmp.js'
 import { testCid } from '../helpers/record-ops.js'
 
-// Real CIDs from the spec (§1.2–1.3).
+// Real CIDs of the original's test vectors (docs/design/original.md#identifiers-cids).
 const MID = 'bagacbabaec7v3fu2ygzh3e2sybg3fbzmisry2hbtpmck6vx3yftea6vzq35r4' // midhash of "hello world"
 const SHA = 'bafkreifzjut3te2nhyekklss27nh3k72ysco7y32koao5eei66wof36n5e' // sha2-256 raw of "hello world"
 const MID2 = 'bagacbabaeanb7p2mfixg6kcg6agfikkmptdj6g6l5ff3awskjucxghdz6ntd2' // midhash of the 490-byte fixture

@@ -1,6 +1,6 @@
 /**
  * One test per matching rule of POST /api/metadata/search
- * (meta-core-behaviour §4.5). Every answer is also checked against the
+ * (docs/api.md#search-and-editor-apimetadata). Every answer is also checked against the
  * reference scan (fixture.query).
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'

@@ -11,7 +11,7 @@ const harness = harnessPerTest({ source: 'scripted' })
 
 const ME = 'holders/node-test'
 
-describe('holders (replication.md)', () => {
+describe('holders (docs/design/mesh-rules.md#the-deletion-rule)', () => {
   it('when our last copy goes but another node holds the content, only our holder member goes', async () => {
     const h = await harness()
     h.fsd.write('film.mkv', 'shared across nodes')
@@ -45,7 +45,7 @@ describe('holders (replication.md)', () => {
     await h.waitEvents(e => e.length === 1, 'the add')
     const cid = await midhashOf(h.abs('kept.bin'))
     const rid = h.store.records.resolveRoot(cid)!
-    // The merged state then says no node holds the bytes (replication.md): the root stops being a record.
+    // The merged state then says no node holds the bytes (docs/design/mesh-rules.md#the-deletion-rule): the root stops being a record.
     await h.store.records.deleteProperty(cid, ME)
     expect(h.store.records.resolveRoot(cid)).toBeUndefined()
     expect(h.store.records.countRecords()).toBe(0)

@@ -1,5 +1,5 @@
 /**
- * Content types by extension: the original's table (spec §4.3) plus a few
+ * Content types by extension: the original's table (docs/design/original.md#routes) plus a few
  * audio and subtitle types a media library serves; anything else is
  * application/octet-stream (and `nosniff` keeps browsers from guessing).
  */

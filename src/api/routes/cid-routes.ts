@@ -1,5 +1,5 @@
 /**
- * `GET /api/meta/{cid}` (spec §4.3): the public, CID-addressed document peers
+ * `GET /api/meta/{cid}` (docs/design/original.md#routes): the public, CID-addressed document peers
  * resolve metadata with. It never discloses the root id.
  */
 import { parseCid } from '../../cid/index.js'

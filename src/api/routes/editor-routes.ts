@@ -1,5 +1,5 @@
 /**
- * The rest of the original metadata editor's surface (spec §4.5, meta-sort's
+ * The rest of the original metadata editor's surface (docs/design/original.md#routes, meta-sort's
  * editor UI): one property read and write, a batch of record updates, and
  * clearing every record. Shapes are the original's; every route is behind
  * the token like every other write and internal read.

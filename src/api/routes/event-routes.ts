@@ -1,5 +1,5 @@
 /**
- * SSE mirrors of the event streams (spec §6): `/api/events/meta`
+ * SSE mirrors of the event streams (docs/design/original.md#sse): `/api/events/meta`
  * (`meta:events`) and `/api/events/files` (`file:events`). The cursor comes
  * only from the `Last-Event-ID` header.
  */

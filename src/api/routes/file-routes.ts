@@ -1,5 +1,5 @@
 /**
- * File bytes by CID (spec §4.3, §4.4): `GET|HEAD /file/{cid}` and its alias
+ * File bytes by CID (docs/design/original.md#routes): `GET|HEAD /file/{cid}` and its alias
  * `/api/file/{cid}`, `GET /api/file/{cid}/info`, `POST /file/cid`,
  * `POST /api/files/register`, `GET /api/files/tuples`.
  *
@@ -21,7 +21,7 @@ import { withErrors } from '../wire/kit.js'
 import { ByteResponses, CidOfFile, FileInfo, PathBody, RegisterReply, Tuples, TuplesQuery } from '../wire/files.js'
 import { CidParams } from '../wire/records.js'
 
-/** A yt-video locator names a stream, not bytes: its byte route answers 400 (spec §1.5). */
+/** A yt-video locator names a stream, not bytes: its byte route answers 400 (docs/design/original.md#ipfs-bittorrent-locators). */
 function refuseUnfetchable (cid: string): void {
   if (decodeCid(cid)?.codec === CODEC_YT_VIDEO) throw new ApiError(400, 'not_fetchable', 'a yt-video CID has no bytes to serve')
 }

@@ -1,5 +1,5 @@
 /**
- * The KV browser `/api/kv/*` (spec §4.6) over our layout.
+ * The KV browser `/api/kv/*` (docs/design/original.md#routes) over our layout.
  *
  * Reads see the whole table (behind the token when one is set). Writes never
  * touch derived state directly: a `file:<rid>/<field>` key is written through
@@ -36,7 +36,7 @@ export interface RawKv {
   range: (lo: string, hi: string, limit?: number) => Array<[string, string]>
 }
 
-/** The 1 KiB key limit peers enforce (replication.md). */
+/** The 1 KiB key limit peers enforce (docs/design/mesh-rules.md#trust). */
 const MAX_KEY_BYTES = 1024
 /** Keys examined per search request before it answers with a cursor. */
 const SCAN_BUDGET = 20_000

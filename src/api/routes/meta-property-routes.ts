@@ -1,5 +1,5 @@
 /**
- * Single-field routes under `/meta/{hash}/{key…}` (spec §4.2). The key may
+ * Single-field routes under `/meta/{hash}/{key…}` (docs/design/original.md#routes). The key may
  * contain `/`. Reads answer text/plain. Writes take `{"value": "…"}` as JSON
  * or the raw body as the value (any other content type, decoded as strict
  * UTF-8), as the original did.

@@ -1,5 +1,5 @@
 /**
- * The `/meta` record routes (spec §4.2): list, read, replace (PUT), merge
+ * The `/meta` record routes (docs/design/original.md#routes): list, read, replace (PUT), merge
  * (PATCH), delete. `{hash}` is a record id or any CID of the record; a write
  * addressed by a valid CID no record carries creates a record holding it.
  */

@@ -1,5 +1,5 @@
 /**
- * The editor/search surface `/api/metadata/*` (spec §4.5): search and list
+ * The editor/search surface `/api/metadata/*` (docs/design/original.md#routes): search and list
  * come from the search service (503 `search_unavailable` on a node without
  * it); the record reads and writes go to the record layer.
  */

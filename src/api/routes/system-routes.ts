@@ -1,5 +1,5 @@
 /**
- * `/health`, `/status`, `/api/stats`, `/api/schema` (spec §4.7). All answer
+ * `/health`, `/status`, `/api/stats`, `/api/schema` (docs/design/original.md#routes). All answer
  * from counters and the background sweep: none scans the store per request.
  */
 import fs from 'node:fs'

@@ -1,5 +1,5 @@
 /**
- * `/api/watchers` (spec §4.8): the file watcher's status, a manual scan and a
+ * `/api/watchers` (docs/design/original.md#routes): the file watcher's status, a manual scan and a
  * reset. A node has one watcher (over FILES_PATH); the original's per-id and
  * `-all` spellings are accepted and all name it.
  *

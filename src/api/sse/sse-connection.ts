@@ -141,7 +141,7 @@ export class SseConnection {
     } else if (pos.kind === 'after') {
       this.lastSent = parseEventId(pos.cursor)
       this.requested = pos.cursor.slice(0, MAX_ECHO)
-      this.positionChecked = true // the spec's rule: a cursor older than the oldest retained entry gets a gap
+      this.positionChecked = true // the original's rule (docs/design/original.md#sse): a cursor older than the oldest retained entry gets a gap
     } else {
       await this.snapshot()
     }

@@ -1,5 +1,5 @@
 /**
- * SSE wire format (spec §6): one event per stream entry, `id:` only where a
+ * SSE wire format (docs/design/original.md#sse): one event per stream entry, `id:` only where a
  * resume point exists, `event:` the entry's `type` (or `message`), `data:`
  * the JSON of the other fields on a single line.
  */
@@ -21,5 +21,5 @@ export function formatEvent (event: string, data: string, id?: string): string {
   return (id === undefined ? '' : `id: ${id}\n`) + `event: ${eventName(event)}\ndata: ${data}\n\n`
 }
 
-/** The heartbeat comment a proxy or client sees after a silence (spec §6). */
+/** The heartbeat comment a proxy or client sees after a silence (docs/design/original.md#sse). */
 export const KEEP_ALIVE = ':keep-alive\n\n'

@@ -51,8 +51,7 @@ export async function requestDigest (node: Libp2p, peer: PeerId, timeoutMs: numb
   try {
     stream = await node.dialProtocol(peer, DIGEST_PROTOCOL, { signal })
   } catch (err) {
-    const why = err instanceof Error ? err.name : String(err)
-    return { error: why === 'UnsupportedProtocolError' ? 'does not answer digests (an older version)' : `no answer (${why})` }
+    return { error: `no answer (${err instanceof Error ? err.name : String(err)})` }
   }
   try {
     const lp = lpStream(stream, { maxDataLength: MAX_REPLY_BYTES })

@@ -31,6 +31,8 @@ interface LanDiscoveryOptions {
   firstRetryMs?: number
   /** Whether an address the peer announced is worth dialing (default: not loopback, which from here reaches this host). */
   dialable?: (addr: string) => boolean
+  /** The clock the backoff is timed by (ms; default Date.now). */
+  now?: () => number
 }
 
 const notLoopback = (a: string): boolean => !/^\/ip4\/127\.|^\/ip6\/::1\//.test(a)
@@ -65,7 +67,7 @@ export class LanDiscovery {
   private discovered (peer: PeerId, addrs: Multiaddr[]): void {
     const id = peer.toString()
     if (this.stopped || id === this.node.peerId.toString() || this.blocked.has(id)) return
-    const now = Date.now()
+    const now = (this.opts.now ?? Date.now)()
     const f = this.found.get(id) ?? { failures: 0, nextTryAt: 0, dialing: false, seenAt: now }
     this.found.set(id, f)
     f.seenAt = now
@@ -80,7 +82,7 @@ export class LanDiscovery {
     }, (err: unknown) => {
       f.failures++
       const delay = Math.min(MAX_RETRY_MS, (this.opts.firstRetryMs ?? FIRST_RETRY_MS) * 2 ** Math.min(f.failures - 1, 10))
-      f.nextTryAt = Date.now() + delay
+      f.nextTryAt = (this.opts.now ?? Date.now)() + delay
       ;(f.failures === 1 ? this.log.info : this.log.debug)('cannot connect to a node found on the LAN: not in this mesh (another swarm key) or unreachable', {
         peer: id, addrs: lan.map(String), attempt: f.failures, retryInMs: delay, err
       })

@@ -14,8 +14,6 @@ export interface CursorState {
   /** The peer's log id this cursor belongs to; null: never synced. */
   log: string | null
   cursor: Cursor | null
-  /** A full resync an older version had under way from this peer (its position continues the node's copy, range-copy.ts). */
-  snap?: { log: string | null, head: Cursor | null, after: string | null }
   /** Entries refused for clock drift, kept to try again (the newest version per key). */
   parked?: RemoteEntry[]
 }
@@ -23,7 +21,6 @@ export interface CursorState {
 /** A cursor state with its parked entries (none: the field is left out). */
 export function withParked (s: CursorState, parked: RemoteEntry[] | undefined): CursorState {
   const out: CursorState = { log: s.log, cursor: s.cursor }
-  if (s.snap !== undefined) out.snap = s.snap
   if (parked !== undefined && parked.length > 0) out.parked = parked
   return out
 }

@@ -40,8 +40,6 @@ import { TokenBucket } from './token-bucket.js'
 import type { BulkPage, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 
 const EPOCH_KEY = 'mesh:epoch'
-/** A row older versions kept (when a round last ended caught up, for a tombstone horizon): nothing reads it now. */
-const OLD_CONTACT_KEY = 'mesh:last-contact'
 /** A request refused for now (we copy the range from that peer, or reconcile with it) is to be asked again after this long (ms). */
 const BUSY_RETRY_MS = 5_000
 
@@ -128,8 +126,9 @@ export class MeshCore {
     const epoch = Math.max(Math.floor(this.rt.now()), (Number.isSafeInteger(last) ? last : 0) + 1)
     await this.track(this.store.setLocal(EPOCH_KEY, String(epoch)))
     if (this.state !== 'starting') return // stopped while starting
-    if (this.store.getLocal(OLD_CONTACT_KEY) !== undefined) await this.track(this.store.setLocal(OLD_CONTACT_KEY, null))
     this.copy.start()
+    // A transfer a node stopped in, with no copy to finish it (abandoned, or its last page in): it ends now, keeping what arrived.
+    if (!this.copy.active && this.store.bulkPending?.() === true) this.enqueueApply([], { bulk: { done: true } }).catch((err: unknown) => { this.log.warn('ending a bulk transfer failed', { err }) })
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
     this.store.setClockGate?.(() => this.clock.refusal())
@@ -172,7 +171,7 @@ export class MeshCore {
     if (peer === this.selfId || this.blocked.has(peer)) return
     const p = this.peer(peer)
     if (p.sync.connected) return
-    p.sync.connected = true
+    p.sync.connect()
     if (this.state === 'running') this.kick(p.sync)
   }
 

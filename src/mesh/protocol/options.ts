@@ -17,7 +17,7 @@ export interface MeshOptions {
   pageKeys: number
   /** Deadline of one pull request. */
   requestTimeoutMs: number
-  /** Remote versions further ahead of our clock than this are refused (replication.md: 10 s). */
+  /** Remote versions further ahead of our clock than this are refused (docs/design/mesh-rules.md#clocks: 10 s). */
   maxClockDriftMs: number
   /**
    * Our clock may be this far off our peers' (measured on pulls); out of

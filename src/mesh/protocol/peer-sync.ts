@@ -22,6 +22,10 @@
  * first takes the whole range, copied once for the node from all the peers
  * that serve it (range-copy.ts), then reconciles with each peer.
  *
+ * What runs next is decided by the planner (sync-plan.ts: a phase, the
+ * round's step, and pure functions of what the last step came to); this
+ * file runs the steps and keeps the cursor.
+ *
  * Pages are asked for one ahead: when a page says where the next begins,
  * the request for it goes out before the page in hand is applied, so the
  * peer reads and sends it meanwhile. The cursor moves only past pages
@@ -49,6 +53,7 @@ import { reconcile } from './reconcile.js'
 import type { BulkPage, Cursor, MeshRuntime, PeerKey, RemoteEntry, ReplicaStore } from './runtime.js'
 import type { Screened } from './screen.js'
 import type { PeerCounters } from './status.js'
+import { afterStep, firstStep, nextRoundDelay, queue, type Facts, type Happened, type Round, type SyncPhase } from './sync-plan.js'
 
 export { CURSOR_PREFIX } from './cursor-state.js'
 
@@ -74,10 +79,12 @@ interface PeerSyncDeps {
   log: (msg: string, fields?: Record<string, unknown>) => void
 }
 
-type Step = 'more' | 'done' | 'stop' | 'reconcile' | 'copy'
-
 export class PeerSync {
-  connected = false
+  /** Where the sync stands (sync-plan.ts): offline, waiting for its next round, running one, or stopped. */
+  private phase: SyncPhase = { at: 'offline' }
+  /** Checks in a row, over rounds, that found the ranges different (reset by an equal check, a reconciliation, a disconnect). */
+  private differing = 0
+  /** True until a pull from this peer reaches the head it reported (the lag shown on the status). */
   behind = true
   lastSyncAt: number | null = null
   /** When a pull from this peer last reached the head it reported (runtime ms), or null. */
@@ -85,21 +92,12 @@ export class PeerSync {
   /** When this peer was first seen (runtime ms): the lag of a peer never caught up counts from here. */
   readonly since: number
   private state: CursorState | undefined
-  private running: Promise<void> | undefined
-  private again = false
-  /** The next round skips the fingerprint check (we know we are behind: a push frame was missed). */
-  private urgent = false
-  /** True while a reconciliation with this peer runs. */
-  reconciling = false
-  /** The peer's own reconciliation with us runs and moves keys both ways: ours stops (the next round checks again). */
-  private yielded = false
-  /** The peer refused a reconciliation request as one it does not know (an older version): it gets full resyncs, as before. */
-  private noRecon = false
-  /** Checks in a row that found the ranges different: at the second, the round reconciles once its pull has caught up. */
-  private differingChecks = 0
-  private cancelTimer: (() => void) | undefined
+  /** Counts connections: rounds of an earlier one stop at their next step. */
+  private generation = 0
+  /** The peer's busy hint at the last round's end: when the next round runs. */
   private retryAfterMs = 0
-  private stopped = false
+  private running: Promise<void> | undefined
+  private cancelTimer: (() => void) | undefined
   /**
    * The next page, asked for before the page in hand is applied, so the
    * peer reads and sends it meanwhile: where it starts (the request's
@@ -109,6 +107,15 @@ export class PeerSync {
 
   constructor (readonly peer: PeerKey, private readonly d: PeerSyncDeps) {
     this.since = d.rt.now()
+  }
+
+  get connected (): boolean {
+    return this.phase.at === 'waiting' || this.phase.at === 'running'
+  }
+
+  /** True while a reconciliation with this peer runs. */
+  get reconciling (): boolean {
+    return this.phase.at === 'running' && this.phase.round.step === 'reconcile'
   }
 
   /**
@@ -124,24 +131,24 @@ export class PeerSync {
     return this.load().cursor
   }
 
-  /** This peer serves the node's copy of the range now (range-copy.ts). */
-  get copying (): boolean {
-    return this.d.copy.serving(this.peer)
-  }
-
   /** The peer is reconciling with us while we reconcile with it: ours gives way to theirs. */
   yieldReconciliation (): void {
-    if (this.reconciling) this.yielded = true
+    if (this.phase.at === 'running' && this.phase.round.step === 'reconcile') this.phase.round.yielded = true
   }
 
   /** The node's copy of the range is under way, or will be at this peer's next round (never synced, and our store holds nothing). */
   get resyncing (): boolean {
-    return this.load().log === null && (this.d.copy.active || this.d.store.digest().keys === 0)
+    return this.load().log === null && this.copyDue()
   }
 
   /** Never synced with: while the node copies the range, this peer's rounds serve the copy (its pulls would bring it its own records back). */
   get copyPeer (): boolean {
     return this.load().log === null
+  }
+
+  /** The peer connected: it waits for a round (the core starts one at once). */
+  connect (): void {
+    if (this.phase.at === 'offline') this.phase = { at: 'waiting' }
   }
 
   /**
@@ -150,20 +157,20 @@ export class PeerSync {
    * so the round goes straight to the pull.
    */
   async sync (urgent = false): Promise<void> {
-    if (this.stopped || !this.connected) return
-    if (urgent) this.urgent = true
-    if (this.running !== undefined) {
-      this.again = true
+    const p = this.phase
+    if (p.at === 'running') {
+      p.queued = queue(p.queued, urgent)
       return await this.running
+    }
+    if (p.at !== 'waiting') return
+    if (this.running !== undefined) {
+      // A round from before the peer left and came back is still winding down: this one follows it.
+      await this.running
+      return await this.sync(urgent)
     }
     this.cancelTimer?.()
     this.cancelTimer = undefined
-    this.running = (async () => {
-      do {
-        this.again = false
-        await this.round()
-      } while (this.again && this.connected && !this.stopped)
-    })().finally(() => {
+    this.running = this.rounds(urgent, this.generation).finally(() => {
       this.running = undefined
       this.scheduleNext()
     })
@@ -171,24 +178,62 @@ export class PeerSync {
   }
 
   disconnect (): void {
-    this.connected = false
-    this.differingChecks = 0
+    this.generation++
+    if (this.phase.at !== 'stopped') this.phase = { at: 'offline' }
+    this.differing = 0
     this.d.copy.leave(this.peer)
     this.cancelTimer?.()
     this.cancelTimer = undefined
   }
 
   stop (): void {
-    this.stopped = true
     this.disconnect()
+    this.phase = { at: 'stopped' }
+  }
+
+  /** Entries kept aside from this peer's pages, waiting for our clock. */
+  get parked (): number {
+    return this.load().parked?.length ?? 0
+  }
+
+  /**
+   * Rounds one after the other while calls queue them (sync-plan.ts
+   * `queue`), each from its first step to its end. `gen`: the connection
+   * they run for; a disconnect ends them at their next step.
+   */
+  private async rounds (urgent: boolean, gen: number): Promise<void> {
+    const live = (): boolean => gen === this.generation
+    for (let next: boolean | undefined = urgent; next !== undefined && live();) {
+      // Only when there is something to retry: a round's first request otherwise leaves in the same turn.
+      if (this.parked > 0) await this.retryParked()
+      if (!live()) return
+      let round: Round = firstStep(next, this.differing, this.facts())
+      this.phase = { at: 'running', round, queued: 'none' }
+      try {
+        for (;;) {
+          const happened = await this.run(round, live)
+          if (!live() || this.phase.at !== 'running') return
+          round = this.phase.round
+          const n = afterStep(round, happened, this.facts(), this.d.opts.maxPagesPerRound)
+          if ('end' in n) { this.differing = n.differing; break }
+          round = n.round
+          this.phase = { ...this.phase, round }
+        }
+      } finally {
+        // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
+        this.ahead = undefined
+      }
+      const queued = this.phase.queued
+      this.retryAfterMs = round.retryAfterMs
+      this.phase = { at: 'waiting' }
+      next = queued === 'none' ? undefined : queued === 'urgent'
+    }
   }
 
   private scheduleNext (): void {
-    if (this.stopped || !this.connected) return
+    if (this.phase.at !== 'waiting') return
     // A round the peer refused busy is asked again when it said (its hint), not a whole anti-entropy interval later.
-    const delay = this.retryAfterMs > 0
-      ? Math.round(this.retryAfterMs * (1 + 0.2 * this.d.rt.random()))
-      : Math.round(this.d.opts.antiEntropyMs * (0.75 + 0.5 * this.d.rt.random()))
+    const delay = nextRoundDelay(this.retryAfterMs, this.d.opts.antiEntropyMs, this.d.rt.random())
     this.retryAfterMs = 0
     this.cancelTimer?.()
     this.cancelTimer = this.d.rt.schedule(delay, () => {
@@ -197,70 +242,37 @@ export class PeerSync {
     })
   }
 
-  /** Entries kept aside from this peer's pages, waiting for our clock. */
-  get parked (): number {
-    return this.load().parked?.length ?? 0
+  private facts (): Facts {
+    return { cursor: this.load().log !== null, copyDue: this.copyDue() }
   }
 
-  private async round (): Promise<void> {
-    try {
-      // Only when there is something to retry: a round's first request otherwise leaves in the same turn.
-      if (this.parked > 0) await this.retryParked()
-      const urgent = this.urgent
-      this.urgent = false
-      let first = this.load()
-      if (first.snap !== undefined) {
-        // An older version's resync from this peer: the node's copy continues from its position.
-        await this.d.copy.adopt(first.snap.after, { why: 'a full resync an older version had under way', ...(first.snap.log === null ? {} : { lead: { peer: this.peer, log: first.snap.log, head: first.snap.head } }) })
-        await this.save(withParked({ log: first.log, cursor: first.cursor }, first.parked))
-        first = this.load()
-      }
-      let repair = false
-      if (!urgent && !this.noRecon && first.log !== null) {
-        if (await this.checkStep(first) !== 'more') return
-        repair = ++this.differingChecks >= 2
-      }
-      let reconciled = false
-      let copied = false
-      for (let pages = 0; pages < this.d.opts.maxPagesPerRound; pages++) {
-        if (this.stopped || !this.connected) return
-        const s = this.load()
-        let step: Step
-        // Once a round: a copy that ended with nothing in the store (the peers hold nothing) goes on to reconcile.
-        if (!copied && s.log === null && (this.d.copy.active || this.d.store.digest().keys === 0)) step = 'copy'
-        else if (s.log === null) step = 'reconcile'
-        else step = await this.changesStep(s)
-        // Caught up, and still different after the last check too: what differs is not in the log.
-        if (step === 'done' && repair && !reconciled && !this.behind) {
-          this.d.log('ranges still differ after the pull caught up: reconciling', { peer: this.peer })
-          step = 'reconcile'
-        }
-        if (step === 'copy') {
-          copied = true
-          const out = await this.d.copy.help(this.copySource())
-          // The peer that served the whole copy continues from its log's head at the first page; the others reconcile.
-          if (out.cursor !== undefined) await this.save(withParked({ log: out.cursor.log, cursor: out.cursor.head }, this.load().parked))
-          step = out.done ? 'more' : 'stop'
-        }
-        if (step === 'reconcile') {
-          // Once a round: a gap right after a reconciliation (the peer trimmed its log again meanwhile) waits for the next round.
-          if (reconciled) return
-          reconciled = true
-          step = this.noRecon ? await this.startResync() : await this.reconcileStep(this.load())
-        }
-        if (step !== 'more') return
-      }
-    } finally {
-      // A page asked for ahead and not taken is dropped with the round (its reply, when it comes, is not applied).
-      this.ahead = undefined
+  private copyDue (): boolean {
+    return this.d.copy.active || this.d.store.digest().keys === 0
+  }
+
+  /** Runs the round's step: what it came to. `live`: false once the connection the round runs for is gone. */
+  private async run (round: Round, live: () => boolean): Promise<Happened> {
+    switch (round.step) {
+      case 'check': return await this.checkStep(this.load())
+      case 'pull': return await this.changesStep(this.load(), live)
+      case 'copy': return await this.copyStep()
+      case 'reconcile': return await this.reconcileStep(this.load(), live)
     }
+  }
+
+  /** This peer serves the node's copy of the range (range-copy.ts) until it is in or this peer cannot go on. */
+  private async copyStep (): Promise<Happened> {
+    const out = await this.d.copy.help(this.copySource())
+    // The peer that served the whole copy continues from its log's head at the first page; the others reconcile.
+    if (out.cursor !== undefined) await this.save(withParked({ log: out.cursor.log, cursor: out.cursor.head }, this.load().parked))
+    return out.done ? { step: 'copy', done: true } : { failed: true }
   }
 
   /** This peer as a server of the node's copy of the range: its requests, its screen, its counters. */
   private copySource (): CopySource {
     return {
       peer: this.peer,
-      usable: () => this.connected && !this.stopped,
+      usable: () => this.connected,
       ask: async (req) => await this.ask(req),
       applyPage: async (entries, bulk) => {
         const s = this.load()
@@ -282,22 +294,17 @@ export class PeerSync {
     return await this.ask(req)
   }
 
-  /** Asks for a page now, to be taken by the step that needs it (page()). */
-  private askAhead (req: PullMessage): void {
-    if (this.stopped || !this.connected) return
-    this.ahead = { at: positionOf(req), reply: this.ask(req) }
-  }
-
-  private async changesStep (s: CursorState): Promise<Step> {
+  private async changesStep (s: CursorState, live: () => boolean): Promise<Happened> {
     const reply = await this.page({ t: 'pull', log: s.log, cursor: s.cursor, maxBytes: this.d.opts.pageBytes })
-    if (reply === undefined || this.stopped) return 'stop'
+    if (reply === undefined || !live()) return { failed: true }
     // More to come from where this page ends: ask for it now; the peer prepares it while this one is applied.
     if (!reply.gap && reply.next !== null && reply.next !== reply.head && reply.next !== s.cursor) {
-      this.askAhead({ t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes })
+      const req: PullMessage = { t: 'pull', log: reply.log, cursor: reply.next, maxBytes: this.d.opts.pageBytes }
+      this.ahead = { at: positionOf(req), reply: this.ask(req) }
     }
     if (reply.gap) {
       this.d.log('peer cannot serve our cursor: reconciling', { peer: this.peer, cursor: s.cursor })
-      return 'reconcile'
+      return { step: 'pull', gap: true }
     }
     const parked = await this.applyPage(reply.entries, s.parked)
     const before = s.cursor
@@ -306,7 +313,7 @@ export class PeerSync {
     this.behind = reply.next !== reply.head
     if (!this.behind) this.caughtUpAt = this.lastSyncAt
     // A page that moved nothing ends the round: the peer's log has nothing more for us (or is misbehaving).
-    return this.behind && reply.next !== before ? 'more' : 'done'
+    return { step: 'pull', gap: false, caughtUp: !this.behind, moved: reply.next !== before }
   }
 
   /**
@@ -314,18 +321,17 @@ export class PeerSync {
    * peer's. Equal: we hold everything the peer held at the head it read with
    * it, so the cursor moves there and the round ends with nothing else sent.
    */
-  private async checkStep (s: CursorState): Promise<Step> {
+  private async checkStep (s: CursorState): Promise<Happened> {
     const top = this.d.store.rangeFingerprint('')
     const reply = await this.ask({ t: 'recon', ranges: [{ p: '', fp: top.fp, n: top.roots }] })
-    if (reply === undefined) return 'stop'
-    if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return 'more'
-    this.differingChecks = 0
+    if (reply === undefined) return { failed: true }
+    if (reply.ranges.length > 0 || reply.diff.length > 0 || reply.taken !== 1) return { step: 'check', equal: false }
     this.d.counters.reconcilesEqual++
     if (reply.head !== null && (reply.log !== s.log || reply.head !== s.cursor)) await this.save(withParked({ log: reply.log, cursor: reply.head }, s.parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = false
     this.caughtUpAt = this.lastSyncAt
-    return 'done'
+    return { step: 'check', equal: true }
   }
 
   /**
@@ -333,51 +339,36 @@ export class PeerSync {
    * cursor cannot serve: only the keys either side lacks move, and the
    * cursor continues from the head the peer read at its first answer.
    */
-  private async reconcileStep (s: CursorState): Promise<Step> {
-    this.reconciling = true
-    this.yielded = false
+  private async reconcileStep (s: CursorState, live: () => boolean): Promise<Happened> {
     let parked = s.parked
-    try {
-      const outcome = await reconcile(this.d.store, {
-        ask: async (m) => await this.ask(m),
-        apply: async (entries) => { parked = await this.applyPage(entries, parked, undefined, true) },
-        alive: () => !this.stopped && this.connected && !this.yielded,
-        // A peer whose claim a copy did not bear out is not taken at its word again (range-copy.ts).
-        copyInstead: s.log === null && this.d.copy.believes(this.peer)
-      })
-      if (outcome === undefined) {
-        if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
-        // A peer that does not know reconciliation (an older version) gets the full resync it always had.
-        return this.noRecon ? await this.startResync() : 'stop'
-      }
-      if (outcome.copy !== undefined) {
-        // The node's copy of the range, from every peer at once (range-copy.ts): this round's next step joins it.
-        this.d.log('peer holds far more than this node: copying the range', { peer: this.peer, roots: outcome.copy.roots, ours: outcome.copy.ours })
-        await this.d.copy.adopt(null, { why: `peer ${this.peer} said it holds ${outcome.copy.roots} roots against this node's ${outcome.copy.ours}`, claim: { peer: this.peer, ...outcome.copy } })
-        return 'more'
-      }
-      if (outcome.equal) this.d.counters.reconcilesEqual++
-      else this.d.counters.reconciles++
-      this.differingChecks = 0
-      this.d.counters.reconKeysIn += outcome.keysIn
-      this.d.counters.reconKeysOut += outcome.keysOut
-      this.d.log('reconciled with peer', { peer: this.peer, rounds: outcome.rounds, roots: outcome.roots, keysIn: outcome.keysIn, keysOut: outcome.keysOut })
-      this.lastSyncAt = this.d.rt.now()
-      await this.save(withParked({ log: outcome.log, cursor: outcome.head }, parked))
-      // Equal ranges: we hold everything up to the head the peer read with its fingerprints.
-      this.behind = !outcome.equal
-      if (outcome.equal) this.caughtUpAt = this.lastSyncAt
-      return outcome.equal ? 'done' : 'more'
-    } finally {
-      this.reconciling = false
+    const outcome = await reconcile(this.d.store, {
+      ask: async (m) => await this.ask(m),
+      apply: async (entries) => { parked = await this.applyPage(entries, parked, undefined, true) },
+      alive: () => live() && this.phase.at === 'running' && !this.phase.round.yielded,
+      // A peer whose claim a copy did not bear out is not taken at its word again (range-copy.ts).
+      copyInstead: s.log === null && this.d.copy.believes(this.peer)
+    })
+    if (outcome === undefined) {
+      if (parked !== s.parked) await this.save(withParked({ ...s }, parked))
+      return { failed: true }
     }
-  }
-
-  /** A peer that does not reconcile (an older version): the node copies the whole range again, from the next step. */
-  private async startResync (): Promise<Step> {
-    this.d.log('peer does not reconcile: full resync', { peer: this.peer })
-    await this.d.copy.adopt(null, { why: `peer ${this.peer} does not reconcile (an older version)` })
-    return 'more'
+    if (outcome.copy !== undefined) {
+      // The node's copy of the range, from every peer at once (range-copy.ts): this round's next step joins it.
+      this.d.log('peer holds far more than this node: copying the range', { peer: this.peer, roots: outcome.copy.roots, ours: outcome.copy.ours })
+      await this.d.copy.adopt({ why: `peer ${this.peer} said it holds ${outcome.copy.roots} roots against this node's ${outcome.copy.ours}`, claim: { peer: this.peer, ...outcome.copy } })
+      return { step: 'reconcile', equal: false, copy: true }
+    }
+    if (outcome.equal) this.d.counters.reconcilesEqual++
+    else this.d.counters.reconciles++
+    this.d.counters.reconKeysIn += outcome.keysIn
+    this.d.counters.reconKeysOut += outcome.keysOut
+    this.d.log('reconciled with peer', { peer: this.peer, rounds: outcome.rounds, roots: outcome.roots, keysIn: outcome.keysIn, keysOut: outcome.keysOut })
+    this.lastSyncAt = this.d.rt.now()
+    await this.save(withParked({ log: outcome.log, cursor: outcome.head }, parked))
+    // Equal ranges: we hold everything up to the head the peer read with its fingerprints.
+    this.behind = !outcome.equal
+    if (outcome.equal) this.caughtUpAt = this.lastSyncAt
+    return { step: 'reconcile', equal: outcome.equal, copy: false }
   }
 
   /** Tries the parked entries again: those our clock now accepts are applied, the rest stay. */
@@ -429,8 +420,7 @@ export class PeerSync {
   private async ask<R extends RequestMessage> (req: R): Promise<ReplyTo<R> | undefined> {
     const r = await askPeer(this.d, this.peer, req)
     if ('reply' in r) return r.reply
-    if ('refused' in r && r.refused.code === 'busy') this.retryAfterMs = r.refused.retryAfterMs ?? 0
-    if ('refused' in r && r.refused.code === 'bad-request' && req.t === 'recon') this.noRecon = true
+    if ('refused' in r && r.refused.code === 'busy' && this.phase.at === 'running') this.phase.round.retryAfterMs = r.refused.retryAfterMs ?? 0
     return undefined
   }
 
@@ -444,7 +434,7 @@ export class PeerSync {
 
   private async save (s: CursorState): Promise<void> {
     // After stop the store may be closing; an unsaved cursor only means a page is pulled again.
-    if (this.stopped) return
+    if (this.phase.at === 'stopped') return
     this.state = s
     await this.d.track(this.d.store.setLocal(CURSOR_PREFIX + this.peer, JSON.stringify(s)))
   }

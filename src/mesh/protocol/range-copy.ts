@@ -155,16 +155,10 @@ export class RangeCopy {
     return { ...this.view, peers: [...this.sources.keys()].sort() }
   }
 
-  /**
-   * Starts a copy from `after` (null: from the start), unless one runs: a
-   * peer that said it holds far more (`claim`), one that cannot reconcile,
-   * or an older version's resync from a peer, kept in its cursor row (`lead`).
-   */
-  async adopt (after: string | null, o: { why: string, lead?: CopyState['lead'], claim?: CopyState['claim'] }): Promise<void> {
+  /** Starts a copy, unless one runs: a peer said it holds far more than this node (`claim`). */
+  async adopt (o: { why: string, claim?: CopyState['claim'] }): Promise<void> {
     if (this.load() !== undefined) return
-    const s: CopyState = after === null && o.lead === undefined ? { bounds: [null], at: 0, after, fresh: true } : { bounds: [null], at: 0, after }
-    if (o.lead !== undefined) s.lead = o.lead
-    s.why = o.why
+    const s: CopyState = { bounds: [null], at: 0, after: null, fresh: true, why: o.why }
     if (o.claim !== undefined) s.claim = o.claim
     this.began(o.why)
     await this.save(s)
@@ -178,7 +172,7 @@ export class RangeCopy {
   async help (src: CopySource): Promise<CopyOutcome> {
     // A store that holds nothing copies on its own fact: the copy starts with the first peer that serves it (its
     // state is set at once; the row is written meanwhile, tracked, before the first page's).
-    if (this.load() === undefined) this.adopt(null, { why: WHY_EMPTY }).catch((err: unknown) => { this.d.log('keeping the range copy\'s state failed', { err }) })
+    if (this.load() === undefined) this.adopt({ why: WHY_EMPTY }).catch((err: unknown) => { this.d.log('keeping the range copy\'s state failed', { err }) })
     this.sources.get(src.peer)?.release({ done: false })
     const out = new Promise<CopyOutcome>((resolve) => { this.sources.set(src.peer, { src, release: resolve }) })
     this.running ??= this.run().then((ended) => {

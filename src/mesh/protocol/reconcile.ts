@@ -40,10 +40,12 @@
  * the first reply's head, which is where its cursor continues from.
  *
  * Pure: reads through the ReplicaStore, talks through the `ask` it is given.
+ * The key comparison's responder side is in reconcile-keys.ts.
  */
-import type { Message, ReconMessage, ReconRange, ReconReplyMessage, RequestMessage, RootsMessage, RootsReplyMessage } from '../messages.js'
+import type { Message, ReconMessage, ReconRange, ReconReplyMessage, RequestMessage } from '../messages.js'
 import { entryWeight, MAX_RECON_RANGES, MAX_RECON_ROOTS } from '../messages.js'
 import { copyRather, type CopyClaim } from './copy-claim.js'
+import { byRootOf, ridOf } from './reconcile-keys.js'
 import type { RemoteEntry, ReplicaStore } from './runtime.js'
 
 /** A side holding at most this many roots in a differing range lists them rather than split it. */
@@ -60,7 +62,7 @@ const ITEM_BYTES = 48
 /** Roots found to differ before their keys are compared (the range walk pauses meanwhile). */
 const EXCHANGE_ROOTS = 1_024
 
-interface ReconcileLimits {
+export interface ReconcileLimits {
   /** About how many bytes of JSON a reconciliation message may take (requests and replies). */
   messageBytes: number
   /** About how many bytes of keys and values a `roots` exchange or a `give` carries. */
@@ -216,95 +218,6 @@ class RangeWalk {
   }
 }
 
-// ------------------------------------------------------------------ keys
-
-interface RootState { root: string | undefined, fields: Map<string, string> }
-
-function ridOf (key: string): string {
-  const slash = key.indexOf('/', 5)
-  return slash < 0 ? key.slice(5) : key.slice(5, slash)
-}
-
-/** Each root's versions, from entries (as exportRoots gives them, or a `roots` request's). */
-function statesOf (entries: readonly RemoteEntry[]): Map<string, RootState> {
-  const out = new Map<string, RootState>()
-  for (const e of entries) {
-    const slash = e.key.indexOf('/', 5)
-    const rid = slash < 0 ? e.key.slice(5) : e.key.slice(5, slash)
-    let s = out.get(rid)
-    if (s === undefined) { s = { root: undefined, fields: new Map() }; out.set(rid, s) }
-    const v = e.hlc + e.origin
-    if (slash < 0) {
-      if (s.root === undefined || v > s.root) s.root = v
-    } else {
-      const f = e.key.slice(slash + 1)
-      const had = s.fields.get(f)
-      if (had === undefined || v > had) s.fields.set(f, v)
-    }
-  }
-  return out
-}
-
-/** True when `s` already holds `e`'s version of its key or a newer one (a root tombstone covers every key at or below it). */
-function covered (e: RemoteEntry, s: RootState | undefined): boolean {
-  if (s === undefined) return false
-  const v = e.hlc + e.origin
-  if (s.root !== undefined && s.root >= v) return true
-  const slash = e.key.indexOf('/', 5)
-  if (slash < 0) return false
-  const fv = s.fields.get(e.key.slice(slash + 1))
-  return fv !== undefined && fv >= v
-}
-
-/** Entries without their values: what a `roots` request says of the sender's keys. */
-function versionsOnly (entries: readonly RemoteEntry[]): RemoteEntry[] {
-  return entries.map(e => ({ key: e.key, value: null, hlc: e.hlc, origin: e.origin }))
-}
-
-/** True for a field's entry (`file:<rid>/<field>`), false for a root tombstone (`file:<rid>`). */
-const isField = (e: RemoteEntry): boolean => e.key.indexOf('/', 5) > 0
-
-/**
- * The responder's side of the key comparison: its entries the sender lacks,
- * and the keys it wants, for as many roots as fit. A root named here was
- * found to differ (its hash covers values and versions): when no version
- * differs, a value held at an equal version does, and every field of the
- * root moves both ways (the tie's winner is kept on both sides).
- */
-export function answerRoots (store: ReplicaStore, m: RootsMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Omit<RootsReplyMessage, 't' | 'clock'> {
-  const theirs = statesOf(m.entries)
-  const byRoot = new Map<string, RemoteEntry[]>()
-  for (const e of m.entries) {
-    const rid = ridOf(e.key)
-    const list = byRoot.get(rid)
-    if (list === undefined) byRoot.set(rid, [e])
-    else list.push(e)
-  }
-  const entries: RemoteEntry[] = []
-  const want: string[] = []
-  let bytes = 0
-  let taken = 0
-  for (const rid of m.rids) {
-    if (taken > 0 && bytes >= limits.entryBytes) break
-    const mine = store.exportRoots([rid])
-    const state = statesOf(mine).get(rid)
-    const sent = byRoot.get(rid) ?? []
-    let send = mine.filter(e => !covered(e, theirs.get(rid)))
-    let wanted = sent.filter(e => !covered(e, state))
-    if (send.length === 0 && wanted.length === 0) {
-      send = mine.filter(isField)
-      wanted = sent.filter(isField)
-    }
-    const add = send.reduce((n, e) => n + entryWeight(e), 0)
-    if (taken > 0 && bytes + add > 2 * limits.entryBytes) break
-    entries.push(...send)
-    for (const e of wanted) want.push(e.key)
-    bytes += add
-    taken++
-  }
-  return { entries, want, taken }
-}
-
 // ------------------------------------------------------------------ the initiator
 
 interface ReconcileIo {
@@ -396,20 +309,21 @@ async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], l
   let rest = rids
   while (rest.length > 0) {
     if (!io.alive()) return false
-    // As many roots as our versions of them fit one request.
+    // As many roots as our versions of them (the version rows alone: no value travels) fit one request.
+    const versions = byRootOf(store.exportVersions(rest.slice(0, MAX_RECON_ROOTS)))
     let n = 0
     let bytes = 0
-    let mine: RemoteEntry[] = []
+    const mine: RemoteEntry[] = []
     while (n < rest.length && n < MAX_RECON_ROOTS) {
-      const e = store.exportRoots([rest[n]])
+      const e = versions.get(rest[n]) ?? []
       const add = e.reduce((s, x) => s + x.key.length + 24, 0)
       if (n > 0 && bytes + add > limits.entryBytes) break
-      mine = mine.concat(e)
+      for (const x of e) mine.push(x)
       bytes += add
       n++
     }
     const chunk = rest.slice(0, n)
-    const reply = await io.ask({ t: 'roots', rids: chunk, entries: versionsOnly(mine) })
+    const reply = await io.ask({ t: 'roots', rids: chunk, entries: mine })
     if (reply?.t !== 'rootsd') return false
     const taken = Math.min(Math.max(reply.taken, 1), chunk.length)
     rest = rest.slice(taken)

@@ -178,6 +178,8 @@ export interface ReplicaStore {
    * it, pages go through `apply`.
    */
   applyBulk?: (entries: readonly RemoteEntry[], page: BulkPage) => Promise<ApplyOutcome>
+  /** A bulk transfer is unfinished (entries of its last root held back, or its end still to build) though no copy runs: it is ended at start. */
+  bulkPending?: () => boolean
   /** The records this store holds (sent with a resync's first page); absent: not sent. */
   recordCount?: () => number
   /** Subscribes to committed changes; returns the unsubscribe function. */
@@ -189,6 +191,8 @@ export interface ReplicaStore {
   rangeRoots: (prefix: string, limit: number) => Array<{ rid: string, hash: string }>
   /** The replicated state of these roots (root tombstone, live keys, tombstones, with versions), root after root, read in one snapshot. */
   exportRoots: (rids: readonly string[]) => RemoteEntry[]
+  /** The same as `exportRoots` with every value left out (null): the roots' versions, read from their version maps alone. */
+  exportVersions: (rids: readonly string[]) => RemoteEntry[]
   /** The store's hybrid logical clock: the last value issued or observed. */
   clock: () => string
   getLocal: (key: string) => string | undefined

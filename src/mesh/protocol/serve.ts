@@ -9,7 +9,8 @@ import {
   encodeMessage, MAX_MESSAGE_BYTES, type ErrorMessage, type Message, type PullMessage, type ReconMessage, type RootsMessage, type SnapMessage
 } from '../messages.js'
 import { splitPoints } from './range-copy.js'
-import { answerRecon, answerRoots, DEFAULT_RECONCILE_LIMITS } from './reconcile.js'
+import { answerRecon, DEFAULT_RECONCILE_LIMITS } from './reconcile.js'
+import { answerRoots } from './reconcile-keys.js'
 import type { MeshOptions } from './options.js'
 import type { ReplicaStore } from './runtime.js'
 
