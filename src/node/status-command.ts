@@ -20,7 +20,8 @@ import type { FullHashStatus } from '../watcher/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
 export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'httpHost' | 'httpPort' | 'apiToken' | 'json' | 'timeoutMs'>> = [
-  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined, help: 'the node to ask (default: http://<http-host>:<http-port>, a wildcard host read as loopback)' },
+  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined,
+    help: 'the node to ask (default: http://<http-host>:<http-port>, a wildcard host read as loopback)' },
   // The same flags and variables `start` listens by, so the command that started a node finds it.
   { key: 'httpHost', env: 'META_CORE_HTTP_HOST', flag: 'http-host', aliases: ['host'], kind: { type: 'host' }, def: '127.0.0.1', help: 'the node\'s API address, when no --url is given' },
   { key: 'httpPort', env: 'META_CORE_HTTP_PORT', flag: 'http-port', aliases: ['port'], kind: { type: 'int', min: 1, max: 65535 }, def: '9000', help: 'the node\'s API port, when no --url is given' },
