@@ -20,7 +20,7 @@
  */
 import { encodeMessage } from '../../src/mesh/messages.js'
 import { encodeUuidV7, formatHlc, type RemoteEntry } from '../../src/records/index.js'
-import type { GossipMessage } from '../gossip/router.js'
+import type { GossipMessage } from '../gossip/rpc.js'
 import type { Prng } from '../../src/mesh/testing/index.js'
 import type { ScenarioContext } from './scenario.js'
 
