@@ -42,7 +42,8 @@ import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { BENCHES, extractJson, metricValue, parseEnvOption, parseMetricOption, sidesOfRound, summarise, type BenchSpec, type MetricSpec, type MetricSummary } from './lib/ab.js'
+import { BENCHES, extractJson, metricValue, parseEnvOption, parseMetricOption, sidesOfRound, summarise, type BenchSpec, type MetricSpec,
+  type MetricSummary } from './lib/ab.js'
 import { BENCH_KEEP, machineLine } from './lib/report.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
@@ -197,9 +198,11 @@ async function runBench (side: Side, bench: string, env: NodeJS.ProcessEnv, tag:
   })
 }
 
-interface RoundRecord { round: number, order: string, a: Record<string, number>, b: Record<string, number>, seconds: { a: number, b: number }, loadAverage1m: { a: number, b: number } }
+interface RoundRecord { round: number, order: string, a: Record<string, number>, b: Record<string, number>, seconds: { a: number, b: number },
+  loadAverage1m: { a: number, b: number } }
 
-async function measure (bench: string, sides: Record<'a' | 'b', Side>): Promise<{ bench: string, metrics: Record<string, MetricSummary>, rounds: RoundRecord[] }> {
+async function measure (bench: string, sides: Record<'a' | 'b', Side>): Promise<{ bench: string, metrics: Record<string, MetricSummary>,
+  rounds: RoundRecord[] }> {
   const spec: BenchSpec | undefined = BENCHES[bench]
   const metrics: MetricSpec[] = CUSTOM_METRICS.length > 0 || spec === undefined ? CUSTOM_METRICS : spec.metrics
   if (spec?.prepareEnv !== undefined) {
@@ -230,7 +233,8 @@ async function main (): Promise<void> {
     for (const side of [sides.a, sides.b]) await prepareWorktree(side)
     const results = []
     for (const bench of BENCH_NAMES) results.push(await measure(bench, sides))
-    const headlines = results.flatMap(r => Object.entries(r.metrics).filter(([, m]) => m.headline).map(([name, m]) => ({ bench: r.bench, name, ratio: m.ratio, withinTolerance: m.withinTolerance })))
+    const headlines = results.flatMap(r => Object.entries(r.metrics).filter(([, m]) => m.headline).map(([name, m]) =>
+      ({ bench: r.bench, name, ratio: m.ratio, withinTolerance: m.withinTolerance })))
     const json = {
       benchmark: 'ab',
       machine: machineLine(),

@@ -290,7 +290,8 @@ async function main (): Promise<void> {
   const md = `## API (\`npm run bench:api\`)
 
 ${machineLine()}. A node (\`src/node/main.ts\`, watcher off) in a child process serves a store of ${N.toLocaleString('en')} records
-(~20 fields, two CIDs each); ${LOADGEN} drives it with ${CONNECTIONS} connections on loopback${WRK === undefined ? ' from the parent process' : ' (one client thread)'}, after a ${WARMUP_S} s warm-up per route.
+(~20 fields, two CIDs each); ${LOADGEN} drives it with ${CONNECTIONS} connections on loopback${WRK === undefined ? ' from the parent process'
+  : ' (one client thread)'}, after a ${WARMUP_S} s warm-up per route.
 ${ROUNDS} alternating rounds of ${DURATION_S} s per route; \`/api/meta/{cid}\` asks for a random CID of the store per request.
 
 | round | route | requests/s | p50 | p90 | p99 | max | non-2xx or errors |

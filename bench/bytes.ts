@@ -92,7 +92,8 @@ async function main (): Promise<void> {
     const fd = fs.openSync(file, 'w')
     for (let i = 0; i < MIB; i++) fs.writeSync(fd, randomBytes(1024 * 1024))
     fs.closeSync(fd)
-    const reg = await json(`${a.url}/api/files/register`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: REL }) })
+    const reg = await json(`${a.url}/api/files/register`, { method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ path: REL }) })
     const cid = reg.cid as string
     await waitFor(async () => (await fetch(`${c.url}/api/meta/${cid}`)).status === 200, { timeoutMs: 30_000, what: 'C to learn the record' })
     const size = MIB * 1024 * 1024
@@ -131,7 +132,8 @@ async function main (): Promise<void> {
     const L = sum(local)
     const R = sum(remote)
     const ratio = r2(R.mbps / L.mbps)
-    const out = { mib: MIB, rounds: ROUNDS, seeksPerRound: SEEKS, seekBytes: SEEK_BYTES, local: { ...L, rounds: local }, remote: { ...R, rounds: remote }, remoteVsLocal: ratio }
+    const out = { mib: MIB, rounds: ROUNDS, seeksPerRound: SEEKS, seekBytes: SEEK_BYTES, local: { ...L, rounds: local }, remote: { ...R, rounds: remote },
+      remoteVsLocal: ratio }
     const md = [
       '## Bytes from a peer (`npm run bench:bytes`)',
       '',

@@ -76,7 +76,8 @@ async function open (name: string, renumberAt: number): Promise<Churned> {
       if (search.search(q).results.length === 0) throw new Error('a filter found nothing')
       return performance.now() - t
     })
-    return { round, span, docs, buckets: (span + (1 << SHIFT) - 1) >> SHIFT, p50Ms: Math.round(percentile(ms, 50) * 1000) / 1000, seconds: Math.round(seconds * 100) / 100 }
+    return { round, span, docs, buckets: (span + (1 << SHIFT) - 1) >> SHIFT, p50Ms: Math.round(percentile(ms, 50) * 1000) / 1000,
+      seconds: Math.round(seconds * 100) / 100 }
   }
   const variant: Variant = { name, rounds: [] }
   return {
@@ -109,6 +110,7 @@ const shown = off.rounds.filter(r => r.round % 4 === 0 || r.round === 1)
 const last = (v: Variant): Round => v.rounds[v.rounds.length - 1]
 const sum = (v: Variant): number => v.rounds.slice(1).reduce((a, r) => a + r.seconds, 0)
 
+/* eslint-disable max-len -- docs/benchmarks.md as it reads: a paragraph or table row is one line */
 report('churn', { benchmark: 'churn', machine: machineLine(), records: N, rounds: ROUNDS, bucketShift: SHIFT, variants: [off, on] }, `
 ## Churn: value probes while records are rewritten (\`npm run bench:churn\`)
 
@@ -120,3 +122,4 @@ ${shown.map(r => row(r, on.rounds[r.round])).join('\n')}
 
 After ${ROUNDS} rounds: p50 ${last(off).p50Ms} ms without renumbering, ${last(on).p50Ms} ms with it; the rounds took ${sum(off).toFixed(1)} s and ${sum(on).toFixed(1)} s in all.
 `)
+/* eslint-enable max-len */

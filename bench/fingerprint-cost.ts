@@ -30,6 +30,8 @@ function entries (hlc: string): RemoteEntry[][] {
 async function fill (keep: boolean): Promise<{ ms: number, dir: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mc-fp-'))
   const s = openNodeStore({ path: path.join(dir, 's.db'), nodeId: 'bench', backgroundCheckpoint: false })
+  // Taken off the prototype to be put back as it was, never called unbound.
+  // eslint-disable-next-line @typescript-eslint/unbound-method
   const update = Fingerprints.prototype.changed
   if (!keep) Fingerprints.prototype.changed = function () {}
   const pages = entries(formatHlc({ ms: Date.now(), counter: 0 }))

@@ -117,7 +117,8 @@ machine's speed.
 | deleted, folded (a root tombstone; the key versions it shadows dropped) | ${n(r.deletedFolded.rows)} | ${n(r.deletedFolded.bytes)} |
 | deleted with a tombstone kept per key (what folding saves) | ${n(r.deletedUnfolded.rows)} | ${n(r.deletedUnfolded.bytes)} |
 
-A deleted record costs ${share(r.deletedFolded.bytes, r.live.bytes)} of the bytes it held live, and ${share(r.deletedFolded.bytes, r.deletedUnfolded.bytes)} of what a tombstone per key
+A deleted record costs ${share(r.deletedFolded.bytes, r.live.bytes)} of the bytes it held live, and ${share(r.deletedFolded.bytes,
+  r.deletedUnfolded.bytes)} of what a tombstone per key
 would: ${n(r.deleted)} deleted records are ${n(r.deleted * r.deletedFolded.bytes / 1e6)} MB where they were ${n(r.deleted * r.live.bytes / 1e6)} MB live.`
 }
 

@@ -38,7 +38,8 @@
  * The records are generated before any clock starts, each size's before its
  * own runs (only those are held while it runs).
  * Env: BENCH_INGEST_SMALL (10000), BENCH_INGEST_LARGE (169000; 0 skips it),
- * BENCH_INGEST_WRITERS (16), BENCH_INGEST_ROUNDS (5, at the small size), BENCH_INGEST_WARMUP (1; 0 skips the warm-up round), BENCH_NO_DOC=1 (leave docs/benchmarks.md alone),
+ * BENCH_INGEST_WRITERS (16), BENCH_INGEST_ROUNDS (5, at the small size), BENCH_INGEST_WARMUP (1; 0 skips the warm-up round),
+ * BENCH_NO_DOC=1 (leave docs/benchmarks.md alone),
  * BENCH_KEEP=1 (keep the stores in .bench-tmp/ingest/; removed otherwise).
  */
 import fs from 'node:fs'
@@ -222,7 +223,8 @@ async function batchApply (n: number): Promise<Run> {
   if (s.records.countRecords() !== n) throw new Error(`expected ${n} records, store has ${s.records.countRecords()}`)
   await search.stop()
   s.close()
-  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000, ...(cpu === undefined ? {} : { cpuMs: cpu }), walPeakMiB, sizes: sizes(file) }
+  const out: Run = { records: n, fieldsPerRecord: 0, ackedPerSecond: n / (ms / 1000), recordsPerSecond: n / (ms / 1000), seconds: ms / 1000,
+    ...(cpu === undefined ? {} : { cpuMs: cpu }), walPeakMiB, sizes: sizes(file) }
   done(d)
   return out
 }
@@ -347,7 +349,8 @@ const targets = results.map(r => {
     ackP99: { targetMs: 50, valueMs: p99, met: p99 <= 50 },
     batchApply: { target: 0.6, value: round3(r.fractions.batchApply), met: r.fractions.batchApply >= 0.6 },
     // The size target is set at the library's size (169k records); a small store is mostly fixed overhead.
-    size: r.records < 100_000 ? undefined : { target: 2.5, value: round2(r.writePath.sizes.fileMiB / r.ceiling.before.fileMiB), met: r.writePath.sizes.fileMiB <= 2.5 * r.ceiling.before.fileMiB }
+    size: r.records < 100_000 ? undefined : { target: 2.5, value: round2(r.writePath.sizes.fileMiB / r.ceiling.before.fileMiB),
+      met: r.writePath.sizes.fileMiB <= 2.5 * r.ceiling.before.fileMiB }
   }
 })
 const json = { benchmark: 'ingest', machine: machineLine(), writers: WRITERS, original: { recordsPerSecond: 835 }, results, targets }
@@ -361,6 +364,7 @@ const last = results[results.length - 1]
 const names = [...new Set([...Object.keys(last.writePath.sizes.structures), ...Object.keys(last.batchApply.sizes.structures)])]
   .sort((a, b) => (last.writePath.sizes.structures[b] ?? 0) - (last.writePath.sizes.structures[a] ?? 0))
 const small = results[0]
+/* eslint-disable max-len -- docs/benchmarks.md as it reads: a paragraph or table row is one line */
 const md = `
 ## Ingest (\`npm run bench:ingest\`)
 
@@ -390,4 +394,5 @@ ${names.map(n => `| ${n} | ${(last.writePath.sizes.structures[n] ?? 0).toFixed(1
 | **store and index files** | **${last.writePath.sizes.fileMiB.toFixed(1)}** | **${last.batchApply.sizes.fileMiB.toFixed(1)}** |
 | bare kv table, same \`file:\` and \`cid:\` rows | ${last.ceiling.before.fileMiB.toFixed(1)} | |
 `
+/* eslint-enable max-len */
 report('ingest', json, md)

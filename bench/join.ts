@@ -100,7 +100,10 @@ interface JoinResult {
   resyncs: number
   /** Figures sampled while the join ran: records on B over time. */
   samples: Array<{ s: number, records: number }>
-  /** CPU (ms) from B's start until it was ready: B's threads (its main thread, the others: search's index writer, the checkpointer, V8's helpers), and the serving peer A's. */
+  /**
+   * CPU (ms) from B's start until it was ready: B's threads (its main thread, the others: search's index writer, the checkpointer,
+   * V8's helpers), and the serving peer A's.
+   */
   cpu: { b: ThreadsCpu, a: ThreadsCpu }
   searchWhileJoining: { answered: number, failed: number }
   joinStatus?: unknown
@@ -131,11 +134,14 @@ async function join (peer: HostReady, peerPid: number, key: string, dir: string,
       return p !== undefined && !p.resyncing && p.cursor === peer.head
     }, { timeoutMs: Math.max(1, deadline - performance.now()), what: 'B to pull A\'s head', intervalMs: 20 })
     // The digest reads the whole store: asked once the head is reached (and again while it differs).
-    await waitFor(() => b.mesh.digest().digest === peer.digest, { timeoutMs: Math.max(1, deadline - performance.now()), what: 'B\'s digest to equal A\'s', intervalMs: 500 })
+    await waitFor(() => b.mesh.digest().digest === peer.digest, { timeoutMs: Math.max(1, deadline - performance.now()), what: 'B\'s digest to equal A\'s',
+      intervalMs: 500 })
     digestSeconds = elapsed()
     log(`digest equal after ${digestSeconds.toFixed(1)} s`)
     let timer: NodeJS.Timeout | undefined
-    await Promise.race([b.search.whenIdle(), new Promise((resolve, reject) => { timer = setTimeout(() => { reject(new Error('search not idle by the deadline')) }, Math.max(1, deadline - performance.now())) })])
+    await Promise.race([b.search.whenIdle(),
+      new Promise((resolve, reject) => { timer = setTimeout(() => { reject(new Error('search not idle by the deadline')) },
+        Math.max(1, deadline - performance.now())) })])
       .finally(() => { clearTimeout(timer) })
     const last = syntheticRecord(N - 1)
     const byId = b.search.search({ filters: [{ property: 'imdbid', values: [last.fields.imdbid], exact: true }] })
@@ -190,7 +196,8 @@ async function fresh (a: NodeProc, key: string, dir: string): Promise<Record<str
     rawFileBytes: raw.fileBytes,
     rawVersionBytes: raw.verBytes,
     join: j,
-    pagePath: base === undefined ? null : { ...base, recordsPerSecond: base.seconds === null ? null : Math.round(N / base.seconds), fractionOfCeiling: base.seconds === null ? null : r3(N / base.seconds / ceilingRate) },
+    pagePath: base === undefined ? null : { ...base, recordsPerSecond: base.seconds === null ? null : Math.round(N / base.seconds),
+      fractionOfCeiling: base.seconds === null ? null : r3(N / base.seconds / ceilingRate) },
     speedup: base?.seconds == null || j.seconds === null ? null : r2(base.seconds / j.seconds),
     recordsPerSecond: rate === null ? null : Math.round(rate),
     digestRecordsPerSecond: digestRate === null ? null : Math.round(digestRate),
@@ -265,7 +272,8 @@ async function main (): Promise<void> {
       }
       if (ONLY.includes('digest')) {
         const p = await pair.startP()
-        out.digest = await digestFigures(p, { requests: env('JOIN_DIGEST_REQUESTS', 2000), loadSeconds: env('JOIN_DIGEST_LOAD_S', 10), writeRate: env('JOIN_DIGEST_WRITE_RATE', 100), firstRecord: N + 2_000_000 })
+        out.digest = await digestFigures(p, { requests: env('JOIN_DIGEST_REQUESTS', 2000), loadSeconds: env('JOIN_DIGEST_LOAD_S', 10),
+          writeRate: env('JOIN_DIGEST_WRITE_RATE', 100), firstRecord: N + 2_000_000 })
         log(`digest: ${JSON.stringify(out.digest)}`)
         await pair.stop()
       }
@@ -273,7 +281,8 @@ async function main (): Promise<void> {
         const retention = process.env.JOIN_BUSY_RETENTION === undefined ? undefined : Number(process.env.JOIN_BUSY_RETENTION)
         const p = await pair.startP(retention === undefined ? {} : { streamRetention: retention, trimEvery: Math.max(1, Math.round(retention / 5)) })
         const idle = out.join?.digestSeconds == null ? null : { seconds: out.join.digestSeconds as number, records: N }
-        const b = await busyJoin(p, { dir, swarmKey: peerKey, existing: pair.unchanged(), writeRate: env('JOIN_BUSY_RATE', 100), firstRecord: N + 5_000_000, afterSeconds: env('JOIN_BUSY_AFTER_S', 10), timeoutS: TIMEOUT_S, idle, log })
+        const b = await busyJoin(p, { dir, swarmKey: peerKey, existing: pair.unchanged(), writeRate: env('JOIN_BUSY_RATE', 100), firstRecord: N + 5_000_000,
+          afterSeconds: env('JOIN_BUSY_AFTER_S', 10), timeoutS: TIMEOUT_S, idle, log })
         out.busy = { ...b, retention: retention === undefined ? 'the default (100,000 entries)' : `${retention} entries` }
         log(`busy: ${JSON.stringify({ ...out.busy, samples: undefined })}`)
         await pair.stop()
@@ -284,7 +293,8 @@ async function main (): Promise<void> {
   }
   if (ONLY.includes('sustained')) {
     const rates = (process.env.JOIN_SUSTAINED_RATES ?? '250,500,1000,2000,3000').split(',').map(Number)
-    out.sustained = await sustained({ dir: path.join(dir, 'sustained'), rates, stepSeconds: env('JOIN_SUSTAINED_STEP_S', 20), drainSeconds: env('JOIN_SUSTAINED_DRAIN_S', 15), soloRecords: env('JOIN_SUSTAINED_SOLO', 10_000), allSteps: process.env.JOIN_SUSTAINED_ALL === '1', log })
+    out.sustained = await sustained({ dir: path.join(dir, 'sustained'), rates, stepSeconds: env('JOIN_SUSTAINED_STEP_S', 20),
+      drainSeconds: env('JOIN_SUSTAINED_DRAIN_S', 15), soloRecords: env('JOIN_SUSTAINED_SOLO', 10_000), allSteps: process.env.JOIN_SUSTAINED_ALL === '1', log })
   }
   fs.rmSync(dir, { recursive: true, force: true })
   out.loadAverage = { before: r2(loadBefore), after: r2(os.loadavg()[0]) }

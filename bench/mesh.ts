@@ -56,7 +56,8 @@ function fresh (): string {
 }
 
 /** Sums of what the cores counted, over all nodes. */
-function traffic (nodes: RunningNode[]): { framesOut: number, framesIn: number, frameBytesIn: number, pulls: number, pullBytes: number, requestsServed: number } {
+function traffic (nodes: RunningNode[]): { framesOut: number, framesIn: number, frameBytesIn: number, pulls: number, pullBytes: number,
+  requestsServed: number } {
   let framesOut = 0
   let framesIn = 0
   let frameBytesIn = 0
@@ -107,7 +108,8 @@ async function live (): Promise<Record<string, unknown>> {
     targets.push(r.cid)
     await nodes[i % NODES].store.records.mergeFlat(r.cid, r.fields)
   }
-  await waitFor(() => nodes.every(n => n.store.records.countRecords() === targets.length), { timeoutMs: 60_000, what: 'the seed records everywhere', intervalMs: 100 })
+  await waitFor(() => nodes.every(n => n.store.records.countRecords() === targets.length),
+    { timeoutMs: 60_000, what: 'the seed records everywhere', intervalMs: 100 })
   await new Promise(resolve => setTimeout(resolve, 2_000)) // gossipsub meshes settle (heartbeats)
 
   const started = new Map<number, number>()
@@ -144,7 +146,8 @@ async function live (): Promise<Record<string, unknown>> {
     }
     const writeSeconds = (performance.now() - t0) / 1000
     const all = (): number => { let n = 0; for (let w = first; w < first + total; w++) if (done.has(w)) n++; return n }
-    await waitFor(() => all() + failed >= total, { timeoutMs: 60_000, what: 'every write on every node', intervalMs: 50 }).catch((err: unknown) => { log(String(err)) })
+    await waitFor(() => all() + failed >= total, { timeoutMs: 60_000, what: 'every write on every node',
+      intervalMs: 50 }).catch((err: unknown) => { log(String(err)) })
     const cpu = process.cpuUsage(cpu0)
     const after = traffic(nodes)
     const lat: number[] = []
@@ -184,7 +187,8 @@ async function live (): Promise<Record<string, unknown>> {
 // ---------------------------------------------------------------- 2 and 3. catch-up
 
 /** Starts a node that bootstraps to `peer` and times it until it has pulled `peer`'s head. */
-async function catchUpFrom (peer: RunningNode, dir: string, key: string): Promise<{ node: RunningNode, seconds: number, bytes: number, pages: number, resyncs: number }> {
+async function catchUpFrom (peer: RunningNode, dir: string, key: string): Promise<{ node: RunningNode, seconds: number, bytes: number, pages: number,
+  resyncs: number }> {
   const head = peer.store.kv.streamHead('meta:events')
   const t0 = performance.now()
   const node = await startMeshNode({ dir, swarmKey: key, bootstrap: [p2pAddr(peer)], antiEntropyMs: 60_000 })
@@ -261,7 +265,8 @@ async function catchUp (): Promise<Record<string, unknown>> {
       ratioToRaw: r3(first.bytes / raw.fileBytes),
       ratioToRawWithVersions: r3(first.bytes / (raw.fileBytes + raw.verBytes))
     },
-    returning: { missedWrites: MISSED, seconds: r2(second.seconds), bytes: second.bytes, pages: second.pages, resyncs: second.resyncs, bytesPerWrite: r2(second.bytes / MISSED), changedKeys: changed.size, rawChangedBytes: missedBytes, ratioToChanged: r3(second.bytes / missedBytes) }
+    returning: { missedWrites: MISSED, seconds: r2(second.seconds), bytes: second.bytes, pages: second.pages, resyncs: second.resyncs,
+      bytesPerWrite: r2(second.bytes / MISSED), changedKeys: changed.size, rawChangedBytes: missedBytes, ratioToChanged: r3(second.bytes / missedBytes) }
   }
 }
 

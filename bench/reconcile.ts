@@ -40,12 +40,14 @@ async function run (a: { r: RecordReplica }, b: { r: RecordReplica }): Promise<R
       let reply: Uint8Array
       if (got.t === 'recon') reply = serveRecon(b.r, got, 0)
       else if (got.t === 'roots') reply = serveRoots(b.r, got, 0)
-      else if (got.t === 'give') { await b.r.apply(got.entries); reply = encodeMessage({ t: 'taken', applied: got.entries.length }) } else throw new Error(got.t)
+      else if (got.t === 'give') { await b.r.apply(got.entries); reply = encodeMessage({ t: 'taken',
+        applied: got.entries.length }) } else throw new Error(got.t)
       w.bytesIn += reply.length
       return decodeMessage(reply)
     }
   })
-  return { ms: Math.round(performance.now() - t0), ...w, roots: o?.roots ?? -1, keysIn: o?.keysIn ?? -1, keysOut: o?.keysOut ?? -1, equalDigests: a.r.digest().digest === b.r.digest().digest ? 1 : 0 }
+  return { ms: Math.round(performance.now() - t0), ...w, roots: o?.roots ?? -1, keysIn: o?.keysIn ?? -1, keysOut: o?.keysOut ?? -1,
+    equalDigests: a.r.digest().digest === b.r.digest().digest ? 1 : 0 }
 }
 
 const a = open('nodeA')
@@ -69,7 +71,8 @@ const equal = await run(a, b)
 const changed = Math.round(N / 100)
 for (let i = 0; i < changed; i++) {
   const side = i % 2 === 0 ? a : b
-  await side.s.records.applyRemote([{ key: `file:${rids[(i * 7919) % N]}/f0`, value: `changed ${i}`, hlc: side.s.records.hlc.now(), origin: side === a ? 'nodeA' : 'nodeB' }])
+  await side.s.records.applyRemote([{ key: `file:${rids[(i * 7919) % N]}/f0`, value: `changed ${i}`, hlc: side.s.records.hlc.now(),
+    origin: side === a ? 'nodeA' : 'nodeB' }])
 }
 const onePercent = await run(a, b)
 const c = open('nodeC')

@@ -80,7 +80,8 @@ async function main (): Promise<void> {
     const pids = new Map<Host, number>()
     const start = async (host: Host, extra: string[]): Promise<void> => {
       const cli = net.run(host, [BIN, '--db-path', path.join(tmp, host, 'db', 'meta-core.db'), '--files-path', path.join(tmp, host, 'files'),
-        '--http-port', '9000', '--p2p-listen', '/ip4/0.0.0.0/tcp/4001', '--enable-file-watcher=false', '--swarm-key', key, '--node-name', host, '--log-level', 'warn', ...extra])
+        '--http-port', '9000', '--p2p-listen', '/ip4/0.0.0.0/tcp/4001', '--enable-file-watcher=false', '--swarm-key', key, '--node-name', host, '--log-level',
+          'warn', ...extra])
       await listeningUrl(cli)
       socks.set(host, await net.forward(host, 9000))
       pids.set(host, cli.child.pid!)

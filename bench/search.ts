@@ -420,6 +420,7 @@ async function main (): Promise<void> {
     speedupVsScanP50: { single: ratio('single'), text: ratio('text'), both: ratio('both') },
     servers: runs
   }
+  /* eslint-disable max-len -- docs/benchmarks.md as it reads: a paragraph or table row is one line */
   const md = `## search (\`npm run bench:search\`)
 
 ${machineLine()}. ${records.toLocaleString('en')} synthetic records (about 35 fields each, a tmdbid on ~92%), store and index files ${dbMiB} MiB.
@@ -441,6 +442,7 @@ Each server is started twice, and the second start is the one measured against t
 
 The original's Redis era used about 6.6 GB for 169k records.
 ${build.cached ? 'Store reused from .bench-tmp/.' : `Store built in ${Math.round(build.ms / 1000)} s (${rate} records/s through the record write path, search attached).`}`
+  /* eslint-enable max-len */
   report('search', json, md)
   removeUnlessKept(...FILES.map(ext => dbPath + ext))
 }

@@ -151,7 +151,8 @@ async function ceiling (info: TreeInfo): Promise<Measure> {
 }
 
 /** The background full hash after a scan: what it read in its window, and how fast. */
-interface FullHashMeasure { seconds: number, files: number, bytes: number, mbPerSecond: number, filesPerSecond: number, readMbPerSecond: number, complete: boolean }
+interface FullHashMeasure { seconds: number, files: number, bytes: number, mbPerSecond: number, filesPerSecond: number, readMbPerSecond: number,
+  complete: boolean }
 
 /**
  * createWatcher's initial scan into an empty store, until every record and
@@ -230,7 +231,8 @@ function round (x: number, d: number): number {
 }
 
 type Real = Awaited<ReturnType<typeof real>>
-interface Round { order: string, ceiling: Measure, real: Measure, withFullHash: Real, ratio: number, cpuRatio: number, fullHashRatio: number, fullHashCpuRatio: number }
+interface Round { order: string, ceiling: Measure, real: Measure, withFullHash: Real, ratio: number, cpuRatio: number, fullHashRatio: number,
+  fullHashCpuRatio: number }
 
 async function main (): Promise<void> {
   const info = generate()

@@ -45,7 +45,8 @@ export type Op =
   | { kind: 'write', id: number, at: number, addr: string | undefined, fields: Record<string, string>, newCid?: string }
   | { kind: 'read', at: number }
 
-const WORDS = ['amber', 'basalt', 'cedar', 'delta', 'ember', 'fjord', 'grove', 'harbor', 'island', 'juniper', 'kestrel', 'lumen', 'meadow', 'nectar', 'onyx', 'prairie']
+const WORDS = ['amber', 'basalt', 'cedar', 'delta', 'ember', 'fjord', 'grove', 'harbor', 'island', 'juniper', 'kestrel', 'lumen', 'meadow', 'nectar', 'onyx',
+  'prairie']
 
 /** A raw-codec sha2-256 CID of 32 seeded random bytes: a valid address nobody has seen. */
 export function randomCid (rng: Prng): string {

@@ -11,33 +11,42 @@
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { build } from 'esbuild'
+import { build, type BuildOptions } from 'esbuild'
 
 export const UI_DIR = path.dirname(fileURLToPath(import.meta.url))
 export const DIST_DIR = path.join(UI_DIR, 'dist')
 
+/** How the page is bundled. */
+const OPTIONS = {
+  absWorkingDir: UI_DIR,
+  entryPoints: { app: 'src/main.tsx' },
+  bundle: true,
+  format: 'esm',
+  // Evergreen browsers on phones and desktops; nothing older needs serving.
+  target: ['es2022', 'chrome109', 'firefox115', 'safari16'],
+  minify: true,
+  legalComments: 'none',
+  jsx: 'automatic',
+  jsxImportSource: 'preact',
+  charset: 'utf8',
+  outdir: 'dist',
+  write: false,
+  logLevel: 'silent'
+} satisfies BuildOptions
+
 /** The files of ui/dist, by name. */
 export async function buildUi (): Promise<Map<string, Buffer>> {
-  const r = await build({
-    absWorkingDir: UI_DIR,
-    entryPoints: { app: 'src/main.tsx' },
-    bundle: true,
-    format: 'esm',
-    // Evergreen browsers on phones and desktops; nothing older needs serving.
-    target: ['es2022', 'chrome109', 'firefox115', 'safari16'],
-    minify: true,
-    legalComments: 'none',
-    jsx: 'automatic',
-    jsxImportSource: 'preact',
-    charset: 'utf8',
-    outdir: 'dist',
-    write: false,
-    logLevel: 'silent'
-  })
+  const r = await build(OPTIONS)
   const out = new Map<string, Buffer>()
   for (const f of r.outputFiles) out.set(path.basename(f.path), Buffer.from(f.contents))
   out.set('index.html', fs.readFileSync(path.join(UI_DIR, 'index.html')))
   return out
+}
+
+/** The source files the bundle is made of (paths relative to ui/): what the page ships. */
+export async function bundleInputs (): Promise<string[]> {
+  const r = await build({ ...OPTIONS, metafile: true })
+  return Object.keys(r.metafile.inputs)
 }
 
 async function main (): Promise<void> {

@@ -48,7 +48,8 @@ export async function busyJoin (p: NodeProc, o: BusyOptions): Promise<Record<str
   let caughtUpRecords = 0
   const sample = async (): Promise<Sample> => {
     const v = j.mesh.status().peers.find(x => x.peerId === p.peerId)
-    const s = { s: r2(elapsed()), records: j.store.records.countRecords(), peerRecords: (await p.status()).records, lagMs: v?.lagMs ?? -1, resyncing: v?.resyncing ?? true, behind: v?.behind ?? true }
+    const s = { s: r2(elapsed()), records: j.store.records.countRecords(), peerRecords: (await p.status()).records, lagMs: v?.lagMs ?? -1,
+      resyncing: v?.resyncing ?? true, behind: v?.behind ?? true }
     samples.push(s)
     return s
   }
@@ -94,7 +95,8 @@ export async function busyJoin (p: NodeProc, o: BusyOptions): Promise<Record<str
     caughtUpRecords,
     budgetSeconds: budget,
     settleSecondsAfterWritesStopped: settled === null ? null : r2(settled),
-    afterCatchUp: { seconds: o.afterSeconds, maxRecordsBehind: maxBehind, maxLagMs: after.length === 0 ? null : Math.max(...after.map(s => s.lagMs)), boundRecords: bound },
+    afterCatchUp: { seconds: o.afterSeconds, maxRecordsBehind: maxBehind, maxLagMs: after.length === 0 ? null : Math.max(...after.map(s => s.lagMs)),
+      boundRecords: bound },
     resyncs: v?.resyncs ?? null,
     reconciles: v?.reconciles ?? null,
     reconcilesEqual: v?.reconcilesEqual ?? null,
@@ -118,10 +120,12 @@ export async function busyJoin (p: NodeProc, o: BusyOptions): Promise<Record<str
  * holds it and the query does not find it), and the total of a query for
  * every record beside J's count of records.
  */
-function searchCheck (j: RunningNode, first: number, written: number, existing: number[]): { asked: number, notHeld: number, missing: number, missingSample: number[], total: number, records: number } {
+function searchCheck (j: RunningNode, first: number, written: number, existing: number[]): { asked: number, notHeld: number, missing: number,
+  missingSample: number[], total: number, records: number } {
   const pick = (xs: number[], k: number): number[] => xs.length <= k ? xs : Array.from({ length: k }, (_, i) => xs[Math.floor(i * xs.length / k)])
   const ask = [...pick(existing, 100), ...pick(Array.from({ length: written }, (_, i) => first + i), 100)]
   const held = ask.filter(i => j.store.records.resolveRoot(syntheticRecord(i).cid) !== undefined)
   const missing = held.filter(i => j.search.search({ filters: [{ property: 'imdbid', values: [syntheticRecord(i).fields.imdbid], exact: true }] }).total !== 1)
-  return { asked: ask.length, notHeld: ask.length - held.length, missing: missing.length, missingSample: missing.slice(0, 10), total: j.search.search({ limit: 1 }).total, records: j.store.records.countRecords() }
+  return { asked: ask.length, notHeld: ask.length - held.length, missing: missing.length, missingSample: missing.slice(0, 10),
+    total: j.search.search({ limit: 1 }).total, records: j.store.records.countRecords() }
 }

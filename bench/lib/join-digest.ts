@@ -41,7 +41,8 @@ async function alternate (base: string, paths: string[], count: number): Promise
 }
 
 /** Requests to `path` every `everyMs` for `seconds` while the node writes; the node's event-loop figures over that window. */
-async function underLoad (node: NodeProc, path: string, o: DigestOptions, first: number): Promise<{ latency: Latency, loop: { maxMs: number, p99Ms: number, meanMs: number }, writes: unknown }> {
+async function underLoad (node: NodeProc, path: string, o: DigestOptions, first: number): Promise<{ latency: Latency,
+  loop: { maxMs: number, p99Ms: number, meanMs: number }, writes: unknown }> {
   await node.call('loopStart', { resolutionMs: 5 })
   await node.call('writer', { rate: o.writeRate, first })
   const lat: number[] = []

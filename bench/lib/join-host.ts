@@ -140,7 +140,8 @@ class Writer {
     this.stoppedAt = wallNow()
     const seconds = (performance.now() - this.t0) / 1000
     await waitFor(() => this.inFlight === 0, { timeoutMs: 120_000, what: 'the writer\'s writes to commit', intervalMs: 20 })
-    return { issued: this.issued, written: this.written, failed: this.failed, seconds, maxInFlight: this.maxInFlight, startedAt: this.startedAt, stoppedAt: this.stoppedAt }
+    return { issued: this.issued, written: this.written, failed: this.failed, seconds, maxInFlight: this.maxInFlight, startedAt: this.startedAt,
+      stoppedAt: this.stoppedAt }
   }
 }
 
@@ -191,7 +192,8 @@ async function build (spec: HostSpec, n: number): Promise<void> {
 
 async function hostMain (spec: HostSpec): Promise<void> {
   if (spec.build !== undefined) await build(spec, spec.build)
-  const logger = spec.logLevel === 'silent' ? silentLogger : createLogger({ level: spec.logLevel ?? 'warn', write: l => { process.stderr.write(`${spec.label}: ${l}\n`) } })
+  const logger = spec.logLevel === 'silent' ? silentLogger : createLogger({ level: spec.logLevel ?? 'warn',
+    write: l => { process.stderr.write(`${spec.label}: ${l}\n`) } })
   const startAt = wallNow()
   const node = await startMeshNode({
     dir: spec.dir,
@@ -212,7 +214,8 @@ async function hostMain (spec: HostSpec): Promise<void> {
       if (connectedAt === null && node.mesh.status().peers.some(p => p.connected)) connectedAt = wallNow()
       if (node.mesh.digest().digest === spec.waitDigest) digestEqualAt = wallNow()
       return digestEqualAt !== null
-    }, { timeoutMs: 600_000, what: 'the digest to equal the peer\'s', intervalMs: 5 }).catch((err: unknown) => { process.stderr.write(`${spec.label}: ${String(err)}\n`) })
+    }, { timeoutMs: 600_000, what: 'the digest to equal the peer\'s',
+      intervalMs: 5 }).catch((err: unknown) => { process.stderr.write(`${spec.label}: ${String(err)}\n`) })
   }
   let searchIdleAt: number | null = null
   if (spec.waitSearch !== false) {
@@ -247,7 +250,8 @@ async function hostMain (spec: HostSpec): Promise<void> {
   const commands: Record<string, (a: any) => unknown> = {
     status: (): HostStatus => {
       const dd = node.mesh.digest()
-      return { records: node.store.records.countRecords(), digest: dd.digest, keys: dd.keys, head: node.store.kv.streamHead('meta:events') ?? null, peers: peerFigures(node), bytesOut: node.mesh.status().self.bytesOut }
+      return { records: node.store.records.countRecords(), digest: dd.digest, keys: dd.keys, head: node.store.kv.streamHead('meta:events') ?? null,
+        peers: peerFigures(node), bytesOut: node.mesh.status().self.bytesOut }
     },
     digest: () => node.mesh.digest(),
     /** The replicated range's raw size (raw-range.ts). */

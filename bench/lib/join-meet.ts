@@ -189,7 +189,8 @@ export class MeetPair {
       if (first === null && (MeetPair.settled(q) || MeetPair.settled(p))) first = now
       if (MeetPair.settled(q) && MeetPair.settled(p)) { both = now; traffic = await this.traffic() }
       return both !== null
-    }, { timeoutMs: this.o.timeoutS * 1000, what: 'both sides to confirm the ranges equal', intervalMs: 10 }).catch((err: unknown) => { this.o.log(String(err)) })
+    }, { timeoutMs: this.o.timeoutS * 1000, what: 'both sides to confirm the ranges equal',
+      intervalMs: 10 }).catch((err: unknown) => { this.o.log(String(err)) })
     const { q, p } = await this.views()
     const [sq, sp] = await Promise.all([this.q!.status(), this.p!.status()])
     await this.stop()
@@ -234,7 +235,8 @@ export class MeetPair {
       return true
     }, { timeoutMs: this.o.timeoutS * 1000, what: 'P\'s and Q\'s digests to be equal', intervalMs: 10 }).catch((err: unknown) => { this.o.log(String(err)) })
     // The rounds end just after the digests come out equal: their counters then.
-    await waitFor(async () => { const { q, p } = await this.views(); return MeetPair.settled(q) && MeetPair.settled(p) }, { timeoutMs: 30_000, what: 'the reconciliation rounds to end', intervalMs: 20 })
+    await waitFor(async () => { const { q, p } = await this.views(); return MeetPair.settled(q) && MeetPair.settled(p) },
+      { timeoutMs: 30_000, what: 'the reconciliation rounds to end', intervalMs: 20 })
       .catch((err: unknown) => { this.o.log(String(err)) })
     const end = await this.traffic()
     const { q, p } = await this.views()
@@ -245,7 +247,8 @@ export class MeetPair {
     return {
       records: { q: before[0].records, p: before[1].records, after: after.records },
       changedRecords: plan.records,
-      plan: Object.fromEntries(Object.entries({ P: plan.a, Q: plan.b }).map(([k, s]) => [k, Object.fromEntries(Object.entries(s).map(([kind, xs]) => [kind, xs.length]))])),
+      plan: Object.fromEntries(Object.entries({ P: plan.a, Q: plan.b }).map(([k, s]) => [k,
+        Object.fromEntries(Object.entries(s).map(([kind, xs]) => [kind, xs.length]))])),
       seconds,
       traffic,
       trafficAtRoundEnd: end,
@@ -296,7 +299,8 @@ export class MeetPair {
   private async level (): Promise<void> {
     if (!this.copied) this.copy()
     await this.meet()
-    await waitFor(async () => { const { q, p } = await this.views(); return MeetPair.settled(q) && MeetPair.settled(p) }, { timeoutMs: this.o.timeoutS * 1000, what: 'P and Q to level', intervalMs: 20 })
+    await waitFor(async () => { const { q, p } = await this.views(); return MeetPair.settled(q) && MeetPair.settled(p) },
+      { timeoutMs: this.o.timeoutS * 1000, what: 'P and Q to level', intervalMs: 20 })
     await this.stop()
     this.met = true
   }

@@ -33,7 +33,8 @@ export class NodeProc {
   static async start (spec: HostSpec): Promise<NodeProc> {
     if (spec.logLevel === undefined && process.env.JOIN_NODE_LOG !== undefined) spec = { ...spec, logLevel: process.env.JOIN_NODE_LOG as LogLevel }
     const extra = (process.env.JOIN_PEER_NODE_ARGS ?? '').split(' ').filter(a => a !== '')
-    const child = spawn(process.execPath, [...extra, '--import', 'tsx', HOST, JSON.stringify(spec)], { cwd: ROOT, env: { ...process.env }, stdio: ['pipe', 'pipe', 'inherit'] })
+    const child = spawn(process.execPath, [...extra, '--import', 'tsx', HOST, JSON.stringify(spec)],
+      { cwd: ROOT, env: { ...process.env }, stdio: ['pipe', 'pipe', 'inherit'] })
     const rl = readline.createInterface({ input: child.stdout })
     let proc: NodeProc | undefined
     return await new Promise<NodeProc>((resolve, reject) => {

@@ -69,7 +69,8 @@ async function step (nodes: NodeProc[], rate: number, index: number, o: Sustaine
     await sleep(Math.min(1000, until - performance.now()))
     await collect()
   }
-  const stops = await Promise.all(nodes.map(async n => await n.call<{ issuedAt: Array<[number, number]>, failed: number, startedAt: number, stoppedAt: number }>('writerStop')))
+  const stops = await Promise.all(nodes.map(async n => await n.call<{ issuedAt: Array<[number, number]>, failed: number, startedAt: number,
+    stoppedAt: number }>('writerStop')))
   // The writing window: from the first writer's start to the last one's stop, as the writers' processes saw them.
   const start = Math.min(...stops.map(s => s.startedAt))
   const end = Math.max(...stops.map(s => s.stoppedAt))
@@ -92,7 +93,8 @@ export async function sustained (o: SustainedOptions): Promise<Record<string, un
   const steps: Array<StepResult & { cpuShare: number[] }> = []
   try {
     for (let k = 0; k < NODES; k++) {
-      nodes.push(await NodeProc.start({ label: `S${k}`, dir: path.join(o.dir, `s${k}`), swarmKey: key, bootstrap: nodes.map(n => n.ready.addr), antiEntropyMs: 15_000 }))
+      nodes.push(await NodeProc.start({ label: `S${k}`, dir: path.join(o.dir, `s${k}`), swarmKey: key, bootstrap: nodes.map(n => n.ready.addr),
+        antiEntropyMs: 15_000 }))
     }
     await waitFor(async () => (await Promise.all(nodes.map(async n => (await n.status()).peers.filter(p => p.connected).length))).every(c => c >= NODES - 1),
       { timeoutMs: 30_000, what: 'the three nodes connected to each other', intervalMs: 100 })

@@ -6,7 +6,8 @@
 import { createHash } from 'node:crypto'
 import { encodeCidV1, midhashCidFromDigest } from '../../src/cid/index.js'
 
-const WORDS = ['the', 'night', 'river', 'last', 'city', 'shadow', 'garden', 'winter', 'empire', 'stone', 'blue', 'silent', 'house', 'road', 'star', 'ghost', 'king', 'dream', 'fire', 'island']
+const WORDS = ['the', 'night', 'river', 'last', 'city', 'shadow', 'garden', 'winter', 'empire', 'stone', 'blue', 'silent', 'house', 'road', 'star', 'ghost',
+  'king', 'dream', 'fire', 'island']
 const GENRES = ['Drama', 'Comedy', 'Action', 'Thriller', 'Documentary', 'Animation', 'Horror', 'Romance', 'Science Fiction', 'Family']
 const CODECS = ['h264', 'hevc', 'av1', 'vp9']
 const LANGS = ['eng', 'fre', 'ger', 'spa', 'jpn', 'ita']

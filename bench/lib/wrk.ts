@@ -8,7 +8,8 @@ import { spawn, spawnSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
 
-export interface LoadFigures { requestsPerSecond: number, p50Ms: number, p90Ms: number, p99Ms: number, maxMs: number, total: number, non2xx: number, errors: number }
+export interface LoadFigures { requestsPerSecond: number, p50Ms: number, p90Ms: number, p99Ms: number, maxMs: number, total: number, non2xx: number,
+  errors: number }
 
 /** wrk's version line, or undefined when wrk is not on PATH. */
 export function wrkVersion (): string | undefined {

@@ -8,7 +8,7 @@
  * Message ids are numbers here (one per published message of the run); the
  * wire still carries 46-byte ids (wire-size.ts).
  */
-import type { GossipMessage } from './router.js'
+import type { GossipMessage } from './rpc.js'
 
 interface CacheEntry {
   msg: GossipMessage

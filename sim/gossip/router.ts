@@ -26,42 +26,15 @@
  * peers, floodsub fallback, fanout (every node is subscribed to its mesh's
  * topic), IWANT promise tracking (it only feeds the score).
  *
- * Every RPC is one network message; its size is its protobuf encoding plus
- * stream framing (wire-size.ts).
+ * Every RPC is one network message (rpc.ts); its size is its protobuf encoding
+ * plus stream framing (wire-size.ts).
  */
 import type { Cancel, Prng } from '../../src/mesh/testing/index.js'
 import { MessageCache, SeenCache } from './caches.js'
 import type { GossipConfig } from './config.js'
 import { chooseGossip, maintainMeshes } from './heartbeat.js'
-import { framedBytes, messageBytes, rpcBytes, type RpcShape } from './wire-size.js'
-
-export type Verdict = 'accept' | 'reject' | 'ignore'
-
-export interface GossipMessage {
-  /** Unique in the run (the real id is `from` ‖ seqno). */
-  readonly id: number
-  /** Index of the signing node (StrictSign: relays cannot change it). */
-  readonly from: number
-  readonly topic: string
-  readonly data: Uint8Array
-  /** Encoded size of the message inside an RPC. */
-  readonly encodedBytes: number
-  /** Virtual time of publication (for the metrics). */
-  readonly publishedAt: number
-}
-
-export interface Rpc {
-  subscriptions?: string[]
-  messages?: GossipMessage[]
-  ihave?: Array<{ topic: string, ids: number[] }>
-  iwant?: number[]
-  graft?: string[]
-  prune?: string[]
-  idontwant?: number[]
-}
-
-/** Network message kinds, for the per-kind counts in the report. */
-export type RpcKind = 'publish' | 'forward' | 'iwant-reply' | 'ihave' | 'iwant' | 'idontwant' | 'graft' | 'prune' | 'subscribe'
+import { rpcSize, type GossipMessage, type Rpc, type RpcKind, type Verdict } from './rpc.js'
+import { messageBytes } from './wire-size.js'
 
 interface RouterHost {
   readonly index: number
@@ -420,18 +393,6 @@ export class GossipRouter {
       rpc = { ...rpc, ihave: gossip }
       this.pendingGossip.delete(to)
     }
-    return this.host.transmit(to, rpc, kind, framedBytes(rpcBytes(shapeOf(rpc))))
+    return this.host.transmit(to, rpc, kind, rpcSize(rpc))
   }
-}
-
-function shapeOf (rpc: Rpc): RpcShape {
-  const s: RpcShape = {}
-  if (rpc.subscriptions !== undefined) s.subscriptions = rpc.subscriptions
-  if (rpc.messages !== undefined) s.messages = rpc.messages.map(m => m.encodedBytes)
-  if (rpc.ihave !== undefined) s.ihave = rpc.ihave.map(h => ({ topic: h.topic, ids: h.ids.length }))
-  if (rpc.iwant !== undefined) s.iwant = rpc.iwant.length
-  if (rpc.graft !== undefined) s.graft = rpc.graft
-  if (rpc.prune !== undefined) s.prune = rpc.prune
-  if (rpc.idontwant !== undefined) s.idontwant = rpc.idontwant.length
-  return s
 }

@@ -11,7 +11,7 @@
  * Nothing here reads the wall clock: the collector is part of the
  * deterministic run.
  */
-import type { GossipMessage, Verdict } from '../gossip/router.js'
+import type { GossipMessage, Verdict } from '../gossip/rpc.js'
 import type { NetStats } from '../net/network.js'
 import type { RouterStats } from '../gossip/router.js'
 

@@ -45,7 +45,10 @@ export interface RunSummary {
    * latencyMs when the run has no partitions.
    */
   latencyMsUnpartitioned: Summary
-  /** Stable latency in bins of equal width on a log scale (10 per decade, more when the latencies span little of one: stats.ts logHistogram): `lower` is the first bin's lower edge, `edges` each bin's upper one. */
+  /**
+   * Stable latency in bins of equal width on a log scale (10 per decade, more when the latencies span little of one: stats.ts
+   * logHistogram): `lower` is the first bin's lower edge, `edges` each bin's upper one.
+   */
   latencyHistogram: { edges: number[], counts: number[], lower: number, perDecade: number }
   messages: { total: number, bytes: number, byKind: Record<string, { count: number, bytes: number }> }
   lostMessages: Record<string, number>
@@ -63,7 +66,8 @@ export interface RunSummary {
      * the load ran, its first 10 % (the mesh settling into it) and the warm-up
      * and tail left out; the busiest node by upload plus download.
      */
-    underLoad: { fromMs: number, toMs: number, uploadPerSecond: Summary, downloadPerSecond: Summary, busiest: { node: number, uploadPerSecond: number, downloadPerSecond: number } }
+    underLoad: { fromMs: number, toMs: number, uploadPerSecond: Summary, downloadPerSecond: Summary,
+      busiest: { node: number, uploadPerSecond: number, downloadPerSecond: number } }
   }
   gossip: { received: number, duplicates: number, verdicts: Record<string, number> }
   /**
@@ -96,7 +100,8 @@ export interface RunSummary {
     badPeerCounters: { framesIn: number, framesRejected: number, forged: number, replays: number, driftRefusals: number, framesDropped: number }
     honestDriftRefusals: number
   }
-  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, records?: { target: number, got: number }, timeMs: number | null, bytes: number, messages: number, progress: Array<[number, number]> }>
+  catchUp: Array<{ node: number, kind: string, startAtMs: number, target: number, got: number, records?: { target: number, got: number }, timeMs: number | null,
+    bytes: number, messages: number, progress: Array<[number, number]> }>
   timeline: TimelineEvent[]
   /** Scenario-specific checks, by name. */
   checks: Record<string, CheckValue>

@@ -20,7 +20,8 @@
  * - Links listed with `want` are redialled with exponential backoff while
  *   both ends are up, as the node redials its bootstrap peers.
  */
-import { DEFAULT_LINK, LinkModel, type Cancel, type LinkConfig, type LinkMode, type LossMode, type Prng, type Scheduler, type Lane } from '../../src/mesh/testing/index.js'
+import { DEFAULT_LINK, LinkModel, type Cancel, type LinkConfig, type LinkMode, type LossMode, type Prng, type Scheduler,
+  type Lane } from '../../src/mesh/testing/index.js'
 
 export type { LinkMode, LossMode }
 

@@ -66,7 +66,8 @@ export function planConnections (rng: Prng, nodes: readonly number[], target: nu
 }
 
 /** The regions' graph over these links: how many links join two regions, and whether every region reaches every other. */
-export function regionLinks (links: ReadonlyArray<readonly [number, number]>, regionOf: (node: number) => string, nodes: readonly number[]): { inside: number, between: number, regionsConnected: boolean } {
+export function regionLinks (links: ReadonlyArray<readonly [number, number]>, regionOf: (node: number) => string,
+  nodes: readonly number[]): { inside: number, between: number, regionsConnected: boolean } {
   const regions = [...new Set(nodes.map(regionOf))].sort()
   const adj = new Map(regions.map(r => [r, new Set<string>()]))
   let between = 0

@@ -90,8 +90,10 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
   const addr = (i: number): string => `/memory/${tag}-${i}`
   // The model's topology: the membership rule's plan (sim/net/topology.ts); each pair is dialled once, by its lower index.
   const pairs = new Set<string>()
-  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers, regionDialing(o))) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
-  const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) => `${addr(b)}/p2p/${identities[b].peerId}`)
+  for (const [i, j] of planConnections(rng.fork('topology'), [...Array(nodeCount).keys()], o.targetPeers,
+    regionDialing(o))) pairs.add(i < j ? `${i}-${j}` : `${j}-${i}`)
+  const bootstrap = (i: number): string[] => [...pairs].map(p => p.split('-').map(Number)).filter(([a]) => a === i).map(([, b]) =>
+    `${addr(b)}/p2p/${identities[b].peerId}`)
 
   // The preload as in the model (sim/preload.ts): the same records, an hour old on this process's clock, in sync.
   const preload = o.preload > 0 ? await preloadImage(o.preload, o.recordShape, Math.floor(Date.now() / 1000) * 1000, o.valueBytes) : undefined
@@ -113,7 +115,8 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
     // The scenario's topology is the one under test: no connections beyond it.
     targetPeers: 0,
     gossip: {
-      D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatInterval: o.heartbeat, floodPublish: o.floodPublish, idontwantMinDataSize: o.idontwantMin
+      D: o.D, Dlo: o.Dlo, Dhi: o.Dhi, Dout: o.Dout, Dlazy: o.Dlazy, heartbeatInterval: o.heartbeat, floodPublish: o.floodPublish,
+        idontwantMinDataSize: o.idontwantMin
     },
     options: { flushMs: o.flushMs, flushBytes: o.flushBytes, antiEntropyMs: o.antiEntropy, requestTimeoutMs: o.requestTimeout }
   })
@@ -180,7 +183,8 @@ export async function runRealStack (o: SimOptions, nodeCount: number, progress?:
       },
       join: async () => {
         const j = nodeCount
-        const peers = pickPeers(rng.fork('join'), j, [...Array(nodeCount).keys()], o.targetPeers, [], regionDialing(o)).map(b => `${addr(b)}/p2p/${identities[b].peerId}`)
+        const peers = pickPeers(rng.fork('join'), j, [...Array(nodeCount).keys()], o.targetPeers, [], regionDialing(o)).map(b =>
+          `${addr(b)}/p2p/${identities[b].peerId}`)
         const joiner = makeNode(j, peers, undefined)
         nodes.push(joiner) // the load picks it too, as the model's does, and it is stopped with the others
         metrics.widenTracksTo(j)

@@ -60,7 +60,8 @@ export function reportHtml (rep: Report, command: string): string {
   parts.push(`<h2>Per node under load</h2><p class="note">From ${(ul.fromMs / 1000).toFixed(1)} s to ${(ul.toMs / 1000).toFixed(1)} s of virtual time: the load, its first 10 %, the warm-up and the tail left out.</p>`)
   parts.push(table(['per node', 'p50', 'p90', 'max', 'mean'], [
     ['upload (bytes sent per second)', kb(ul.uploadPerSecond.p50), kb(ul.uploadPerSecond.p90), kb(ul.uploadPerSecond.max), kb(ul.uploadPerSecond.mean)],
-    ['download (bytes received per second)', kb(ul.downloadPerSecond.p50), kb(ul.downloadPerSecond.p90), kb(ul.downloadPerSecond.max), kb(ul.downloadPerSecond.mean)],
+    ['download (bytes received per second)', kb(ul.downloadPerSecond.p50), kb(ul.downloadPerSecond.p90), kb(ul.downloadPerSecond.max),
+      kb(ul.downloadPerSecond.mean)],
     ['virtual CPU busy (fraction of the run)', head.cpu.busyFraction.p50, head.cpu.busyFraction.p90, head.cpu.busyFraction.max, head.cpu.busyFraction.mean],
     ['longest wait for the CPU (ms)', head.cpu.maxWaitMs.p50, head.cpu.maxWaitMs.p90, head.cpu.maxWaitMs.max, head.cpu.maxWaitMs.mean]
   ]))
@@ -82,7 +83,8 @@ export function reportHtml (rep: Report, command: string): string {
     const rs = rep.realStack
     parts.push('<h2>Model against the real stack</h2>')
     parts.push(`<p class="note">The same scenario on ${rs.nodes} real libp2p nodes at ${rs.rate} operations/s (in-memory transport with link latency, real time), against the model at the same options. Agreement within ${rs.withinFactor}×: ${yes(rs.agrees)}</p>`)
-    const row = (label: string, k: keyof RealStackFigures): Array<string | number> => [label, rs.model[k] ?? 'not done', rs.real[k] ?? 'not done', rs.ratio[k] ?? '']
+    const row = (label: string, k: keyof RealStackFigures): Array<string | number> => [label, rs.model[k] ?? 'not done', rs.real[k] ?? 'not done',
+      rs.ratio[k] ?? '']
     parts.push(table(['figure', 'model', 'real stack', 'real / model'], [
       row('stable latency p50 (ms)', 'latencyP50'),
       row('stable latency p99 (ms)', 'latencyP99'),
@@ -114,9 +116,11 @@ export function reportHtml (rep: Report, command: string): string {
       { label: 'download per node (p50)', points: pts(r => r.perNode.underLoad.downloadPerSecond.p50) }
     ], { xLabel: 'nodes', yLabel: 'bytes per second under load', logX: true }))
     parts.push(lineSvg([
-      { label: 'p50', points: pts(r => r.latencyMs.p50) }, { label: 'p99', points: pts(r => r.latencyMs.p99) }, { label: 'max', points: pts(r => r.latencyMs.max) }
+      { label: 'p50', points: pts(r => r.latencyMs.p50) }, { label: 'p99', points: pts(r => r.latencyMs.p99) },
+        { label: 'max', points: pts(r => r.latencyMs.max) }
     ], { xLabel: 'nodes', yLabel: 'stable latency (ms)', logX: true }))
-    parts.push(table(['nodes', 'msgs/op', 'bytes/write', 'bytes/node/write', 'upload/node/s under load (p50 / max)', 'download/node/s (p50 / max)', 'CPU busy max', 'p50 ms', 'p99 ms', 'max ms', 'converged', 'lost'],
+    parts.push(table(['nodes', 'msgs/op', 'bytes/write', 'bytes/node/write', 'upload/node/s under load (p50 / max)', 'download/node/s (p50 / max)',
+      'CPU busy max', 'p50 ms', 'p99 ms', 'max ms', 'converged', 'lost'],
       rep.runs.map(r => [r.nodes, r.messagesPerOp, r.bytesPerWrite, r.perNode.bytesPerWrite,
         `${r.perNode.underLoad.uploadPerSecond.p50} / ${r.perNode.underLoad.uploadPerSecond.max}`, `${r.perNode.underLoad.downloadPerSecond.p50} / ${r.perNode.underLoad.downloadPerSecond.max}`,
         r.cpu.busyFraction.max, r.latencyMs.p50, r.latencyMs.p99, r.latencyMs.max, yes(r.converged), r.lostWrites])))
@@ -132,7 +136,8 @@ export function reportHtml (rep: Report, command: string): string {
   parts.push('<h2>Timeline of partitions and churn</h2>')
   parts.push(timeline(head))
   parts.push('<h2>Messages by kind</h2>')
-  parts.push(table(['kind', 'count', 'bytes', 'per operation'], Object.entries(head.messages.byKind).map(([k, v]) => [k, v.count, v.bytes, (v.count / Math.max(1, head.operations.total)).toFixed(2)])))
+  parts.push(table(['kind', 'count', 'bytes', 'per operation'], Object.entries(head.messages.byKind).map(([k, v]) =>
+    [k, v.count, v.bytes, (v.count / Math.max(1, head.operations.total)).toFixed(2)])))
   if (Object.keys(head.lostMessages).length > 0) parts.push(`<p class="note">Messages lost in the network: ${esc(JSON.stringify(head.lostMessages))}</p>`)
   parts.push('<h2>Validation and bad input</h2>')
   parts.push(table(['figure', 'value'], [

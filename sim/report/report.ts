@@ -36,7 +36,8 @@ export interface RealStackComparison {
   model: RealStackFigures
   real: RealStackFigures & { latencyMax: number, converged: boolean, lostWrites: number, operations: number }
   /** Real over model, per figure (null: one side has none). */
-  ratio: { messagesPerOp: number | null, messagesPerWrite: number | null, bytesPerWriteUnderLoad: number | null, latencyP50: number | null, latencyP99: number | null, catchUpMs?: number | null }
+  ratio: { messagesPerOp: number | null, messagesPerWrite: number | null, bytesPerWriteUnderLoad: number | null, latencyP50: number | null,
+    latencyP99: number | null, catchUpMs?: number | null }
   withinFactor: number
   /** Every ratio within the factor. */
   agrees: boolean
@@ -106,7 +107,8 @@ export function buildReport (scenario: Scenario, o: SimOptions, runs: RunSummary
     config: {
       gossip: checkGossipConfig({ ...GOSSIPSUB_DEFAULTS, ...w.gossip }),
       mesh: meshOptions(w.mesh),
-      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossBetweenRegions: w.lossBetweenRegions, lossMode: w.lossMode, uplinkBps: w.uplinkBps, downlinkBps: w.downlinkBps }
+      network: { ...DEFAULT_NET, latency: w.latency, link: w.link, jitterMs: w.jitterMs, loss: w.loss, lossBetweenRegions: w.lossBetweenRegions,
+        lossMode: w.lossMode, uplinkBps: w.uplinkBps, downlinkBps: w.downlinkBps }
     },
     runs
   }

@@ -79,7 +79,8 @@ function tickLabel (v: number, step: number): string {
  * (upper edges, equal width on the log scale), ticks from `logTicks`,
  * vertical markers (p50, p99), both axes labelled.
  */
-export function logHistogramSvg (lower: number, edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string, yLabel = 'writes per bin'): string {
+export function logHistogramSvg (lower: number, edges: number[], counts: number[], markers: Array<{ label: string, x: number }>, xLabel: string,
+  yLabel = 'writes per bin'): string {
   if (counts.length === 0 || counts.every(c => c === 0)) return '<p class="empty">no data</p>'
   const lo = Math.log10(Math.max(1e-3, lower))
   const hi = Math.log10(edges[edges.length - 1])

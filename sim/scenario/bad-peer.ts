@@ -20,7 +20,7 @@
  */
 import { encodeMessage } from '../../src/mesh/messages.js'
 import { encodeUuidV7, formatHlc, type RemoteEntry } from '../../src/records/index.js'
-import type { GossipMessage } from '../gossip/router.js'
+import type { GossipMessage } from '../gossip/rpc.js'
 import type { Prng } from '../../src/mesh/testing/index.js'
 import type { ScenarioContext } from './scenario.js'
 
@@ -62,7 +62,8 @@ export function addBadPeer (ctx: ScenarioContext, rng: Prng): number {
         return rng.bytes(40 + rng.int(200))
       case 'bad-root': {
         // The wire format names roots by id; a crafted body can put anything there.
-        const body = JSON.stringify({ t: 'push', o: bad.peerId, e: epoch, s: ++seq, b: { o: [bad.peerId], v: [[hlcNow(), 0]], r: [['not-a-root', -1, [[0, 'title', 'x']]]] } })
+        const body = JSON.stringify({ t: 'push', o: bad.peerId, e: epoch, s: ++seq, b: { o: [bad.peerId], v: [[hlcNow(), 0]],
+          r: [['not-a-root', -1, [[0, 'title', 'x']]]] } })
         return Uint8Array.from([1, 0, ...Buffer.from(body)])
       }
       case 'far-future':

@@ -93,7 +93,8 @@ function regionDialing (o: SimOptions): { env?: [string, string], problem?: stri
   const regionOf = latency.regionOf
   if (regionOf === undefined) return { problem: `${flag}: the latency has no regions` }
   const ids = Array.from({ length: 64 }, (_, i) => i)
-  const rtts = (same: boolean): number[] => ids.flatMap(a => ids.filter(b => b !== a && (regionOf(a) === regionOf(b)) === same).map(b => 2 * latency.mean(a, b)))
+  const rtts = (same: boolean): number[] => ids.flatMap(a => ids.filter(b => b !== a && (regionOf(a) === regionOf(b)) === same).map(b =>
+    2 * latency.mean(a, b)))
   const inside = rtts(true)
   const between = rtts(false)
   const nearest = Math.min(...inside, ...between)

@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import { silentLogger, systemClock } from '../common/index.js'
 import { makeTokenCheck } from './auth.js'
 import type { ApiComponents, ApiContext, ApiInit } from './context.js'
-import { ApiError, errorEnvelopeSchema, toErrorReply } from './errors.js'
+import { ApiError, toErrorReply } from './errors.js'
 import { jsonBodyParser } from './json-body.js'
 import { LibrarySweep } from './library-sweep.js'
 import { ByteCache } from './file-serving/byte-cache.js'
@@ -26,6 +26,7 @@ import { recordRoutes } from './routes/record-routes.js'
 import { systemRoutes } from './routes/system-routes.js'
 import { uiRoutes } from './routes/ui-routes.js'
 import { SseHub } from './sse/sse-hub.js'
+import { ErrorEnvelope } from './wire/kit.js'
 
 const DEFAULT_BODY_LIMIT = 4 * 1024 * 1024
 const DEFAULT_HEARTBEAT_MS = 30_000
@@ -104,7 +105,8 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
     metrics,
     byteCache: init.byteCache ?? (init.cachePath === undefined
       ? undefined
-      : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'), { records: components.records, holderId: components.records.nodeId }))
+      : new ByteCache(init.cachePath, init.cacheMaxBytes ?? DEFAULT_CACHE_MAX_BYTES, log.child('cache'),
+        { records: components.records, holderId: components.records.nodeId }))
   }
   metrics.bind({ records: components.records, mesh: components.mesh, watcher: components.watcher, sseStreams: () => ctx.hub.size })
 
@@ -120,7 +122,7 @@ export function buildApp (components: ApiComponents, init: ApiInit): FastifyInst
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, jsonBodyParser)
 
-  app.addSchema(errorEnvelopeSchema)
+  app.addSchema(ErrorEnvelope)
   app.setErrorHandler((err: FastifyError, _req, reply) => { sendError(reply, err) })
   app.setNotFoundHandler((req, reply) => {
     sendError(reply, new ApiError(404, 'not_found', `no route ${req.method} ${req.url.split('?')[0].slice(0, 200)}`))

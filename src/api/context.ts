@@ -1,3 +1,5 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import type { FastifyBaseLogger, FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault } from 'fastify'
 import type { Clock, Logger } from '../common/index.js'
 import type { MeshService } from '../mesh/index.js'
 import type { Records } from '../records/index.js'
@@ -84,3 +86,10 @@ export interface ApiContext {
   read: <T>(fn: () => T) => T
   healthNoPeerMs: number
 }
+
+/**
+ * What a route plugin registers its routes on: the app, with each route's
+ * request and reply types taken from its TypeBox schemas (wire/), so a
+ * handler's input and answer are checked against what the schema says.
+ */
+export type ApiScope = FastifyInstance<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, FastifyBaseLogger, TypeBoxTypeProvider>

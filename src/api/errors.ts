@@ -6,12 +6,7 @@
 import { InvalidInputError, MetaCoreError, TimeoutError } from '../common/index.js'
 import { ShortReadError } from '../cid/index.js'
 import { KvClosedError, StorageError, UnknownRecordError } from '../records/index.js'
-
-export interface ErrorEnvelope {
-  error: string
-  message: string
-  retryable: boolean
-}
+import type { ErrorEnvelope } from './wire/kit.js'
 
 interface ErrorReply {
   statusCode: number
@@ -161,15 +156,3 @@ export function toErrorReply (err: unknown): ErrorReply {
   }
   return { statusCode: 500, body: { error: 'internal', message: 'internal error', retryable: true }, unexpected: true }
 }
-
-/** The envelope's JSON schema, shared by every route's response schema and the OpenAPI document. */
-export const errorEnvelopeSchema = {
-  $id: 'ErrorEnvelope',
-  type: 'object',
-  required: ['error', 'message', 'retryable'],
-  properties: {
-    error: { type: 'string', description: 'stable machine-readable slug' },
-    message: { type: 'string' },
-    retryable: { type: 'boolean' }
-  }
-} as const

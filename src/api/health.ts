@@ -13,21 +13,7 @@
  */
 import type { MeshView } from '../mesh/index.js'
 import type { ApiContext } from './context.js'
-
-export interface HealthReason {
-  reason: 'storage' | 'clock' | 'no_peer' | 'watcher'
-  message: string
-}
-
-export interface Health {
-  status: 'ok' | 'degraded'
-  storage: boolean
-  /** The same as `storage`: the name the original's clients read. */
-  redis: boolean
-  timestamp: string
-  clock: MeshView['self']['clock'] | null
-  reasons: HealthReason[]
-}
+import type { Health, HealthReason } from './wire/system.js'
 
 export function healthOf (ctx: ApiContext, now = ctx.clock.now()): Health {
   const up = ctx.records.available()

@@ -24,7 +24,7 @@
  */
 export { buildApp } from './app.js'
 export type { ApiInit } from './context.js'
-export type { ErrorEnvelope } from './errors.js'
+export type { ErrorEnvelope } from './wire/kit.js'
 export { NodeMetrics } from './metrics/node-metrics.js'
 export { openServableCopy } from './file-serving/servable-copy.js'
 export { ByteCache, releaseCachedCopies } from './file-serving/byte-cache.js'

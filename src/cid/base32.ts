@@ -38,11 +38,11 @@ type Base32Failure = 'invalid base32 character' | 'uppercase base32 is not accep
 export function checkBase32Lower (s: string, start: number): Base32Failure | undefined {
   for (let i = start; i < s.length; i++) {
     const c = s.charCodeAt(i)
-    if (c >= 128 || VALUE[c]! < 0) return c >= 0x41 && c <= 0x5a ? 'uppercase base32 is not accepted' : 'invalid base32 character'
+    if (c >= 128 || VALUE[c] < 0) return c >= 0x41 && c <= 0x5a ? 'uppercase base32 is not accepted' : 'invalid base32 character'
   }
-  const spare = SPARE_BITS[(s.length - start) & 7]!
+  const spare = SPARE_BITS[(s.length - start) & 7]
   if (spare < 0) return 'invalid base32 length'
-  if (spare > 0 && (VALUE[s.charCodeAt(s.length - 1)]! & ((1 << spare) - 1)) !== 0) return 'non-zero base32 trailing bits'
+  if (spare > 0 && (VALUE[s.charCodeAt(s.length - 1)] & ((1 << spare) - 1)) !== 0) return 'non-zero base32 trailing bits'
   return undefined
 }
 

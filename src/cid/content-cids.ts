@@ -41,7 +41,10 @@ export interface ContentCids {
   midhash: Cid
   sha256?: Cid
   ipfs?: Cid
-  /** The file's size and mtime (ns) on the open handle before the first read and after the last: equal when nothing wrote to it meanwhile (as far as a stat can tell). */
+  /**
+   * The file's size and mtime (ns) on the open handle before the first read and after the last: equal when nothing wrote to it
+   * meanwhile (as far as a stat can tell).
+   */
   before: { size: number, mtimeNs: bigint }
   after: { size: number, mtimeNs: bigint }
 }
@@ -108,7 +111,8 @@ export async function contentCids (path: string, opts: ContentCidOptions): Promi
     if (sha !== undefined) {
       const digest = encodeCidV1(CODEC_RAW, MH_SHA2_256, toUint8Array(sha.digest()))
       if (opts.algorithms.includes('sha2-256')) out.sha256 = digest
-      // One chunk or less: the single raw leaf is the file (docs/design/original.md#ipfs-bittorrent-locators). The importer says the same; this is its own check.
+      // One chunk or less: the single raw leaf is the file (docs/design/original.md#ipfs-bittorrent-locators). The importer says the
+      // same; this is its own check.
       if (ipfs !== undefined && size <= IPFS_CHUNK_BYTES && ipfs !== digest) throw new Error(`the IPFS CID of a one-leaf file must be its raw sha2-256 CID (${ipfs} ≠ ${digest})`)
     }
     if (ipfs !== undefined) out.ipfs = ipfs

@@ -59,7 +59,7 @@ let nextTry = 0
 interface CheckpointRow { busy: number, log: number, checkpointed: number }
 
 function checkpoint (mode: 'PASSIVE' | StartOverMode): CheckpointRow {
-  return (db.pragma(`wal_checkpoint(${mode})`) as CheckpointRow[])[0]!
+  return (db.pragma(`wal_checkpoint(${mode})`) as CheckpointRow[])[0]
 }
 
 function tick (): void {
@@ -139,7 +139,8 @@ function startOver (mode: StartOverMode, log: number): void {
     failures++
     nextTry = Date.now() + Math.min(MAX_BACKOFF_MS, d.intervalMs * 2 ** failures)
   }
-  port.postMessage({ restart: { mode, done, frames, walMiB: Math.round(frames * frameBytes / 2 ** 20), ms: Date.now() - t0, heldMs } } satisfies CheckpointMessage)
+  port.postMessage({ restart: { mode, done, frames, walMiB: Math.round(frames * frameBytes / 2 ** 20), ms: Date.now() - t0,
+    heldMs } } satisfies CheckpointMessage)
 }
 
 setInterval(tick, d.intervalMs)

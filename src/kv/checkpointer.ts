@@ -169,7 +169,10 @@ export class Checkpointer {
     return this.hold.writersHeld()
   }
 
-  /** Teardown for `close()` (synchronous): the worker's connection dies with its thread; SQLite recovers nothing from it, since a PASSIVE checkpoint never leaves the database half written. */
+  /**
+   * Teardown for `close()` (synchronous): the worker's connection dies with its thread; SQLite recovers nothing from it, since a PASSIVE
+   * checkpoint never leaves the database half written.
+   */
   terminate (): void {
     if (this.stopped) return
     this.stopped = true

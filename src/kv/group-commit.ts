@@ -194,7 +194,8 @@ export class GroupCommit {
     const results: Outcome[] = []
     const total: Frame = emptyFrame()
     const streamsBefore = streams.snapshot()
-    const failAll = (e: unknown): { results: Outcome[], total: Frame } => ({ results: batch.map(() => ({ ok: false as const, error: e })), total: emptyFrame() })
+    const failAll = (e: unknown): { results: Outcome[], total: Frame } => ({ results: batch.map(() => ({ ok: false as const, error: e })),
+      total: emptyFrame() })
     try {
       st.begin.run()
       st.lockStore.run()

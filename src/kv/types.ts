@@ -39,11 +39,17 @@ export interface CheckpointTuning {
   thresholdBytes?: number
   /** Start the WAL over once it holds this much since it last did (default 256 MiB). */
   restartBytes?: number
-  /** How long a start-over waits for the writer and the readers before it gives up (default 1,000 ms); the next try then waits twice as long as the last (up to 30 s). */
+  /**
+   * How long a start-over waits for the writer and the readers before it gives up (default 1,000 ms); the next try then waits twice as
+   * long as the last (up to 30 s).
+   */
   restartWaitMs?: number
   /** How often the worker looks at the WAL (default 250 ms). */
   intervalMs?: number
-  /** Once writes are quiet (less than a sixteenth of this over eight looks), a WAL file larger than this is cut back to nothing (default 64 MiB): a node's usual writes reuse their file, a burst's growth is given back. */
+  /**
+   * Once writes are quiet (less than a sixteenth of this over eight looks), a WAL file larger than this is cut back to nothing (default
+   * 64 MiB): a node's usual writes reuse their file, a burst's growth is given back.
+   */
   keepBytes?: number
 }
 

@@ -86,7 +86,7 @@ export function decodeInvite (text: string, addrProblem?: (a: string) => string 
   if (!Array.isArray(o.a) || o.a.length === 0 || !o.a.every(a => typeof a === 'string')) {
     throw new InviteError('the invite holds no address to reach the mesh at: make it on a node that is running, or one with META_CORE_ANNOUNCE or a LAN address')
   }
-  const addrs = (o.a as string[]).slice(0, MAX_INVITE_ADDRS)
+  const addrs = o.a.slice(0, MAX_INVITE_ADDRS)
   for (const a of addrs) {
     const why = addrProblem?.(a) ?? (/\/p2p\/[^/]+$/.test(a) ? undefined : `${JSON.stringify(a)} names no peer id`)
     if (why !== undefined) throw new InviteError(`the invite holds an address a node cannot dial: ${why}`)

@@ -14,7 +14,8 @@ const KEYGEN_OPTIONS: ReadonlyArray<OptionSpec<'ifMissing'>> = [
 ]
 
 const ID_OPTIONS: ReadonlyArray<OptionSpec<'create' | 'json'>> = [
-  { key: 'create', flag: 'create', kind: { type: 'bool' }, def: 'false', help: 'create the identity key when it does not exist yet (a node creates it on first start otherwise)' },
+  { key: 'create', flag: 'create', kind: { type: 'bool' }, def: 'false',
+    help: 'create the identity key when it does not exist yet (a node creates it on first start otherwise)' },
   { key: 'json', flag: 'json', kind: { type: 'bool' }, def: 'false', help: 'print {peerId, keyPath, addrs, swarmKey} as JSON' }
 ]
 

@@ -70,7 +70,8 @@ export async function loadAddressChecks (): Promise<AddressChecks> {
 }
 
 /** parseOptions, with the address checks loaded when an option needs them. */
-export async function parseChecked<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<ParsedOptions<K>> {
+export async function parseChecked<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<ParsedOptions<K>> {
   const r = parseOptions(specs, argv, env, cwd)
   return r.addressChecksNeeded ? parseOptions(specs, argv, env, cwd, await loadAddressChecks()) : r
 }
@@ -88,7 +89,8 @@ export function optionName (o: OptionSpec): string {
  * unchecked (`addressChecksNeeded`), and a default one is taken as it is
  * (the tables' defaults are valid: test/node/config.test.ts).
  */
-export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>, cwd: string, checks?: AddressChecks): ParsedOptions<K> {
+export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<K>>, argv: readonly string[], env: Readonly<Record<string, string | undefined>>,
+  cwd: string, checks?: AddressChecks): ParsedOptions<K> {
   const problems: string[] = []
   const fromFlags = new Map<OptionSpec<K>, { value: string, used: string }>()
   const byFlag = new Map<string, OptionSpec<K>>()
@@ -127,7 +129,8 @@ export function parseOptions<K extends string> (specs: ReadonlyArray<OptionSpec<
     const raw = flag?.value ?? (envValue === '' && o.kind.type !== 'list' ? undefined : envValue) ?? o.def
     const source = flag !== undefined ? flag.used : envValue !== undefined && raw === envValue ? o.env : 'default'
     if (source !== 'default') explicit.add(o.key)
-    if (checks === undefined && source !== 'default' && (o.kind.type === 'multiaddrs' || o.kind.type === 'peerids') && listOf(raw).length > 0) addressChecksNeeded = true
+    if (checks === undefined && source !== 'default' && (o.kind.type === 'multiaddrs' || o.kind.type === 'peerids') &&
+      listOf(raw).length > 0) addressChecksNeeded = true
     const r = convert(o.kind, raw, cwd, checks)
     // A token is never echoed, even a malformed one.
     const shown = o.kind.type === 'secret' || o.kind.type === 'invite' ? '(value hidden)' : JSON.stringify(raw)

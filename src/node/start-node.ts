@@ -121,7 +121,8 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
         bootstrap: config.bootstrap,
         nodeName: config.nodeName,
         // Peers get bytes only of this node's own copies, by the local /file route's rules, then of its cache's.
-        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)) ?? await byteCache?.openForPeer(cid),
+        localFiles: async (cid) => await openServableCopy(records, config.filesPath, cid, rel => recordedFile(records.local, rel)) ??
+          await byteCache?.openForPeer(cid),
         bytesLimits: { bytesPerSecondPerPeer: config.peerBytesPerSecond, maxStreamsPerPeer: config.peerMaxTransfers },
         targetPeers: config.targetPeers,
         crossRegionPeers: config.crossRegionPeers,
@@ -132,9 +133,11 @@ export async function startNode (config: NodeConfig, opts: StartOptions = {}): P
           announce: config.announce,
           upnp: config.upnp,
           mdns: config.mdns,
-          relayLimits: { maxCircuits: config.relayMaxCircuits, maxCircuitsPerPeer: config.relayPeerCircuits, bytesPerSecond: config.relayBytesPerSecond, bytesPerSecondPerPeer: config.relayPeerBytesPerSecond }
+          relayLimits: { maxCircuits: config.relayMaxCircuits, maxCircuitsPerPeer: config.relayPeerCircuits, bytesPerSecond: config.relayBytesPerSecond,
+            bytesPerSecondPerPeer: config.relayPeerBytesPerSecond }
         },
-        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs, blockedPeers: config.blockedPeers },
+        options: { flushMs: config.pushWindowMs, antiEntropyMs: config.antiEntropyMs, maxClockDriftMs: config.maxClockDriftMs,
+          blockedPeers: config.blockedPeers },
         ...(opts.bulkJoin === undefined ? {} : { bulkJoin: opts.bulkJoin })
       })
     stops.push({ what: 'mesh', fn: () => mesh.stop() })

@@ -20,12 +20,14 @@ import type { FullHashStatus } from '../watcher/index.js'
 import { optionLines, type OptionSpec } from './options.js'
 
 export const STATUS_OPTIONS: ReadonlyArray<OptionSpec<'url' | 'httpHost' | 'httpPort' | 'apiToken' | 'json' | 'timeoutMs'>> = [
-  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined, help: 'the node to ask (default: http://<http-host>:<http-port>, a wildcard host read as loopback)' },
+  { key: 'url', env: 'META_CORE_URL', flag: 'url', kind: { type: 'url' }, def: undefined,
+    help: 'the node to ask (default: http://<http-host>:<http-port>, a wildcard host read as loopback)' },
   // The same flags and variables `start` listens by, so the command that started a node finds it.
   { key: 'httpHost', env: 'META_CORE_HTTP_HOST', flag: 'http-host', aliases: ['host'], kind: { type: 'host' }, def: '127.0.0.1', help: 'the node\'s API address, when no --url is given' },
   { key: 'httpPort', env: 'META_CORE_HTTP_PORT', flag: 'http-port', aliases: ['port'], kind: { type: 'int', min: 1, max: 65535 }, def: '9000', help: 'the node\'s API port, when no --url is given' },
   { key: 'apiToken', env: 'META_CORE_API_TOKEN', flag: 'api-token', kind: { type: 'secret' }, def: undefined, help: 'the node\'s API token, when it has one (/status and /api/mesh need it)' },
-  { key: 'timeoutMs', env: 'META_CORE_STATUS_TIMEOUT_MS', flag: 'timeout-ms', kind: { type: 'int', min: 100, max: 600_000 }, def: '5000', help: 'how long to wait for each answer, in ms' },
+  { key: 'timeoutMs', env: 'META_CORE_STATUS_TIMEOUT_MS', flag: 'timeout-ms', kind: { type: 'int', min: 100, max: 600_000 }, def: '5000',
+    help: 'how long to wait for each answer, in ms' },
   { key: 'json', flag: 'json', kind: { type: 'bool' }, def: 'false', help: 'print the answers as one JSON object instead of a table' }
 ]
 
@@ -53,7 +55,8 @@ export function defaultNodeUrl (httpHost: string, port: number): string {
 
 interface Health { status: string, storage: boolean, reasons?: Array<{ reason: string, message: string }> }
 /** The figures of `/status`'s watcher's background full hash this command prints (absent from an older node). */
-type FullHashFigures = Pick<FullHashStatus, 'state' | 'algorithms' | 'filesHashed' | 'bytesHashed' | 'filesKnown' | 'filesPending' | 'bytesPending' | 'mbPerSecond' | 'etaSeconds'>
+type FullHashFigures = Pick<FullHashStatus,
+  'state' | 'algorithms' | 'filesHashed' | 'bytesHashed' | 'filesKnown' | 'filesPending' | 'bytesPending' | 'mbPerSecond' | 'etaSeconds'>
 interface NodeStatus {
   status: string
   version: string
@@ -134,7 +137,8 @@ export function formatStatus (r: StatusReport): string {
       const seen = new Map(members.map(x => [x.peerId, x.lastSeenAt]))
       for (const p of m.peers) {
         const gossip = viaGossip(p)
-        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now, peerLabel(m.peers, p.relay ?? null)), gossip ? '-' : peerLag(p), gossip ? '-' : lastSync(p, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
+        rows.push([p.name ?? '-', p.peerId, peerConnection(p, seen.get(p.peerId), now, peerLabel(m.peers, p.relay ?? null)), gossip ? '-' : peerLag(p),
+          gossip ? '-' : lastSync(p, now), count(p.framesIn), count(p.framesRejected), count(p.pagesIn), count(p.pagesServed)])
       }
       lines.push(...table(rows))
       if (gossipOnly > 0) lines.push('', GOSSIP_NOTE)
@@ -154,7 +158,8 @@ function viaGossip (p: MeshPeerView): boolean {
 export const GOSSIP_NOTE = 'via gossip: known only as the signer of frames other peers relayed; its changes reach this node through them (no connection to it, nothing to catch up with)'
 
 /** What the connection wording reads of a peer; the times and the route are absent from an older node. */
-type PeerConnectionFields = Pick<MeshPeerView, 'connected' | 'via'> & Partial<Pick<MeshPeerView, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
+type PeerConnectionFields = Pick<MeshPeerView, 'connected' | 'via'> & Partial<Pick<MeshPeerView,
+  'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
 
 /**
  * True when the peer is not connected and a frame it signed reached the
@@ -214,8 +219,9 @@ export function reachLines (r: MeshReachView | null, peers: readonly MeshPeerVie
     const l = v.limits
     out.push(['relay', !v.serving
       ? `${r.relayMode}: not serving until the node has an address others can dial`
-      : `serving ${count(v.reservations)} member${v.reservations === 1 ? '' : 's'}: ${count(v.circuits)} relayed connection${v.circuits === 1 ? '' : 's'}, ${mb(v.bytesPerSecond)}/s, ${mb(v.bytesRelayed)} since start` +
-        `${v.refusedCircuits > 0 ? `, ${count(v.refusedCircuits)} refused` : ''}; limits ${l.maxCircuitsPerPeer} connections and ${mb(l.bytesPerSecondPerPeer)}/s per member, ${l.maxCircuits} and ${mb(l.bytesPerSecond)}/s in all`])
+      : `serving ${count(v.reservations)} member${v.reservations === 1 ? '' : 's'}: ${count(v.circuits)} relayed connection${v.circuits === 1 ? '' : 's'}, ` +
+        `${mb(v.bytesPerSecond)}/s, ${mb(v.bytesRelayed)} since start${v.refusedCircuits > 0 ? `, ${count(v.refusedCircuits)} refused` : ''}; ` +
+        `limits ${l.maxCircuitsPerPeer} connections and ${mb(l.bytesPerSecondPerPeer)}/s per member, ${l.maxCircuits} and ${mb(l.bytesPerSecond)}/s in all`])
   }
   const u = r.upnp
   if (u !== null) {

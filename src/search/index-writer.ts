@@ -35,7 +35,8 @@ import { recordRows, type RowReader } from '../records/index.js'
 import { ftsRowOf } from './fts-index.js'
 import { HAY_FIELDS, makeExcluder, type Excluder } from './matchers.js'
 import {
-  FIELD_AT, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo, recordKey, spanSql,
+  FIELD_AT, STATE_FORMAT, STATE_GEN, STATE_ID, STATE_ORPHANS, clearStructures, ensureIndexSchema, fillFieldsSql, fillFstatSql, multiCond, readIndexInfo,
+    recordKey, spanSql,
   type IndexInfo
 } from './search-schema.js'
 

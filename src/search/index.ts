@@ -53,7 +53,8 @@ import { GroupCache } from './record-views.js'
 import { RootIndex } from './root-index.js'
 import { IndexWorker, type WorkerInit } from './index-worker-client.js'
 import {
-  DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, STATE_BULK, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo, versionMarker, type IndexInfo
+  DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, STATE_BULK, STATE_GEN, STATE_ID, STATE_LOG_MARK, ensureStoreSchema, indexFileOf, indexSchemaDiff, readIndexInfo,
+    versionMarker, type IndexInfo
 } from './search-schema.js'
 import { TrigramStats } from './trigram-stats.js'
 import type { SearchComponents, SearchInit, SearchRequest, SearchResponse, SearchService } from './types.js'
@@ -128,13 +129,12 @@ export function createSearch (components: SearchComponents, init: SearchInit = {
   let starting: Promise<Running> | undefined
 
   const start = async (): Promise<Running> => {
-    const t0 = Date.now()
     if (kv.path === ':memory:') throw new MetaCoreError('search_needs_file', 'search keeps its index in a file beside the store: it needs a store file, not :memory:')
-    const dropped = ensureStoreSchema(kv)
-    if (dropped.length > 0) log.info('search: dropped the structures of an earlier format', { dropped, ms: Date.now() - t0 })
+    ensureStoreSchema(kv)
     const storePath = path.resolve(kv.path)
     const files: WorkerInit = {
-      indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB, autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES, storeHold: kv.walHold()
+      indexPath: indexFileOf(storePath), storePath, excludePrefixes, marker, bucketShift, cacheKiB: INDEX_CACHE_KIB,
+        autocheckpointPages: INDEX_AUTOCHECKPOINT_PAGES, storeHold: kv.walHold()
     }
     const startWorker = async (): Promise<IndexWorker> => await IndexWorker.start(files)
     // A missing index file is created by its writer (in WAL mode, with its tables) before the store's connection attaches it.

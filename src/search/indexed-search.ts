@@ -72,7 +72,8 @@ export class IndexedSearch {
     if (n.kind === 'hashId') return { response: lookupHashId(this.d.records, this.d.excluded, n.hashId, n.paging) }
     if (n.criteria.text === undefined && n.criteria.filters.length === 0) return { response: this.everything(n.paging) }
     const { matches, plan } = this.matchAll(n.criteria)
-    const response = toResponse(pageOf(matches, n.paging, this.sortValue(n.paging, matches.length)), rid => this.views.visibleFields(rid, this.d.groups.canonOf(rid) !== undefined))
+    const response = toResponse(pageOf(matches, n.paging, this.sortValue(n.paging, matches.length)),
+      rid => this.views.visibleFields(rid, this.d.groups.canonOf(rid) !== undefined))
     return { response, plan }
   }
 

@@ -4,7 +4,7 @@
  * writer on its own thread and connection (index-writer.ts), one job at a
  * time; this side chooses the jobs (pure functions of its state:
  * merge-plan.ts), holds the thread (index-writer-host.ts) and records each
- * job's outcome in the store. Its timers and progress lines run on an
+ * job's outcome in the store (merge-record.ts). Its timers and progress lines run on an
  * injected clock, so tests run them in virtual time.
  *
  * The jobs, and when each is due: merge-plan.ts. Records arriving in bulk
@@ -32,18 +32,19 @@
  * backlog down to three quarters of it.
  */
 import { AbortedError, silentLogger, systemClock, type Clock, type Logger } from '../common/index.js'
-import { KvClosedError, type SqlStatement, type Tx } from '../kv/index.js'
+import { KvClosedError, type Tx } from '../kv/index.js'
 import { countLiveRoots } from '../records/index.js'
 import { BulkFollow } from './bulk-follow.js'
 import type { JobResult } from './index-writer.js'
 import type { IndexJob } from './index-worker-client.js'
 import { IndexWriterHost } from './index-writer-host.js'
-import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, type JobKind, type Maintenance, type PlanLimits, type PlanState } from './merge-plan.js'
+import { MergeRecord } from './merge-record.js'
+import { hasWork, nextJob, nextStep, phaseAfter, phaseAfterDeath, phaseAtStart, type JobKind, type Maintenance, type PlanLimits,
+  type PlanState } from './merge-plan.js'
 import { resolveMergerOptions, type MergerDeps, type MergerOptions, type ResolvedMergerOptions } from './merger-options.js'
 import { MergerWaiters } from './merger-waiters.js'
 import type { PendingBatch } from './pending-roots.js'
 import { ProgressLines } from './progress-lines.js'
-import { STATE_BULK, STATE_GEN, STATE_LOG_MARK } from './search-schema.js'
 
 export { MAX_BATCHES_IN_FLIGHT } from './merge-plan.js'
 export type { MergerOptions } from './merger-options.js'
@@ -61,7 +62,7 @@ export class Merger {
   private readonly limits: PlanLimits
   private readonly clock: Clock
   private readonly log: Logger
-  private readonly st: Record<'stateGet' | 'statePut' | 'stateDel', SqlStatement>
+  private readonly record: MergeRecord
   private readonly host: IndexWriterHost
   /** Jobs sent to the index writer and not yet answered, in the order it runs them. */
   private readonly inFlight: InFlight[] = []
@@ -100,11 +101,7 @@ export class Merger {
     this.docs = d.docs
     this.orphanDocs = d.orphanDocs
     this.span = d.span
-    this.st = {
-      stateGet: d.kv.prepare('SELECT v FROM main.search_state WHERE k = ?').pluck(),
-      statePut: d.kv.prepare('INSERT INTO main.search_state (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v'),
-      stateDel: d.kv.prepare('DELETE FROM main.search_state WHERE k = ?')
-    }
+    this.record = new MergeRecord(d.kv, d.records, d.pending)
     d.pending.onStaged = () => { this.schedule() }
     d.pending.gate = () => this.whenWritable()
     this.bulk = new BulkFollow({
@@ -223,9 +220,8 @@ export class Merger {
   }
 
   /** Every change logged up to now is indexed or staged (all of this process's writes go through the hook). */
-  recordMark (_tx: Tx): void {
-    const head = this.d.records.changeLogHead()
-    if (head !== undefined && this.st.stateGet.get(STATE_LOG_MARK) !== head) this.st.statePut.run(STATE_LOG_MARK, head)
+  recordMark (tx: Tx): void {
+    this.record.mark(tx)
   }
 
   /**
@@ -282,7 +278,10 @@ export class Merger {
     })
   }
 
-  /** Free staged roots join the batch queued behind the one the index writer runs, up to `batchRoots` (the writer takes those that reach it before it starts that batch). */
+  /**
+   * Free staged roots join the batch queued behind the one the index writer runs, up to `batchRoots` (the writer takes those that reach
+   * it before it starts that batch).
+   */
   private extendQueued (): void {
     const worker = this.host.current
     const job = this.inFlight.length < 2 ? undefined : this.inFlight[this.inFlight.length - 1]
@@ -370,27 +369,14 @@ export class Merger {
       // Roots that joined after the writer had started the batch were not indexed by it.
       for (const rids of job.extra.slice(r.extra ?? 0)) this.d.pending.releaseFromBatch(job.batch, rids)
       const n = job.batch.rids.size
-      this.d.kv.writeSync(tx => {
-        this.d.pending.finishBatch(tx, job.batch)
-        this.st.statePut.run(STATE_GEN, String(job.gen))
-        this.recordMark(tx)
-        tx.afterCommit(() => { this.merged += n })
-      })
+      this.record.batchCommitted(job.batch, job.gen, () => { this.merged += n })
       this.gen = job.gen
       return
     }
     const before = this.maintenance
     let after = phaseAfter(before, job.kind, r, this.d.bucketDocs)
     if (job.kind === 'rebuild') after = this.bulk.afterRebuildStep(after)
-    if (before.phase === 'rebuild' && after.phase !== 'rebuild') {
-      const bulk = this.bulk.active
-      this.d.kv.writeSync(tx => {
-        this.recordMark(tx)
-        // Records that arrived in bulk before this rebuild began are indexed now (unless more are arriving).
-        if (!bulk) this.st.stateDel.run(STATE_BULK)
-      })
-      if (!bulk) this.d.pending.setBulkMarked(false)
-    }
+    if (before.phase === 'rebuild' && after.phase !== 'rebuild') this.record.rebuildDone(this.bulk.active)
     this.maintenance = after
     if (before.phase === after.phase) return
     if (before.phase === 'rebuild') this.log.info('search: rebuild done', { roots: before.done })

@@ -131,29 +131,6 @@ const OBJECTS: SqlObject[] = [
 ]
 const FTS_DDL = OBJECTS[OBJECTS.length - 1].sql
 
-/**
- * What earlier formats kept in the store file: an expression index over the
- * kv table, an FTS table, a dirty list filled by triggers, and the index
- * structures themselves (now in the index file).
- */
-const LEGACY: Array<{ name: string, type: 'index' | 'table' | 'trigger' }> = [
-  { name: 'search_fts', type: 'table' },
-  { name: 'search_field', type: 'table' },
-  { name: 'search_fstat', type: 'table' },
-  { name: 'search_doc', type: 'table' },
-  { name: 'search_dirty_ins', type: 'trigger' },
-  { name: 'search_dirty_upd', type: 'trigger' },
-  { name: 'search_dirty_del', type: 'trigger' },
-  { name: 'search_dirty', type: 'table' },
-  { name: 'kv_field_multi', type: 'index' },
-  { name: 'kv_field_v', type: 'index' },
-  { name: 'fts', type: 'table' }
-]
-/** kv rows of earlier formats: FTS row ids per root, the format marker. */
-const LEGACY_KV_RANGES: Array<[string, string]> = [['idx:fts/', 'idx:fts0'], ['idx:search/', 'idx:search0']]
-/** `search_state` keys of earlier formats (now in the index file's `search_info`). */
-const LEGACY_STATE_KEYS = [STATE_FORMAT, STATE_ORPHANS]
-
 /** An SQL string literal. */
 const literal = (x: string): string => `'${x.replaceAll("'", "''")}'`
 
@@ -206,28 +183,14 @@ ON CONFLICT (f) DO UPDATE SET multi = multi + excluded.multi`
 
 /**
  * The store file's part, on the store's connection before the index file is
- * attached: drops what earlier formats left (dropping a large index takes a
- * few seconds once, while SQLite frees its pages) and creates what is
- * missing. Returns the names of what it dropped.
+ * attached: creates what is missing, and recreates what is defined
+ * otherwise.
  */
-export function ensureStoreSchema (kv: KvStore): string[] {
-  const stored = kv.prepare('SELECT sql FROM main.sqlite_master WHERE type = ? AND name = ?').pluck()
-  const dropped: string[] = []
-  for (const o of LEGACY) {
-    if (stored.get(o.type, o.name) === undefined) continue
-    kv.exec(`DROP ${o.type.toUpperCase()} main.${o.name}`)
-    dropped.push(o.name)
-  }
-  if (dropped.length > 0) {
-    for (const [lo, hi] of LEGACY_KV_RANGES) kv.prepare('DELETE FROM main.kv WHERE k >= ? AND k < ?').run(lo, hi)
-  }
+export function ensureStoreSchema (kv: KvStore): void {
   for (const name of schemaDiff(kv, 'main', STORE_OBJECTS)) {
     kv.exec(`DROP TABLE IF EXISTS main.${name}`)
     kv.exec(STORE_OBJECTS.find(o => o.name === name)!.sql)
   }
-  const del = kv.prepare('DELETE FROM main.search_state WHERE k = ?')
-  for (const k of LEGACY_STATE_KEYS) del.run(k)
-  return dropped
 }
 
 /** The names of `objects` missing from schema `schema` or defined otherwise there. */

@@ -41,7 +41,8 @@ interface SearchInternals {
 }
 
 export interface SearchFilter {
-  property: string
+  /** Absent or empty: the filter matches everything, as in the original. */
+  property?: string
   values?: string[]
   exact?: boolean
 }

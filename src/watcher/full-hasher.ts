@@ -141,7 +141,8 @@ export class FullHasher {
   private kick (): void {
     if (this.work !== undefined || !this.running) return
     this.work = this.loop()
-      .catch(err => { if (!(err instanceof AbortedError)) this.log.error('full hash stopped on an error', { err }) }) // a bug here must not take the watcher down
+      // A bug here must not take the watcher down.
+      .catch(err => { if (!(err instanceof AbortedError)) this.log.error('full hash stopped on an error', { err }) })
       .finally(() => {
         this.work = undefined
         if (this.running && (this.unchecked.size > 0 || this.needed.size > 0)) this.kick()
@@ -173,7 +174,9 @@ export class FullHasher {
       }
     }
     const s = this.meter.snapshot('idle', 0, 0)
-    if (this.running && s.filesHashed > 0) this.log.info('full hashes up to date', { filesHashed: s.filesHashed, filesKnown: s.filesKnown, bytesHashed: s.bytesHashed })
+    if (this.running && s.filesHashed > 0) {
+      this.log.info('full hashes up to date', { filesHashed: s.filesHashed, filesKnown: s.filesKnown, bytesHashed: s.bytesHashed })
+    }
   }
 
   /** Moves a batch of unchecked contents to `needed`, or drops them when their record carries the CIDs already (or is gone). */

@@ -1,6 +1,7 @@
 import { delay, silentLogger, systemClock, type Clock, type Logger } from '../common/index.js'
-import type { LocalCopy, LocalTx, ReleaseResult } from '../records/index.js'
+import type { LocalTx } from '../records/index.js'
 import { FILES_MOUNT, FileState, type FileEntry } from './file-state.js'
+import { RecordOps } from './record-ops.js'
 import { FILE_EVENTS, type WatcherRecords } from './types.js'
 
 /** A settled file was hashed: record it at its path (arrival, change, or the new end of a move). */
@@ -118,7 +119,7 @@ export class LifecycleWriter {
   private readonly claim: (cid: string) => string | undefined
   private readonly maxBatch: number
   private readonly gatherMs: number
-  private readonly recheck: (rel: string) => void
+  private readonly ops: RecordOps
   private readonly clock: Clock
   private readonly onRecorded: (entry: FileEntry) => void
   private queue: Queued[] = []
@@ -132,9 +133,9 @@ export class LifecycleWriter {
     this.claim = opts.claimPendingDelete
     this.maxBatch = opts.maxBatch ?? 256
     this.gatherMs = opts.gatherMs ?? 20
-    this.recheck = opts.recheck ?? (() => {})
     this.clock = opts.clock ?? systemClock
     this.onRecorded = opts.onRecorded ?? (() => {})
+    this.ops = new RecordOps({ records: this.records, state: this.state, holder: this.holder, logger: this.log, recheck: opts.recheck ?? (() => {}) })
   }
 
   get busy (): boolean {
@@ -263,10 +264,10 @@ export class LifecycleWriter {
       oldRel = s.register === true ? undefined : this.claim(s.cid)
       if (oldRel !== undefined) {
         event = 'rename'
-        created = this.moveOps(writes, FILES_MOUNT + oldRel, abs, s)
+        created = this.ops.move(writes, FILES_MOUNT + oldRel, abs, s)
       } else {
         event = 'add'
-        created = this.arrivalOps(writes, abs, s)
+        created = this.ops.arrival(writes, abs, s)
       }
     } else {
       event = prior.fresh ? 'add' : 'change'
@@ -276,10 +277,10 @@ export class LifecycleWriter {
         // owns (records' mint inheritFrom), so it is written first, in the same transaction; then the path
         // leaves the old record, which goes when this was its last copy (its CIDs, naming the old bytes, stop
         // resolving). Content that already has a record keeps its own fields.
-        created = this.arrivalOps(writes, abs, s, prior.cid)
-        adopt = this.removalOps(writes, s.rel, prior)
+        created = this.ops.arrival(writes, abs, s, prior.cid)
+        adopt = this.ops.removal(writes, s.rel, prior)
       } else {
-        created = this.arrivalOps(writes, abs, s)
+        created = this.ops.arrival(writes, abs, s)
       }
     }
     const fields: Record<string, string> = { type: event, path: s.rel, timestamp: String(this.clock.now()) }
@@ -316,7 +317,7 @@ export class LifecycleWriter {
     const prior = this.state.get(s.rel)
     if (prior === undefined) return { queued: q, writes: [], outcome: { ok: true } }
     const writes: Array<Promise<unknown>> = []
-    const adopt = this.removalOps(writes, s.rel, prior)
+    const adopt = this.ops.removal(writes, s.rel, prior)
     const fields = { type: 'delete', path: s.rel, timestamp: String(this.clock.now()) }
     return {
       queued: q,
@@ -332,93 +333,5 @@ export class LifecycleWriter {
       },
       outcome: { ok: true, event: 'delete' }
     }
-  }
-
-  // ------------------------------------------------------------ record writes (queued, not awaited)
-
-  /**
-   * Records `abs` as holding `s.cid`: a new root (filePath, size, mtime, the
-   * midhash alias and our holder member in one write), or the known record's
-   * filePath when it has none (an API-written record), a size/mtime refresh
-   * when it is already its filePath, else a duplicate path. A new root for
-   * content that replaced `inheritFrom` at the same path takes over that
-   * record's fields. Returns whether a root is minted.
-   */
-  private arrivalOps (writes: Array<Promise<unknown>>, abs: string, s: SeenStep, inheritFrom?: string): boolean {
-    const doc = this.records.getFlat(s.cid)
-    if (doc === undefined) {
-      const own = { [`cids/${s.cid}`]: 'true', [this.holder]: 'true' }
-      writes.push(this.records.mint(abs, s.size, s.mtimeNs, own, inheritFrom === undefined ? {} : { inheritFrom }))
-      return true
-    }
-    const fields: Record<string, string> = {}
-    const size = String(s.size)
-    // This node's own location, not the replicated one (another node's path): records' local-location.ts.
-    const own = this.records.ownLocation(s.cid)
-    if (own?.filePath === undefined) {
-      fields.filePath = abs
-      fields.sizeByte = size
-      fields.mtimeNano = s.mtimeNs
-    } else if (own.filePath === abs) {
-      if (own.sizeByte !== size) fields.sizeByte = size
-      if (own.mtimeNano !== s.mtimeNs) fields.mtimeNano = s.mtimeNs
-    } else if (!this.isDuplicate(s.cid, abs)) {
-      writes.push(this.records.addDuplicatePath(s.cid, abs))
-    }
-    if (doc[this.holder] === undefined) fields[this.holder] = 'true'
-    if (Object.keys(fields).length > 0) writes.push(this.records.mergeFlat(s.cid, fields))
-    return false
-  }
-
-  /** Moves the record's path from `oldAbs` to `abs` (same content); returns whether a root is minted (the record went away meanwhile). */
-  private moveOps (writes: Array<Promise<unknown>>, oldAbs: string, abs: string, s: SeenStep): boolean {
-    const doc = this.records.getFlat(s.cid)
-    if (doc !== undefined && this.records.ownLocation(s.cid)?.filePath === oldAbs) {
-      const fields: Record<string, string> = { filePath: abs, sizeByte: String(s.size), mtimeNano: s.mtimeNs }
-      if (doc[this.holder] === undefined) fields[this.holder] = 'true'
-      writes.push(this.records.mergeFlat(s.cid, fields))
-      return false
-    }
-    if (doc !== undefined && this.isDuplicate(s.cid, oldAbs)) {
-      writes.push(this.records.removeFilePath(s.cid, oldAbs))
-    }
-    return this.arrivalOps(writes, abs, s)
-  }
-
-  /**
-   * `rel` no longer holds `prior.cid`: one `releaseCopy` with the other
-   * paths the state knows for that content (see the class comment). Returns
-   * what to run once the step's state is applied: the record's local paths
-   * the state does not know become unconfirmed entries, each looked at.
-   */
-  private removalOps (writes: Array<Promise<unknown>>, rel: string, prior: FileEntry): () => void {
-    const cid = prior.cid
-    if (this.records.getFlat(cid) === undefined) return () => {}
-    const copies: LocalCopy[] = []
-    for (const other of this.state.pathsOf(cid)) {
-      if (other === rel) continue
-      const e = this.state.get(other)!
-      // An unconfirmed entry's size and mtime are not known to describe the file now.
-      copies.push(e.fresh || e.size < 0 ? { path: FILES_MOUNT + other } : { path: FILES_MOUNT + other, sizeByte: String(e.size), mtimeNano: e.mtimeNs })
-    }
-    let result: ReleaseResult | undefined
-    writes.push(this.records.releaseCopy(cid, FILES_MOUNT + rel, this.holder.slice('holders/'.length), { copies }).then(r => { result = r }))
-    return () => {
-      if (result?.kind !== 'kept') return
-      for (const p of result.localPaths) {
-        if (!p.startsWith(FILES_MOUNT)) continue
-        const r = p.slice(FILES_MOUNT.length)
-        if (r === rel || this.state.get(r) !== undefined) continue
-        this.state.set(r, { size: -1, mtimeNs: '', cid, fresh: true })
-        this.log.info('a copy the record names was not known here: checking it', { path: r })
-        this.recheck(r)
-      }
-    }
-  }
-
-  // ------------------------------------------------------------ reads
-
-  private isDuplicate (cid: string, abs: string): boolean {
-    return this.records.isDuplicatePath(cid, abs)
   }
 }

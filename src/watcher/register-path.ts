@@ -12,6 +12,8 @@ export const REGISTER_FOLDER = 'plugin'
  * Throws InvalidPathError (400).
  */
 export function checkRegisterPath (input: unknown): string {
+  // A body that is not a string is echoed in the error as String() renders it ('[object Object]' for an object).
+  // eslint-disable-next-line @typescript-eslint/no-base-to-string
   if (typeof input !== 'string' || input.length === 0) throw new InvalidPathError(String(input ?? ''), 'a path is required')
   if (input.includes('\u0000')) throw new InvalidPathError(input, 'contains a NUL character')
   if (input.startsWith('/')) throw new InvalidPathError(input, 'must be relative to the library folder')

@@ -4,11 +4,12 @@ import { AbortedError, every, InvalidInputError, NotAFileError, silentLogger, st
 import { validateFieldPath } from '../records/index.js'
 import { ChangeTracker } from './change-tracker.js'
 import { FileNotFoundError, FilesPathUnavailableError, InvalidPathError } from './errors.js'
-import { isHiddenPath, isUnder, type FileEventSource } from './file-event-source.js'
+import type { FileEventSource } from './file-event-source.js'
 import { FileState } from './file-state.js'
 import { FullHasher } from './full-hasher.js'
 import { createFsEventSource } from './fs-event-source.js'
 import { LifecycleWriter } from './lifecycle-writer.js'
+import { PathRechecks } from './path-rechecks.js'
 import { systemFileReads } from './file-reads.js'
 import { ProgressMeter, round1 } from './progress-meter.js'
 import { checkRegisterPath } from './register-path.js'
@@ -23,10 +24,6 @@ const DEFAULT_RESCAN_MS = 300_000
 const DEFAULT_SETTLE_MS = 2_000
 const DEFAULT_HASH_CONCURRENCY = 4
 const DEFAULT_PROGRESS_MS = 5_000
-/** Hints are gathered this long before being looked at: one burst of events for one file costs one stat. */
-const HINT_DELAY_MS = 50
-/** Stats of known files the walk did not see, at once. */
-const RESTAT_BATCH = 32
 
 /** Creates the watcher of FILES_PATH (see index.ts for what it guarantees). */
 export function createWatcher (components: WatcherComponents, init: WatcherInit): WatcherHandle {
@@ -70,9 +67,7 @@ class FilesWatcher implements WatcherHandle {
   private lastError: WatcherStatus['lastError']
   private cancelRescan: (() => void) | undefined
   private readonly skips: SkipLog
-  private hints = new Set<string>()
-  private cancelHints: (() => void) | undefined
-  private hintWork: Promise<void> | undefined
+  private readonly rechecks: PathRechecks
 
   constructor (components: WatcherComponents, init: WatcherInit) {
     if (typeof init.filesPath !== 'string' || init.filesPath.length === 0) throw new InvalidInputError('filesPath is required')
@@ -104,7 +99,7 @@ class FilesWatcher implements WatcherHandle {
       clock: this.clock,
       logger: this.log,
       claimPendingDelete: cid => tracker?.claimPendingDelete(cid),
-      recheck: rel => { this.hint(rel) },
+      recheck: rel => { this.rechecks.hint(rel) },
       onRecorded: e => { fullHasher?.recorded(e) }
     })
     tracker = new ChangeTracker({
@@ -115,10 +110,21 @@ class FilesWatcher implements WatcherHandle {
       hashConcurrency,
       ...io,
       logger: this.log,
-      recheck: rel => { this.hint(rel) },
+      recheck: rel => { this.rechecks.hint(rel) },
       onHashed: (bytes, size) => { this.progress.hashed(bytes, size) }
     })
     this.tracker = tracker
+    this.rechecks = new PathRechecks({
+      root: () => this.realRoot,
+      state: this.state,
+      tracker,
+      skips: this.skips,
+      clock: this.clock,
+      logger: this.log,
+      active: () => this.started,
+      signal: () => this.controller.signal,
+      rescan: () => { this.requestScan('scan').catch(err => { this.scanFailed(err) }) }
+    })
     this.fullHasher = fullHasher = new FullHasher({
       records: components.records,
       state: this.state,
@@ -151,7 +157,7 @@ class FilesWatcher implements WatcherHandle {
     this.fullHasher.start()
     if (!this.enabled) return
     // Live events first: whatever changes while the initial scan runs is hinted rather than missed.
-    await this.source?.start(rel => { this.hint(rel) })
+    await this.source?.start(rel => { this.rechecks.hint(rel) })
     this.requestScan('initial-scan').catch(err => { this.scanFailed(err) })
   }
 
@@ -168,13 +174,11 @@ class FilesWatcher implements WatcherHandle {
         async () => { await this.source?.stop() },
         () => {
           this.cancelRescan?.()
-          this.cancelHints?.()
-          this.cancelHints = undefined
-          this.hints.clear()
+          this.rechecks.cancel()
         },
         async () => { await this.tracker.stop() },
         async () => { await this.scanChain },
-        async () => { await this.hintWork },
+        async () => { await this.rechecks.settled() },
         async () => { await this.writer.idle() }
       ])
     })()
@@ -210,7 +214,7 @@ class FilesWatcher implements WatcherHandle {
 
   async whenIdle (opts: { timeoutMs: number }): Promise<void> {
     await waitFor(
-      () => !this.scanning && this.waitingScan === undefined && this.hints.size === 0 && this.hintWork === undefined && this.tracker.idle,
+      () => !this.scanning && this.waitingScan === undefined && this.rechecks.idle && this.tracker.idle,
       { timeoutMs: opts.timeoutMs, what: 'the watcher to finish its work', intervalMs: 20, clock: this.clock })
   }
 
@@ -273,7 +277,7 @@ class FilesWatcher implements WatcherHandle {
       this.skips.endScan(walked.skipped)
       const unseen: string[] = []
       for (const rel of this.state.paths()) if (!seen.has(rel)) unseen.push(rel)
-      await this.restat(unseen, tag, signal)
+      await this.rechecks.restat(unseen, tag, signal)
       this.walking = false
       const counts = await this.tracker.closeTag(tag)
       const summary: ScanSummary = { fileCount: this.state.size, ...counts }
@@ -281,12 +285,15 @@ class FilesWatcher implements WatcherHandle {
       this.lastError = undefined
       const p = this.progress.snapshot(this.tracker.pendingWork())
       this.log.info('scan finished', {
-        phase: kind, ...summary, seconds: round1((this.clock.monotonic() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed, mbPerSecond: p.mbPerSecond
+        phase: kind, ...summary, seconds: round1((this.clock.monotonic() - t0) / 1000), filesSeen: p.filesSeen, filesHashed: p.filesHashed,
+        mbPerSecond: p.mbPerSecond
       })
       return summary
     } catch (err) {
       this.tracker.abandonTag(tag)
-      if (!(err instanceof AbortedError)) this.lastError = { message: err instanceof Error ? err.message : String(err), at: new Date(this.clock.now()).toISOString() }
+      if (!(err instanceof AbortedError)) {
+        this.lastError = { message: err instanceof Error ? err.message : String(err), at: new Date(this.clock.now()).toISOString() }
+      }
       throw err
     } finally {
       stopTicker()
@@ -305,23 +312,6 @@ class FilesWatcher implements WatcherHandle {
     })
     // Entries stay in memory (fresh) only so that files gone since can still be cleaned up and announced.
     this.state.markAllFresh()
-  }
-
-  /** Known files a walk did not see: each is stat'ed (it may have been recorded meanwhile, or sit in an unreadable folder) before it counts as gone. */
-  private async restat (rels: string[], tag: number | undefined, signal: AbortSignal): Promise<void> {
-    for (let i = 0; i < rels.length; i += RESTAT_BATCH) {
-      if (signal.aborted) throw new AbortedError('watcher stopped')
-      await Promise.all(rels.slice(i, i + RESTAT_BATCH).map(async rel => {
-        try {
-          const k = await statPath(this.realRoot, rel)
-          if (k.kind === 'none' && k.skipped !== undefined) this.skips.skip(k.skipped)
-          this.tracker.observe(rel, k.kind === 'file' ? k.st : null, tag)
-        } catch (err) {
-          // Unreadable is not gone: keep what we know.
-          this.log.debug('cannot stat a known file', { path: rel, err })
-        }
-      }))
-    }
   }
 
   private armRescan (): void {
@@ -343,81 +333,6 @@ class FilesWatcher implements WatcherHandle {
     this.log.info('scan progress', {
       phase: p.phase, filesSeen: p.filesSeen, filesHashed: p.filesHashed, filesPending: p.filesPending, mbPerSecond: p.mbPerSecond, etaSeconds: p.etaSeconds
     })
-  }
-
-  // ------------------------------------------------------------ hints
-
-  private hint (rel: string): void {
-    if (!this.started || isHiddenPath(rel)) return
-    this.hints.add(rel)
-    if (this.cancelHints === undefined && this.hintWork === undefined) {
-      this.cancelHints = this.clock.schedule(HINT_DELAY_MS, () => { this.cancelHints = undefined; this.flushHints() })
-    }
-  }
-
-  private flushHints (): void {
-    if (this.hintWork !== undefined) return
-    this.hintWork = (async () => {
-      while (this.hints.size > 0 && this.started) {
-        const batch = [...this.hints].sort()
-        this.hints.clear()
-        let last: string | undefined
-        for (const rel of batch) {
-          // A folder's walk covers what lies below it.
-          if (last !== undefined && isUnder(rel, last)) continue
-          if (rel === '') {
-            this.requestScan('scan').catch(err => { this.scanFailed(err) })
-            break
-          }
-          const dir = await this.lookAt(rel)
-          if (dir !== undefined) last = dir
-        }
-      }
-    })().catch(err => { this.log.error('hint handling failed', { err }) }) // one bad path must not stop live events
-      .finally(() => {
-        this.hintWork = undefined
-        // Hints that arrived after the loop's last look would otherwise wait for the next one.
-        if (this.hints.size > 0 && this.started) this.flushHints()
-      })
-  }
-
-  /** Re-stats what a hint names and feeds the tracker; returns the path when it turned out to be a folder. */
-  private async lookAt (rel: string): Promise<string | undefined> {
-    let k
-    try {
-      k = await statPath(this.realRoot, rel)
-    } catch (err) {
-      this.log.debug('cannot stat a hinted path', { path: rel, err })
-      return undefined
-    }
-    if (k.kind === 'none' && k.skipped !== undefined) this.skips.skip(k.skipped)
-    if (k.kind === 'file') {
-      this.tracker.observe(rel, k.st)
-      return undefined
-    }
-    if (k.kind === 'none') {
-      this.tracker.observe(rel, null)
-      for (const p of this.state.pathsUnder(rel)) this.tracker.observe(p, null)
-      return undefined
-    }
-    this.tracker.observe(rel, null) // a file replaced by a folder
-    const seen = new Set<string>()
-    try {
-      await walkTree({
-        root: this.realRoot,
-        under: rel,
-        signal: this.controller.signal,
-        onFile: (r, st) => { seen.add(r); this.tracker.observe(r, st) },
-        onError: (r, err) => { this.log.warn('unreadable entry skipped', { path: r, code: err.code }) },
-        onSkip: (e) => { this.skips.skip(e) }
-      })
-    } catch (err) {
-      if (err instanceof AbortedError) return rel
-      this.log.debug('cannot walk a hinted folder', { path: rel, err })
-      return rel
-    }
-    await this.restat(this.state.pathsUnder(rel).filter(p => !seen.has(p)), undefined, this.controller.signal)
-    return rel
   }
 
   // ------------------------------------------------------------ registerFile

@@ -34,7 +34,8 @@ describe('the documented write forms', () => {
     const c = testCid(453)
     const put = await h.app.inject({ method: 'PUT', url: `/meta/${b}`, payload: { year: '1999', [`cids/${c}`]: 'true' } })
     expect(put.json()).toMatchObject({ success: true, updated: 3, created: false }) // year, cids/<c>, title deleted
-    expect((await h.app.inject({ url: `/meta/${c}` })).json().metadata).toEqual({ year: '1999', [`cids/${a}`]: 'true', [`cids/${b}`]: 'true', [`cids/${c}`]: 'true' })
+    expect((await h.app.inject({ url: `/meta/${c}` })).json().metadata).toEqual({ year: '1999', [`cids/${a}`]: 'true', [`cids/${b}`]: 'true',
+      [`cids/${c}`]: 'true' })
     // Deleting the member takes the CID off.
     expect((await h.app.inject({ method: 'DELETE', url: `/meta/${a}/cids/${c}` })).statusCode).toBe(200)
     expect((await h.app.inject({ url: `/meta/${c}` })).statusCode).toBe(404)

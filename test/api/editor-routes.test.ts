@@ -69,7 +69,8 @@ describe('POST /api/metadata/batch', () => {
 
   it('refuses an empty or malformed batch whole', async () => {
     h = await startApi()
-    for (const payload of [{ updates: [] }, { updates: 'x' }, {}, { updates: [{ metadata: { a: 'b' } }] }, { updates: [{ hashId: CID_A, metadata: { a: 5 } }] }]) {
+    for (const payload of [{ updates: [] }, { updates: 'x' }, {}, { updates: [{ metadata: { a: 'b' } }] },
+      { updates: [{ hashId: CID_A, metadata: { a: 5 } }] }]) {
       const r = await h.app.inject({ method: 'POST', url: '/api/metadata/batch', payload })
       expect([r.statusCode, r.json().error], JSON.stringify(payload)).toEqual([400, 'schema_violation'])
     }

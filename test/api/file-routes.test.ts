@@ -42,7 +42,8 @@ describe('GET /api/meta/{cid}', () => {
   })
 
   it('answers 404 unknown_cid for an unknown CID and 400 invalid_cid for a bad or empty one', async () => {
-    expect((await h.app.inject({ url: `/api/meta/${SHA_EMPTY}` })).json()).toEqual({ error: 'unknown_cid', message: 'no metadata for this CID', retryable: false })
+    expect((await h.app.inject({ url: `/api/meta/${SHA_EMPTY}` })).json()).toEqual({ error: 'unknown_cid', message: 'no metadata for this CID',
+      retryable: false })
     for (const bad of ['/api/meta/', '/api/meta/Qmabc', '/api/meta/midhash256:' + MIDHASH_HELLO, '/api/meta/BAFKREI', '/api/meta/' + 'b'.repeat(300)]) {
       const r = await h.app.inject({ url: bad })
       expect(r.statusCode, bad).toBe(400)
@@ -72,7 +73,8 @@ describe('GET /file/{cid}', () => {
   it('serves single ranges (206), refuses unsatisfiable ones (416) and answers multi-ranges with the whole file', async () => {
     put('a.mp4')
     await record('/files/a.mp4')
-    const get = async (range: string): Promise<Awaited<ReturnType<typeof h.app.inject>>> => await h.app.inject({ url: `/file/${MIDHASH_HELLO}`, headers: { range } })
+    const get = async (range: string): Promise<Awaited<ReturnType<typeof h.app.inject>>> =>
+      await h.app.inject({ url: `/file/${MIDHASH_HELLO}`, headers: { range } })
     let r = await get('bytes=2-5')
     expect(r.statusCode).toBe(206)
     expect(r.body).toBe('2345')
@@ -132,7 +134,8 @@ describe('GET /file/{cid}', () => {
     fs.symlinkSync(outside, path.join(h.filesPath, 'link.txt'))
     fs.symlinkSync(h.dir, path.join(h.filesPath, 'linkdir'))
     fs.mkdirSync(path.join(h.filesPath, 'adir'))
-    const hostile = ['/files/../secret.txt', '/files/link.txt', '/files/linkdir/secret.txt', outside, '/etc/passwd', 'secret.txt', '/files/adir', '/files/', '/files/a\\..\\..\\secret.txt']
+    const hostile = ['/files/../secret.txt', '/files/link.txt', '/files/linkdir/secret.txt', outside, '/etc/passwd', 'secret.txt', '/files/adir', '/files/',
+      '/files/a\\..\\..\\secret.txt']
     const cids = [SHA_EMPTY, SHA_HELLO, MIDHASH_HELLO]
     for (let i = 0; i < hostile.length; i++) {
       const cid = cids[i % cids.length]
@@ -236,7 +239,8 @@ describe('/api/files/register and /api/files/tuples', () => {
     const r = await h.app.inject({ url: '/api/files/tuples' })
     expect(r.statusCode).toBe(200)
     expect(r.body).toContain('"mtimeNano":1729872000123456789')
-    expect(r.json()).toEqual({ files: [{ hashId: rid, filePath: '/files/a.mkv', sizeByte: 15032385536, mtimeNano: 1729872000123456789 }], count: 1, totalSize: 15032385536 })
+    expect(r.json()).toEqual({ files: [{ hashId: rid, filePath: '/files/a.mkv', sizeByte: 15032385536, mtimeNano: 1729872000123456789 }], count: 1,
+      totalSize: 15032385536 })
     expect((await h.app.inject({ url: '/api/files/tuples?summary=1' })).json()).toEqual({ count: 1, totalSize: 15032385536 })
     expect((await h.app.inject({ url: '/api/files/tuples?summary=yes' })).statusCode).toBe(400)
   })

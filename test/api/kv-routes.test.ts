@@ -40,7 +40,8 @@ describe('/api/kv browser', () => {
 
   it('reads a record as a hash and a plain key as a string', async () => {
     const rid = await h.store.records.mint('/files/a', 1, 2n, { title: 't' })
-    expect(await get(`/api/kv/key/file:${rid}`)).toEqual({ key: `file:${rid}`, type: 'hash', value: { filePath: '/files/a', sizeByte: '1', mtimeNano: '2', title: 't' } })
+    expect(await get(`/api/kv/key/file:${rid}`)).toEqual({ key: `file:${rid}`, type: 'hash',
+      value: { filePath: '/files/a', sizeByte: '1', mtimeNano: '2', title: 't' } })
     expect((await h.app.inject({ url: `/api/kv/key/cid:${CID_A}` })).json()).toMatchObject({ error: 'not_found' })
     await h.store.records.addAlias(rid, CID_A)
     expect(await get(`/api/kv/key/cid:${CID_A}`)).toEqual({ key: `cid:${CID_A}`, type: 'string', value: rid })
@@ -52,12 +53,14 @@ describe('/api/kv browser', () => {
     const top = await get('/api/kv/tree?delimiter=:')
     expect(top.branches).toEqual(expect.arrayContaining(['file:', 'idx:', 'ver:', 'ev:']))
     const rec = await get(`/api/kv/tree?prefix=${encodeURIComponent(`file:${rid}/`)}`)
-    expect(rec).toMatchObject({ branches: [`file:${rid}/fileinfo/`], leaves: [`file:${rid}/filePath`, `file:${rid}/mtimeNano`, `file:${rid}/sizeByte`], hasMore: false, cursor: '0' })
+    expect(rec).toMatchObject({ branches: [`file:${rid}/fileinfo/`], leaves: [`file:${rid}/filePath`, `file:${rid}/mtimeNano`, `file:${rid}/sizeByte`],
+      hasMore: false, cursor: '0' })
     const p1 = await get(`/api/kv/tree?prefix=${encodeURIComponent(`file:${rid}/`)}&max=2`)
     expect(p1.branches.length + p1.leaves.length).toBe(2)
     expect(p1.hasMore).toBe(true)
     const p2 = await get(`/api/kv/tree?prefix=${encodeURIComponent(`file:${rid}/`)}&max=2&cursor=${encodeURIComponent(p1.cursor as string)}`)
-    expect([...p1.branches, ...p1.leaves, ...p2.branches, ...p2.leaves]).toEqual([`file:${rid}/fileinfo/`, `file:${rid}/filePath`, `file:${rid}/mtimeNano`, `file:${rid}/sizeByte`])
+    expect([...p1.branches, ...p1.leaves, ...p2.branches, ...p2.leaves]).toEqual([`file:${rid}/fileinfo/`, `file:${rid}/filePath`, `file:${rid}/mtimeNano`,
+      `file:${rid}/sizeByte`])
   })
 
   it('finds keys by name and record fields by value, continuing with a cursor', async () => {

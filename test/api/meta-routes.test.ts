@@ -14,7 +14,8 @@ function kvRows (): number {
   return h.store.kv.count('', '\u{10FFFF}')
 }
 
-async function req (method: string, url: string, payload?: unknown, headers?: Record<string, string>): Promise<{ status: number, json: any, body: string, headers: Record<string, unknown> }> {
+async function req (method: string, url: string, payload?: unknown, headers?: Record<string,
+  string>): Promise<{ status: number, json: any, body: string, headers: Record<string, unknown> }> {
   const res = await h.app.inject({ method: method as 'GET', url, payload: payload as string, headers })
   let json: unknown
   try { json = JSON.parse(res.body) } catch { json = undefined }
@@ -163,7 +164,8 @@ describe('/meta/{hash}/{key…} properties', () => {
     await expectRefused('PUT', `/meta/${CID_A}/k`, { value: 5 }, 400, 'schema_violation')
     await expectRefused('PUT', `/meta/${CID_A}/k`, { other: 'x' }, 400, 'schema_violation')
     await expectRefused('PUT', `/meta/${CID_A}/k`, undefined, 400, 'schema_violation')
-    await expectRefused('PUT', `/meta/${CID_A}/k`, Buffer.from([0x61, 0xff, 0xfe]) as unknown as string, 400, 'invalid_value', { 'content-type': 'application/octet-stream' })
+    await expectRefused('PUT', `/meta/${CID_A}/k`, Buffer.from([0x61, 0xff, 0xfe]), 400, 'invalid_value',
+      { 'content-type': 'application/octet-stream' })
     await expectRefused('PUT', `/meta/${CID_A}/k`, 'x'.repeat(1024 * 1024 + 10), 413, 'payload_too_large', { 'content-type': 'text/plain' })
     await expectRefused('PUT', `/meta/${CID_A}/a//b`, { value: 'x' }, 400, 'invalid_field')
   })

@@ -40,7 +40,8 @@ describe('GET /api/search', () => {
     expect(one.results[0].metadata.title).toBe('Blue River')
     expect(one.results[0].canonical_cid).toBe(CID)
     expect((await h.app.inject({ url: `/api/search?q=${CID}` })).json().total).toBe(1)
-    expect((await h.app.inject({ url: '/api/search?q=year:%3D2002' })).json().results.map((r: { metadata: { title: string } }) => r.metadata.title)).toEqual(['Red Hill 2'])
+    expect((await h.app.inject({ url: '/api/search?q=year:%3D2002' })).json().results.map((r: { metadata: { title: string } }) =>
+      r.metadata.title)).toEqual(['Red Hill 2'])
     // No q: every record.
     expect((await h.app.inject({ url: '/api/search' })).json().total).toBe(6)
   })
@@ -53,7 +54,8 @@ describe('GET /api/search', () => {
     const first = (await h.app.inject({ url: '/api/search?q=type:movie&limit=2' })).json()
     expect(first.nextCursor).toBeTypeOf('string')
     const next = (await h.app.inject({ url: `/api/search?q=type:movie&limit=2&cursor=${encodeURIComponent(first.nextCursor as string)}` })).json()
-    const post = (await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { ...parseQuery('type:movie'), limit: 2, cursor: first.nextCursor } })).json()
+    const post = (await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { ...parseQuery('type:movie'), limit: 2,
+      cursor: first.nextCursor } })).json()
     expect(next).toEqual(post)
     for (const bad of ['limit=-1', 'limit=x', 'offset=1.5', 'bogus=1', `q=${'x'.repeat(1025)}`]) {
       const r = await h.app.inject({ url: `/api/search?${bad}` })

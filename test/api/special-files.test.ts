@@ -78,7 +78,8 @@ describe('FIFOs under FILES_PATH', () => {
 
   it('POST /api/files/register refuses a FIFO under plugin/ with 400 not_a_file', async () => {
     mkfifo('plugin/pipe.srt')
-    const rs = await Promise.all([1, 2, 3, 4, 5].map(async () => await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/pipe.srt' } })))
+    const rs = await Promise.all([1, 2, 3, 4, 5].map(async () => await inject({ method: 'POST', url: '/api/files/register',
+      payload: { path: 'plugin/pipe.srt' } })))
     for (const r of rs) expect([r.statusCode, r.json().error]).toEqual([400, 'not_a_file'])
     put('plugin/ok.srt', 'subtitle')
     expect((await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/ok.srt' } })).statusCode).toBe(201)
@@ -106,7 +107,7 @@ describe('symlinks: every route agrees', () => {
     fs.symlinkSync('real.srt', path.join(h.filesPath, 'plugin', 'alias.srt'))
     const reg = await inject({ method: 'POST', url: '/api/files/register', payload: { path: 'plugin/alias.srt' } })
     expect(reg.statusCode).toBe(201)
-    const { cid } = reg.json() as { cid: string }
+    const { cid } = reg.json<{ cid: string }>()
     expect(cid).toBe((await midhash256(path.join(h.filesPath, 'plugin', 'real.srt'))).cid)
     expect((await inject({ url: `/file/${cid}` })).body).toBe('subtitle bytes')
     expect((await inject({ method: 'POST', url: '/file/cid', payload: { path: 'plugin/alias.srt' } })).json().path).toBe('plugin/real.srt')

@@ -38,7 +38,8 @@ describe('health, status, stats, schema', () => {
     await h.app.inject({ method: 'POST', url: '/api/watchers/scan?wait=true' })
     const bad = await h.app.inject({ url: '/health' })
     expect(bad.statusCode).toBe(200)
-    expect(bad.json()).toMatchObject({ status: 'degraded', storage: true, redis: true, reasons: [{ reason: 'watcher', message: expect.stringContaining('last scan failed') }] })
+    expect(bad.json()).toMatchObject({ status: 'degraded', storage: true, redis: true, reasons: [{ reason: 'watcher',
+      message: expect.stringContaining('last scan failed') }] })
     expect((await h.app.inject({ url: '/health?strict=1' })).statusCode).toBe(503)
     expect((await h.app.inject({ url: '/health?strict=0' })).statusCode).toBe(200)
     fs.mkdirSync(h.filesPath)
@@ -106,7 +107,8 @@ describe('OpenAPI, CORS, unknown routes', () => {
     const doc = r.json()
     expect(doc.openapi).toMatch(/^3\./)
     expect(doc.info.version).toBe('1.2.3')
-    for (const p of ['/meta/{hash}', '/api/meta/{cid}', '/file/{cid}', '/api/events/meta', '/api/kv/value', '/api/files/tuples']) expect(doc.paths[p], p).toBeDefined()
+    for (const p of ['/meta/{hash}', '/api/meta/{cid}', '/file/{cid}', '/api/events/meta', '/api/kv/value',
+      '/api/files/tuples']) expect(doc.paths[p], p).toBeDefined()
     expect(doc.paths['/meta/{hash}'].patch.requestBody).toBeDefined()
     expect(doc.paths['/api/meta/{cid}'].get.security).toEqual([])
   })
@@ -133,7 +135,8 @@ describe('/api/metadata', () => {
     await h.store.records.mint('/files/alien.mkv', 1, 1n, { title: 'Alien', year: '1979' })
     await h.store.records.mint('/files/aliens.mkv', 1, 1n, { title: 'Aliens', year: '1986' })
     await h.store.records.mint('/files/heat.mkv', 1, 1n, { title: 'Heat', year: '1995' })
-    const s = await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { query: 'alien', filters: [{ property: 'year', values: ['1986'] }] } })
+    const s = await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { query: 'alien',
+      filters: [{ property: 'year', values: ['1986'] }] } })
     expect(s.json()).toMatchObject({ count: 1, total: 1, results: [{ metadata: { title: 'Aliens' } }] })
     expect((await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { limit: 'x' } })).statusCode).toBe(400)
     expect((await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: { bogus: 1 } })).statusCode).toBe(400)

@@ -120,7 +120,8 @@ describe('GET /api/records/{hash}', () => {
       expect(body).toMatchObject({ hashId: rid, roots: [rid], cids: [...cids].sort(), canonical_cid: canonicalCid(cids), duplicates: [] })
       expect(body.metadata.title).toBe('Second write')
       expect(body.metadata.domain).toBeUndefined()
-      const byField = new Map((body.versions as Array<{ field: string, hlc: string, at: string, origin: string, root: string, deleted: boolean }>).map(v => [v.field, v]))
+      const byField = new Map((body.versions as Array<{ field: string, hlc: string, at: string, origin: string, root: string, deleted: boolean }>).map(v =>
+        [v.field, v]))
       // Every field, the deleted one too.
       expect([...byField.keys()].sort()).toEqual(Object.keys(apiFields(rec)).sort())
       const title = byField.get('title')!
@@ -169,7 +170,8 @@ describe('canonical_cid on search hits', () => {
     const h = await api()
     const recs = [6, 7, 8].map(syntheticRecord)
     for (const r of recs) expect((await h.app.inject({ method: 'PATCH', url: `/meta/${r.cid}`, payload: apiFields(r) })).statusCode).toBe(200)
-    const bare = (await h.app.inject({ method: 'PATCH', url: '/meta/01M8PZ0DRKEHGVM2JDNA6Z8363', payload: { title: 'No cids at all' } })).json().hashId as string
+    const bare = (await h.app.inject({ method: 'PATCH', url: '/meta/01M8PZ0DRKEHGVM2JDNA6Z8363',
+      payload: { title: 'No cids at all' } })).json().hashId as string
     const res = (await h.app.inject({ method: 'POST', url: '/api/metadata/search', payload: {} })).json()
     expect(res.total).toBe(4)
     for (const hit of res.results as Array<{ hashId: string, metadata: Record<string, string>, canonical_cid?: string }>) {

@@ -4,7 +4,8 @@
  * JSON, medians, B/A and the tolerance in both directions.
  */
 import { describe, expect, it } from 'vitest'
-import { BENCHES, extractJson, median, metricValue, parseEnvOption, parseMetricOption, sidesOfRound, summarise, valueAt, type MetricSpec } from '../../bench/lib/ab.js'
+import { BENCHES, extractJson, median, metricValue, parseEnvOption, parseMetricOption, sidesOfRound, summarise, valueAt,
+  type MetricSpec } from '../../bench/lib/ab.js'
 
 const rate: MetricSpec = { name: 'rate', paths: ['x'], better: 'higher', headline: true, description: '' }
 const latency: MetricSpec = { name: 'p99Ms', paths: ['y'], better: 'lower', headline: true, description: '' }

@@ -112,7 +112,8 @@ describe('the sustained figure\'s keep-up rule', () => {
   })
 
   it('the highest rate kept up is the last of an unbroken run from the lowest', () => {
-    expect(highestKeptUp([{ offeredRate: 500, keptUp: true }, { offeredRate: 250, keptUp: true }, { offeredRate: 1000, keptUp: false }, { offeredRate: 2000, keptUp: true }])).toBe(500)
+    expect(highestKeptUp([{ offeredRate: 500, keptUp: true }, { offeredRate: 250, keptUp: true }, { offeredRate: 1000, keptUp: false },
+      { offeredRate: 2000, keptUp: true }])).toBe(500)
     expect(highestKeptUp([{ offeredRate: 250, keptUp: false }])).toBeNull()
     expect(highestKeptUp([])).toBeNull()
   })

@@ -23,14 +23,14 @@ function shuffled<T> (items: readonly T[], seed: number): T[] {
   }
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(rand() * (i + 1))
-    ;[out[i], out[j]] = [out[j]!, out[i]!]
+    ;[out[i], out[j]] = [out[j], out[i]]
   }
   return out
 }
 
 /** Expected winner from the fixture's own ranks (not cidRank): highest rank, then smallest string. */
 function expectedWinner (set: readonly RankVector[]): string {
-  return set.slice().sort((a, b) => (b.rank - a.rank) || (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0))[0]!.cid
+  return set.slice().sort((a, b) => (b.rank - a.rank) || (a.cid < b.cid ? -1 : a.cid > b.cid ? 1 : 0))[0].cid
 }
 
 describe('cidRank', () => {

@@ -47,7 +47,8 @@ async function runToCompletion (plan: LocalPlan): Promise<Cli> {
 }
 
 async function api<T = any> (peer: string, route: string, init: RequestInit = {}): Promise<{ status: number, body: T }> {
-  const r = await fetch(`${urls.get(peer) ?? ''}${route}`, { ...init, headers: { ...auth, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }), ...(init.headers ?? {}) } })
+  const r = await fetch(`${urls.get(peer) ?? ''}${route}`, { ...init, headers: { ...auth, ...(init.body === undefined ? {}
+    : { 'content-type': 'application/json' }), ...(init.headers ?? {}) } })
   const text = await r.text()
   return { status: r.status, body: (text === '' ? undefined : JSON.parse(text)) as T }
 }
@@ -128,9 +129,11 @@ describe('docker-compose.peers.yml', () => {
     expect((await api('peer1', `/meta/${a}`, { method: 'PATCH', body: JSON.stringify({ title: 'written on peer1', year: '2001' }) })).status).toBe(200)
     expect((await api('peer3', `/meta/${b}`, { method: 'PATCH', body: JSON.stringify({ title: 'written on peer3' }) })).status).toBe(200)
     for (const p of PEERS) {
-      await waitFor(async () => (await fetch(`${urls.get(p) ?? ''}/api/meta/${a}`)).status === 200 && (await fetch(`${urls.get(p) ?? ''}/api/meta/${b}`)).status === 200,
+      await waitFor(async () => (await fetch(`${urls.get(p) ?? ''}/api/meta/${a}`)).status === 200 &&
+        (await fetch(`${urls.get(p) ?? ''}/api/meta/${b}`)).status === 200,
         { timeoutMs: 20_000, what: `both records on ${p}`, intervalMs: 100 })
-      expect((await (await fetch(`${urls.get(p) ?? ''}/api/meta/${a}`)).json() as { metadata: unknown }).metadata).toMatchObject({ title: 'written on peer1', year: '2001' })
+      expect((await (await fetch(`${urls.get(p) ?? ''}/api/meta/${a}`)).json() as { metadata: unknown }).metadata).toMatchObject({ title: 'written on peer1',
+        year: '2001' })
     }
     let digests: string[] = []
     await waitFor(async () => {
@@ -166,7 +169,8 @@ describe('docker-compose.peers.yml', () => {
     const json = runCli(['status', '--json'], env)
     clis.push(json)
     expect(await withTimeout(json.exited, 20_000, 'meta-core status --json')).toBe(0)
-    const report = JSON.parse(json.stdout()) as { health: { status: string }, status: { fileCount: number }, mesh: { peers: Array<{ peerId: string, lagMs: number, behind: boolean, connected: boolean }> } }
+    const report = JSON.parse(json.stdout()) as { health: { status: string }, status: { fileCount: number },
+      mesh: { peers: Array<{ peerId: string, lagMs: number, behind: boolean, connected: boolean }> } }
     expect(report.health.status).toBe('ok')
     expect(report.status.fileCount).toBe(2)
     expect(report.mesh.peers.map(p => p.peerId).sort()).toEqual([ids.get('peer2'), ids.get('peer3')].sort())

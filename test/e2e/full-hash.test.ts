@@ -51,7 +51,8 @@ async function fullHash (n: RunningNode): Promise<FullHashStatus> {
   return r.body.watchers[0].fullHash
 }
 
-async function record (n: RunningNode, cid: string): Promise<{ status: number, body: { cids: string[], canonical_cid: string, metadata: Record<string, string> } }> {
+async function record (n: RunningNode, cid: string): Promise<{ status: number, body: { cids: string[], canonical_cid: string,
+  metadata: Record<string, string> } }> {
   return await getJson(n, `/api/meta/${cid}`)
 }
 
@@ -121,7 +122,8 @@ describe('full-content CIDs in the background', () => {
     write(dir, 'a.bin', a)
     write(dir, 'b.bin', b)
     const n = await startLocal(dir, ['--full-hash-bytes-per-second', String(MiB)])
-    const oldMid = new Map([['a.bin', (await midhash256(path.join(dir, 'files', 'a.bin'))).cid], ['b.bin', (await midhash256(path.join(dir, 'files', 'b.bin'))).cid]])
+    const oldMid = new Map([['a.bin', (await midhash256(path.join(dir, 'files', 'a.bin'))).cid],
+      ['b.bin', (await midhash256(path.join(dir, 'files', 'b.bin'))).cid]])
     const left = new Set(next.keys())
     while (left.size > 0) {
       let rel = ''
@@ -157,12 +159,14 @@ describe('full-content CIDs in the background', () => {
     const contents = [0, 1, 2].map(i => Buffer.from(patternBytes(2 * MiB + i)))
     contents.forEach((b, i) => { write(dir, `f${i}.bin`, b) })
     let n = await startLocal(dir, ['--full-hash-bytes-per-second', String(MiB)])
-    await waitFor(async () => { const s = await fullHash(n); return s.filesHashed >= 1 && (s.current?.bytesRead ?? 0) > 0 }, { timeoutMs: 30_000, what: 'one file hashed and the next being read' })
+    await waitFor(async () => { const s = await fullHash(n); return s.filesHashed >= 1 && (s.current?.bytesRead ?? 0) > 0 },
+      { timeoutMs: 30_000, what: 'one file hashed and the next being read' })
     const before = await fullHash(n)
     await stopNode(n)
     n = await startLocal(dir, ['--full-hash-bytes-per-second', String(16 * MiB)])
     for (const b of contents) {
-      await waitFor(async () => (await record(n, referenceIpfsCid(b))).status === 200 && (await record(n, referenceSha256Cid(b))).status === 200, { timeoutMs: 20_000, what: 'every file\'s CIDs after the restart' })
+      await waitFor(async () => (await record(n, referenceIpfsCid(b))).status === 200 && (await record(n, referenceSha256Cid(b))).status === 200,
+        { timeoutMs: 20_000, what: 'every file\'s CIDs after the restart' })
     }
     await waitFor(async () => (await fullHash(n)).state === 'idle', { timeoutMs: 10_000, what: 'the full hash to be done' })
     // The files hashed before the stop are not read again; the one read half-way and those after it are read now.
@@ -186,8 +190,10 @@ describe('full-content CIDs in the background', () => {
     state.nodes.push(b)
     await waitFor(async () => (await record(b, sha)).status === 200, { timeoutMs: 20_000, what: 'B to receive the record with its CIDs' })
     write(dirB, 'copy of film.mkv', content)
-    await waitFor(async () => (await record(b, sha)).body.metadata[`holders/${b.mesh.peerId}`] === 'true', { timeoutMs: 20_000, what: 'B\'s watcher to record its copy' })
-    await waitFor(async () => { const s = await fullHash(b); return s.state === 'idle' && s.filesKnown === 1 }, { timeoutMs: 10_000, what: 'B to find the CIDs in the record' })
+    await waitFor(async () => (await record(b, sha)).body.metadata[`holders/${b.mesh.peerId}`] === 'true',
+      { timeoutMs: 20_000, what: 'B\'s watcher to record its copy' })
+    await waitFor(async () => { const s = await fullHash(b); return s.state === 'idle' && s.filesKnown === 1 },
+      { timeoutMs: 10_000, what: 'B to find the CIDs in the record' })
     expect(await fullHash(b)).toMatchObject({ filesHashed: 0, bytesHashed: 0, filesKnown: 1, filesPending: 0 })
     expect((await record(b, referenceIpfsCid(content))).body.metadata.filePath).toBe('/files/copy of film.mkv')
   }, 60_000)

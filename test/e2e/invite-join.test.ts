@@ -66,16 +66,19 @@ describe('meta-core invite and join', () => {
     expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600)
     expect(fs.readFileSync(path.join(tmp.dir, 'b', 'db', 'meta-core.bootstrap'), 'utf8')).toContain(`/p2p/${aId}`)
     await waitFor(async () => (await json(`${bUrl}/api/mesh`)).peers.some((p: any) => p.peerId === aId && p.connected), { timeoutMs: 15_000, what: 'the joined node connected to the inviting one' })
-    expect((await fetch(`${aUrl}/meta/${testCid(1)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'before the restart' }) })).status).toBe(200)
+    expect((await fetch(`${aUrl}/meta/${testCid(1)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'before the restart' }) })).status).toBe(200)
     await waitFor(async () => (await fetch(`${bUrl}/api/meta/${testCid(1)}`)).status === 200, { timeoutMs: 10_000, what: 'a write on the inviting node on the joined one' })
 
     // Stopped, then started with no mesh option at all: the key and the bootstrap list beside its store keep it in.
     b.child.kill('SIGTERM')
     expect(await b.exited).toBe(0)
-    expect((await fetch(`${aUrl}/meta/${testCid(2)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'while it was away' }) })).status).toBe(200)
+    expect((await fetch(`${aUrl}/meta/${testCid(2)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'while it was away' }) })).status).toBe(200)
     const again = run(['start', ...folder('b')])
     const againUrl = await listeningUrl(again)
-    await waitFor(async () => (await fetch(`${againUrl}/api/meta/${testCid(2)}`)).status === 200, { timeoutMs: 15_000, what: 'the restarted node back in the mesh' })
+    await waitFor(async () => (await fetch(`${againUrl}/api/meta/${testCid(2)}`)).status === 200,
+      { timeoutMs: 15_000, what: 'the restarted node back in the mesh' })
 
     // Nothing it printed or logged holds the invite, nor the key.
     const hex = Buffer.from(parseSwarmKey(fs.readFileSync(key, 'utf8'))!.secret).toString('hex')

@@ -85,7 +85,8 @@ describe('a join killed halfway', () => {
     const want = a.mesh.digest().digest
     await waitFor(async () => (await json<{ digest: string }>(`${url2}/api/mesh/digest`)).digest === want, { timeoutMs: 120_000, what: 'B\'s digest to equal A\'s after the restart', intervalMs: 250 })
     const last = syntheticRecord(RECORDS - 1)
-    await waitFor(async () => !(await json<{ join: Join }>(`${url2}/api/mesh`)).join.searchBuilding, { timeoutMs: 60_000, what: 'B\'s search index to be complete', intervalMs: 250 })
+    await waitFor(async () => !(await json<{ join: Join }>(`${url2}/api/mesh`)).join.searchBuilding,
+      { timeoutMs: 60_000, what: 'B\'s search index to be complete', intervalMs: 250 })
     const found = await json<{ total: number }>(`${url2}/api/search?q=${encodeURIComponent(`imdbid:=${last.fields.imdbid}`)}`)
     expect(found.total).toBe(1)
     const all = await json<{ total: number }>(`${url2}/api/search?q=`)

@@ -35,7 +35,8 @@ describe('a node away for longer than a minute', () => {
     const dir = state.dir()
     const key = swarmKeyIn(dir)
     const cids = Array.from({ length: 31 }, (_, i) => testCid(52_000 + i))
-    const start = async (name: string, bootstrap: string[] = []): Promise<MeshProcess> => await startMeshProcess(clis, { name, dir, key, bootstrap, env: OLD_HORIZON })
+    const start = async (name: string, bootstrap: string[] = []): Promise<MeshProcess> => await startMeshProcess(clis,
+      { name, dir, key, bootstrap, env: OLD_HORIZON })
 
     let a = await start('a')
     const firstA = a

@@ -23,7 +23,8 @@ let a: RunningNode
 let rogue: RoguePeer
 
 const pushOf = (rid: string, title: string) => (signer: string): Uint8Array =>
-  encodeMessage({ t: 'push', origin: signer, epoch: 1, seq: 1, entries: [{ key: `file:${rid}/title`, value: title, hlc: formatHlc({ ms: Date.now(), counter: 0 }), origin: signer }] })
+  encodeMessage({ t: 'push', origin: signer, epoch: 1, seq: 1, entries: [{ key: `file:${rid}/title`, value: title,
+    hlc: formatHlc({ ms: Date.now(), counter: 0 }), origin: signer }] })
 
 // Ed25519 signatures are checked with node:crypto's verify (@libp2p/crypto); counted here, in this process.
 let verifies = 0

@@ -54,7 +54,8 @@ describe('peer digests over the mesh', () => {
 
   it('answers with no peers on a standalone node', async () => {
     const dir = path.join(state.dir(), 'solo')
-    const parsed = await parseConfig(['--port', '0', '--db-path', path.join(dir, 'm.db'), '--files-path', path.join(dir, 'files'), '--enable-file-watcher=false', '--log-level', 'silent'], {})
+    const parsed = await parseConfig(['--port', '0', '--db-path', path.join(dir, 'm.db'), '--files-path', path.join(dir, 'files'),
+      '--enable-file-watcher=false', '--log-level', 'silent'], {})
     if (parsed.kind !== 'config') throw new Error('expected a configuration')
     const n = await startNode(parsed.config, { logger: silentLogger })
     state.nodes.push(n)

@@ -92,7 +92,8 @@ describe('a holder added during a partition while the other node releases', () =
     state.nodes.push(b)
     // B adds its holder while A releases its last copy.
     fs.rmSync(fileA)
-    await waitFor(async () => (await getJson(b, `/api/meta/${cid}`)).body?.metadata?.[`holders/${peerB}`] === 'true', { timeoutMs: 20_000, what: 'B to hold the file' })
+    await waitFor(async () => (await getJson(b, `/api/meta/${cid}`)).body?.metadata?.[`holders/${peerB}`] === 'true',
+      { timeoutMs: 20_000, what: 'B to hold the file' })
     await waitFor(async () => (await getJson(a, `/api/meta/${cid}`)).status === 404, { timeoutMs: 20_000, what: 'A to release its last copy' })
     expect(a.mesh.status().peers.filter(p => p.connected)).toHaveLength(0)
 

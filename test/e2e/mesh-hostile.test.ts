@@ -99,7 +99,8 @@ describe('a hostile member flooding the mesh', () => {
     const writers = honest.map(async (n) => {
       while (writing) {
         const value = `hostile_${n.name}_${k++}` // a field name: the event stream shows keys, not values
-        const r = await fetch(`${n.url}/meta/${testCid(410_000 + k)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ [value]: 'x' }) })
+        const r = await fetch(`${n.url}/meta/${testCid(410_000 + k)}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ [value]: 'x' }) })
         expect(r.status).toBe(200)
         acked.set(value, { at: Date.now(), from: n.name })
         await sleep(WRITE_EVERY_MS) // pacing: the honest write load, not a wait for anything
@@ -156,7 +157,8 @@ describe('a hostile member flooding the mesh', () => {
         const p99 = percentile(latencies, 0.99)
         // For comparison: the warm-up's writes, before the flood, on the same machine.
         const calm = delays([...acked].filter(([, w]) => w.at < attackFrom - 1_000))
-        const late = during.filter(([v, w]) => [...arrived.get(v)!].some(([name, t]) => name !== w.from && t - w.at > 500)).map(([, w]) => `${w.from}@${w.at - attackFrom}ms`)
+        const late = during.filter(([v, w]) => [...arrived.get(v)!].some(([name, t]) => name !== w.from && t - w.at > 500)).map(([, w]) =>
+          `${w.from}@${w.at - attackFrom}ms`)
         const growth = peak.map((p, i) => p - before[i])
         console.log(`hostile flood: ${sent} frames sent in ${((attackTo - attackFrom) / 1000).toFixed(1)} s; ` +
           `${latencies.length} deliveries, p50 ${percentile(latencies, 0.5)} ms, p99 ${p99} ms, max ${Math.max(...latencies)} ms ` +

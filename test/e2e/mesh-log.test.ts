@@ -35,7 +35,8 @@ describe('mesh log lines', () => {
     state.nodes.push(a)
     for (let i = 0; i < 20; i++) await send(a, 'PATCH', `/meta/${testCid(i)}`, { title: `t${i}` })
     const log = captured()
-    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)], logger: log.logger, extraFlags: ['--log-level', 'info'] })
+    const b = await startMeshNode({ dir: path.join(state.dir(), 'b'), swarmKey: key, bootstrap: [p2pAddr(a)], logger: log.logger,
+      extraFlags: ['--log-level', 'info'] })
     state.nodes.push(b)
     await waitConnected([b], 1)
     const peer = a.mesh.peerId
@@ -48,7 +49,8 @@ describe('mesh log lines', () => {
     // More rounds and writes change nothing: each line is said once per change of state.
     for (let i = 20; i < 25; i++) await send(a, 'PATCH', `/meta/${testCid(i)}`, { title: `t${i}` })
     const after = new Date().toISOString()
-    await waitFor(() => (b.mesh.status().peers.find(p => p.peerId === peer)?.caughtUpAt ?? '') > after, { timeoutMs: 10_000, what: 'a later pull round to catch up again' })
+    await waitFor(() => (b.mesh.status().peers.find(p => p.peerId === peer)?.caughtUpAt ?? '') > after,
+      { timeoutMs: 10_000, what: 'a later pull round to catch up again' })
     expect(matching(log.lines, line('caught up with peer'))).toHaveLength(1)
 
     await a.stop()

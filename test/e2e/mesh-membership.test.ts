@@ -48,7 +48,8 @@ describe('membership', () => {
     // Every node learns the others from its bootstrap peer and connects to them: no star around node 1.
     await waitConnected(state.nodes, 4, 20_000)
     const [n2, n3, n4, n5] = rest
-    await waitFor(async () => (await getJson(n3, '/api/mesh')).body.members.filter((m: any) => m.lastConnectedAt !== null).length === 4, { timeoutMs: 10_000, what: 'node 3 to know 4 members' })
+    await waitFor(async () => (await getJson(n3, '/api/mesh')).body.members.filter((m: any) => m.lastConnectedAt !== null).length === 4,
+      { timeoutMs: 10_000, what: 'node 3 to know 4 members' })
 
     await n1.stop()
     state.nodes.splice(state.nodes.indexOf(n1), 1)

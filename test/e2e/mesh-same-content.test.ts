@@ -11,7 +11,6 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
 import { midhash256, sha256FileCid } from '../../src/cid/index.js'
 import { RecordReplica } from '../../src/mesh/index.js'
-import type { RemoteEntry } from '../../src/records/index.js'
 import type { RunningNode } from '../../src/node/index.js'
 import { getJson, meshTestState, p2pAddr, startMeshNode, swarmKeyIn, waitConverged } from '../helpers/mesh-nodes.js'
 
@@ -25,7 +24,7 @@ function replicated (n: RunningNode): Set<string> {
   let after: string | null = null
   for (;;) {
     const p = r.exportRange(after, { maxBytes: 1 << 20 })
-    for (const e of p.entries as RemoteEntry[]) out.add(`${e.key} ${e.hlc}${e.origin} ${e.value ?? '∅'}`)
+    for (const e of p.entries) out.add(`${e.key} ${e.hlc}${e.origin} ${e.value ?? '∅'}`)
     if (p.next === null) return out
     after = p.next
   }
@@ -46,7 +45,8 @@ describe('the same content on two nodes before they meet', () => {
     const a = await startMeshNode({ dir: dirA, swarmKey: key, watcher: true })
     let b = await startMeshNode({ dir: dirB, swarmKey: key, watcher: true })
     state.nodes.push(a, b)
-    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to record the file' })
+    for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${cid}`)).status === 200,
+      { timeoutMs: 15_000, what: 'each watcher to record the file' })
     // And to add its full-content CIDs in the background (each node hashes its own copy: they have not met yet).
     const sha = (await sha256FileCid(path.join(dirA, 'files', 'film.mkv'))).cid
     for (const n of state.nodes) await waitFor(async () => (await getJson(n, `/api/meta/${sha}`)).status === 200, { timeoutMs: 15_000, what: 'each watcher to add the full-content CIDs' })

@@ -47,7 +47,8 @@ afterAll(async () => {
 describe('gossipsub scoring of the mesh topic', () => {
   it('graylists and prunes a member that keeps sending bad frames, and keeps honest members above 0', async () => {
     const me = rogue.peerId
-    await waitFor(() => gossip(a).gossipScore(me).inMesh && gossip(a).gossipScore(b.mesh.peerId).inMesh, { timeoutMs: 10_000, what: 'the rogue and B in A\'s mesh' })
+    await waitFor(() => gossip(a).gossipScore(me).inMesh && gossip(a).gossipScore(b.mesh.peerId).inMesh,
+      { timeoutMs: 10_000, what: 'the rogue and B in A\'s mesh' })
     const seen = (): number => a.mesh.status().peers.find(p => p.peerId === me)?.framesRejected ?? 0
     for (let i = 0; i < 5; i++) {
       await rogue.publish(junkFrame(i))
@@ -58,7 +59,8 @@ describe('gossipsub scoring of the mesh topic', () => {
 
     // Graylisted: a valid frame from it is dropped before A's validator sees it.
     const rid = '01M8ME6YDNEBQ9WHRFBFD4HMGQ'
-    const valid = encodeMessage({ t: 'push', origin: me, epoch: 1, seq: 1, entries: [{ key: `file:${rid}/title`, value: 'late', hlc: formatHlc({ ms: Date.now(), counter: 0 }), origin: me }] })
+    const valid = encodeMessage({ t: 'push', origin: me, epoch: 1, seq: 1, entries: [{ key: `file:${rid}/title`, value: 'late',
+      hlc: formatHlc({ ms: Date.now(), counter: 0 }), origin: me }] })
     await rogue.publish(valid)
     await rogue.publishAs(() => valid)
     await sleep(1_500) // nothing is to arrive: a bounded wait for a non-event

@@ -75,11 +75,14 @@ describe('mesh trust', () => {
       ['malformed', () => new Uint8Array([1, 0, 0x7b, 0x7b, 0x7b]), { framesIn: 3, framesRejected: 2 }]
     ], [
       ['oversized', () => new Uint8Array([1, 0, ...Buffer.alloc(1024 * 1024 + 100, 0x20)]), { framesIn: 1, framesRejected: 1 }],
-      ['non-record key', me => json({ t: 'push', o: me, e: 1, s: 2, b: { o: [me], v: [[hlc(), 0]], r: [['cid:bafkreiabc', -1, [[0, 'title', 'x']]]] } }), { framesIn: 2, framesRejected: 2 }]
+      ['non-record key', me => json({ t: 'push', o: me, e: 1, s: 2, b: { o: [me], v: [[hlc(), 0]], r: [['cid:bafkreiabc', -1, [[0, 'title', 'x']]]] } }),
+        { framesIn: 2, framesRejected: 2 }]
     ], [
       // A connected peer: its frames are counted against it from the first, valid or not.
-      ['far-future', me => encodeMessage({ t: 'push', origin: me, epoch: 1, seq: 3, entries: [entry('future', 'x', me, 3_600_000)] }), { framesIn: 1, framesRejected: 1, driftRefusals: 1 }],
-      ['forged', () => encodeMessage({ t: 'push', origin: a.mesh.peerId, epoch: 1, seq: 1, entries: [entry('forged', 'x', a.mesh.peerId)] }), { framesIn: 2, framesRejected: 2, forged: 1 }]
+      ['far-future', me => encodeMessage({ t: 'push', origin: me, epoch: 1, seq: 3, entries: [entry('future', 'x', me, 3_600_000)] }),
+        { framesIn: 1, framesRejected: 1, driftRefusals: 1 }],
+      ['forged', () => encodeMessage({ t: 'push', origin: a.mesh.peerId, epoch: 1, seq: 1, entries: [entry('forged', 'x', a.mesh.peerId)] }),
+        { framesIn: 2, framesRejected: 2, forged: 1 }]
     ]]
     for (const frames of peers) {
       const r = await rogue()

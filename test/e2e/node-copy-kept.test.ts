@@ -93,7 +93,8 @@ describe('a running node with its real watcher and default settle window', () =>
     const { url, node, files } = await startNode()
     const { first, cid } = await recorded(url, files)
     write(path.join(files, 'copy', 'dup.bin'))
-    await waitFor(async () => (await meta(url, cid)).duplicates?.includes('/files/copy/dup.bin') === true, { timeoutMs: 20_000, what: 'the copy in duplicates' })
+    await waitFor(async () => (await meta(url, cid)).duplicates?.includes('/files/copy/dup.bin') === true,
+      { timeoutMs: 20_000, what: 'the copy in duplicates' })
     fs.rmSync(first)
     await keptAtCopy(url, node, cid)
   }, 90_000)

@@ -54,7 +54,8 @@ describe('a node over HTTP', () => {
     fs.writeFileSync(file, Buffer.alloc(5000, 7))
     const { cid } = await midhash256(file)
 
-    const reg = await fetch(`${node.url}/api/files/register`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ path: 'plugin/posters/p.png' }) })
+    const reg = await fetch(`${node.url}/api/files/register`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ path: 'plugin/posters/p.png' }) })
     expect(reg.status).toBe(201)
     expect(await reg.json()).toMatchObject({ cid, created: true })
     await events.waitForEvents(1)
@@ -62,8 +63,10 @@ describe('a node over HTTP', () => {
     expect(JSON.parse(events.events[0].data)).toMatchObject({ path: 'plugin/posters/p.png', midhash256: cid })
 
     // Writes need the token; the public CID surface does not.
-    expect((await fetch(`${node.url}/meta/${cid}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{"title":"x"}' })).status).toBe(401)
-    const w = await fetch(`${node.url}/meta/${cid}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Poster' }) })
+    expect((await fetch(`${node.url}/meta/${cid}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+      body: '{"title":"x"}' })).status).toBe(401)
+    const w = await fetch(`${node.url}/meta/${cid}`, { method: 'PATCH', headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ title: 'Poster' }) })
     expect(w.status).toBe(200)
     await waitFor(() => meta.events.some(e => e.data.includes('/title')), { timeoutMs: 5000, what: 'the title set event' })
 
@@ -74,7 +77,8 @@ describe('a node over HTTP', () => {
     expect(part.headers.get('content-type')).toBe('image/png')
     expect(Buffer.from(await part.arrayBuffer()).equals(Buffer.alloc(10, 7))).toBe(true)
 
-    const found = await (await fetch(`${node.url}/api/metadata/search`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ query: 'poster' }) })).json()
+    const found = await (await fetch(`${node.url}/api/metadata/search`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'poster' }) })).json()
     expect(found).toMatchObject({ count: 1, total: 1 })
 
     // Stop ends the event streams; a restart on the same file has everything.
@@ -89,14 +93,16 @@ describe('a node over HTTP', () => {
 
   it('loses no acknowledged write when the process is killed', async () => {
     const dir = tmp()
-    const env = { META_CORE_DB_PATH: path.join(dir, 'db', 'm.db'), FILES_PATH: path.join(dir, 'files'), ENABLE_FILE_WATCHER: 'false', META_CORE_LOG_LEVEL: 'warn' }
+    const env = { META_CORE_DB_PATH: path.join(dir, 'db', 'm.db'), FILES_PATH: path.join(dir, 'files'), ENABLE_FILE_WATCHER: 'false',
+      META_CORE_LOG_LEVEL: 'warn' }
     const first = runCli(['--port', '0'], env)
     clis.push(first)
     const url = await listeningUrl(first)
     const rids: string[] = []
     await Promise.all(Array.from({ length: 50 }, async (_, i) => {
       const cid = (await midhash256FromText(dir, `f${i}`)).cid
-      const r = await fetch(`${url}/meta/${cid}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: `t${i}` }) })
+      const r = await fetch(`${url}/meta/${cid}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ title: `t${i}` }) })
       expect(r.status).toBe(200)
       rids.push(((await r.json()) as { hashId: string }).hashId)
     }))

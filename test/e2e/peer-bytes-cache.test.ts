@@ -63,7 +63,8 @@ beforeAll(async () => {
     expect(reg.status).toBe(201)
     f.cid = reg.body.cid
   }
-  await waitFor(async () => (await Promise.all([c, d].flatMap(n => files.map(async f => (await getJson(n, `/api/meta/${f.cid}`)).status)))).every(s => s === 200),
+  await waitFor(async () => (await Promise.all([c, d].flatMap(n => files.map(async f => (await getJson(n, `/api/meta/${f.cid}`)).status)))).every(s =>
+    s === 200),
     { timeoutMs: 15_000, what: 'C and D to learn the records' })
 }, 60_000)
 

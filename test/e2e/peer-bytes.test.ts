@@ -154,7 +154,8 @@ describe('with B holding a copy too', () => {
   beforeAll(async () => {
     putFile(b)
     expect((await send(b, 'POST', '/api/files/register', { path: REL_B })).status).toBe(200)
-    await waitFor(async () => (await getJson(c, `/api/meta/${cid}`)).body?.metadata?.[`holders/${b.mesh.peerId}`] === 'true', { timeoutMs: 15_000, what: 'C to learn that B holds the file' })
+    await waitFor(async () => (await getJson(c, `/api/meta/${cid}`)).body?.metadata?.[`holders/${b.mesh.peerId}`] === 'true',
+      { timeoutMs: 15_000, what: 'C to learn that B holds the file' })
   })
 
   it('does not use a holder whose file changed since it was hashed', async () => {

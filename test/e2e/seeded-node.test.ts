@@ -63,7 +63,8 @@ describe('a node seeded from a copy of another node\'s store', () => {
     let a = await startMeshNode({ dir: dirA, swarmKey: key, watcher: true, settleMs: SETTLE_MS })
     state.nodes.push(a)
     const peerA = a.mesh.peerId
-    await waitFor(async () => (await getJson(a, `/api/meta/${cid}`)).body?.metadata?.[`holders/${peerA}`] === 'true', { timeoutMs: 20_000, what: 'A to hold its file' })
+    await waitFor(async () => (await getJson(a, `/api/meta/${cid}`)).body?.metadata?.[`holders/${peerA}`] === 'true',
+      { timeoutMs: 20_000, what: 'A to hold its file' })
     expect((await send(a, 'PATCH', `/meta/${cid}`, { title: 'Given by a person' })).status).toBe(200)
 
     // The copy: the store file only, never the identity key beside it.

@@ -110,7 +110,8 @@ export interface AxeViolation { id: string, impact: string | null, help: string,
 export async function seriousA11yViolations (page: Page): Promise<AxeViolation[]> {
   await page.evaluate(AXE_SOURCE)
   const result = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<{ violations: Array<{ id: string, impact: string | null, help: string, nodes: Array<{ target: unknown[] }> }> }> } }).axe
+    const axe = (globalThis as unknown as { axe: { run: (ctx: Document, opts: unknown) => Promise<{ violations: Array<{ id: string, impact: string | null,
+      help: string, nodes: Array<{ target: unknown[] }> }> }> } }).axe
     const r = await axe.run(document, { resultTypes: ['violations'] })
     return r.violations.map(v => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map(n => JSON.stringify(n.target)) }))
   })

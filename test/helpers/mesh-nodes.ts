@@ -49,7 +49,8 @@ export async function startMeshNode (o: MeshNodeOptions): Promise<RunningNode> {
   if (parsed.kind !== 'config') throw new Error('expected a configuration')
   const lines = o.logLines
   const logger = o.logger ?? (lines === undefined ? silentLogger : createLogger({ level: 'debug', write: l => { lines.push(l) } }))
-  return await startNode(parsed.config, { logger, streamRetention: o.streamRetention, trimEvery: o.trimEvery, ...(o.bulkJoin === undefined ? {} : { bulkJoin: o.bulkJoin }) })
+  return await startNode(parsed.config, { logger, streamRetention: o.streamRetention, trimEvery: o.trimEvery,
+    ...(o.bulkJoin === undefined ? {} : { bulkJoin: o.bulkJoin }) })
 }
 
 /** Waits until a node started with `logLines` has logged at least `n` failed dials of its bootstrap peers (peer-dialer.ts). */
@@ -117,11 +118,13 @@ export async function waitConverged (nodes: RunningNode[], timeoutMs = 20_000, w
 
 /** Waits until every node is connected to `count` peers. */
 export async function waitConnected (nodes: RunningNode[], count: number, timeoutMs = 15_000): Promise<void> {
-  await waitFor(() => nodes.every(n => n.mesh.status().peers.filter(p => p.connected).length >= count), { timeoutMs, what: `every node connected to ${count} peers`, intervalMs: 50 })
+  await waitFor(() => nodes.every(n => n.mesh.status().peers.filter(p => p.connected).length >= count),
+    { timeoutMs, what: `every node connected to ${count} peers`, intervalMs: 50 })
 }
 
 /** Two connected nodes named `names` (the second bootstrapping from the first), on one fresh swarm key, added to `state`. */
-export async function startNamedPair (state: ReturnType<typeof meshTestState>, names: [string, string]): Promise<{ a: RunningNode, b: RunningNode, key: string }> {
+export async function startNamedPair (state: ReturnType<typeof meshTestState>, names: [string,
+  string]): Promise<{ a: RunningNode, b: RunningNode, key: string }> {
   const key = swarmKeyIn(state.dir())
   const a = await startMeshNode({ dir: path.join(state.dir(), 'a'), swarmKey: key, extraFlags: ['--node-name', names[0]] })
   state.nodes.push(a)

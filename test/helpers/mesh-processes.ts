@@ -12,7 +12,8 @@ import { tmpDir } from './tmp.js'
 export interface MeshProcess { name: string, url: string, cli: Cli }
 
 /** Starts node `name` (store under `<dir>/<name>`), joining the mesh of `key` through `bootstrap`; `clis` gets its process. */
-export async function startMeshProcess (clis: Cli[], o: { name: string, dir: string, key: string, bootstrap?: string[], env?: Record<string, string>, args?: string[] }): Promise<MeshProcess> {
+export async function startMeshProcess (clis: Cli[], o: { name: string, dir: string, key: string, bootstrap?: string[], env?: Record<string, string>,
+  args?: string[] }): Promise<MeshProcess> {
   const d = path.join(o.dir, o.name)
   fs.mkdirSync(d, { recursive: true })
   const bootstrap = o.bootstrap ?? []
@@ -34,7 +35,8 @@ export async function startMeshProcess (clis: Cli[], o: { name: string, dir: str
 
 /** One HTTP request to a node's API; the body parsed as JSON. */
 export async function http (n: MeshProcess, method: string, url: string, body?: unknown): Promise<{ status: number, body: any }> {
-  const r = await fetch(n.url + url, { method, headers: body === undefined ? undefined : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) })
+  const r = await fetch(n.url + url, { method, headers: body === undefined ? undefined : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body) })
   const text = await r.text()
   return { status: r.status, body: text === '' ? undefined : JSON.parse(text) }
 }

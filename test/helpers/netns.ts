@@ -52,7 +52,8 @@ function removeLeftovers (): void {
     const name = line.split(' ')[0]
     const m = new RegExp(`^${FAMILY}(\\d+)-`).exec(name)
     if (m === null || alive(Number(m[1]))) continue
-    spawnSync('ip', ['netns', 'pids', name], { encoding: 'utf8' }).stdout?.split('\n').filter(Boolean).forEach(pid => { try { process.kill(Number(pid), 'SIGKILL') } catch {} })
+    spawnSync('ip', ['netns', 'pids', name], { encoding: 'utf8' }).stdout?.split('\n').filter(Boolean).forEach(pid => { try { process.kill(Number(pid),
+      'SIGKILL') } catch {} })
     spawnSync('ip', ['netns', 'del', name])
   }
 }
@@ -88,8 +89,9 @@ table inet fw {
 /** Forwards a unix socket to 127.0.0.1:<port> inside a namespace (plain JavaScript: no loader to start). */
 const FORWARDER = `const net = require('node:net'); const fs = require('node:fs'); const [sock, port] = process.argv.slice(1);
 try { fs.unlinkSync(sock) } catch {}
-net.createServer(c => { const u = net.connect(Number(port), '127.0.0.1'); c.pipe(u); u.pipe(c); u.on('error', () => c.destroy()); c.on('error', () => u.destroy()) })
-  .listen(sock, () => { process.stdout.write('listening\\n') })`
+net.createServer(c => {
+  const u = net.connect(Number(port), '127.0.0.1'); c.pipe(u); u.pipe(c); u.on('error', () => c.destroy()); c.on('error', () => u.destroy())
+}).listen(sock, () => { process.stdout.write('listening\\n') })`
 
 export type Host = 'relay' | 'stranger' | 'a1' | 'a2' | 'a3' | 'b1' | 'b2'
 
@@ -228,10 +230,12 @@ export class LanHost {
 export interface Reply { status: number, headers: http.IncomingHttpHeaders, body: Buffer }
 
 /** An HTTP request to a node through its forwarder's socket. */
-export async function sockRequest (sock: string, method: string, url: string, opts: { body?: unknown, headers?: Record<string, string>, timeoutMs?: number } = {}): Promise<Reply> {
+export async function sockRequest (sock: string, method: string, url: string, opts: { body?: unknown, headers?: Record<string, string>,
+  timeoutMs?: number } = {}): Promise<Reply> {
   const payload = opts.body === undefined ? undefined : Buffer.from(JSON.stringify(opts.body))
   return await new Promise((resolve, reject) => {
-    const req = http.request({ socketPath: sock, method, path: url, headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json' }), ...opts.headers }, timeout: opts.timeoutMs ?? 30_000 }, (res) => {
+    const req = http.request({ socketPath: sock, method, path: url, headers: { ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+      ...opts.headers }, timeout: opts.timeoutMs ?? 30_000 }, (res) => {
       const parts: Buffer[] = []
       res.on('data', (b: Buffer) => parts.push(b))
       res.on('end', () => { resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts) }) })

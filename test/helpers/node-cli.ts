@@ -28,7 +28,8 @@ export function runCli (args: string[], env: Record<string, string> = {}, opts: 
  */
 export function runNodeScript (argv: string[], env: Record<string, string> = {}, opts: { cwd?: string, wrap?: string[] } = {}): Cli {
   const base: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && k !== 'FILES_PATH' && k !== 'ENABLE_FILE_WATCHER') base[k] = v
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && k !== 'FILES_PATH' &&
+    k !== 'ENABLE_FILE_WATCHER') base[k] = v
   const [cmd, ...args] = [...(opts.wrap ?? []), process.execPath, ...argv]
   const child = spawn(cmd, args, { cwd: opts.cwd ?? ROOT, env: { ...base, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''

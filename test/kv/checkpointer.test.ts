@@ -215,7 +215,8 @@ describe('the checkpointer\'s thread', () => {
     const lines: string[] = []
     // The store looks at the WAL by its clock (at most once per START_LOOK_MS, 100 ms): here one the test moves.
     let now = 1_000_000
-    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, now: () => now, logger: createLogger({ level: 'debug', write: line => { lines.push(line) } }) })
+    const open = (): ReturnType<typeof openKv> => openKv({ path: file, checkpoint: SMALL, now: () => now,
+      logger: createLogger({ level: 'debug', write: line => { lines.push(line) } }) })
     let kv = open()
     cleanups.push(() => { kv.close(); t.cleanup() })
     const started = (): number => lines.filter(l => l.includes('checkpoint thread started')).length

@@ -142,7 +142,7 @@ describe('kv store', () => {
     const file = path.join(t.dir, 'hooks.db')
     const warned: string[] = []
     const logger = { debug () {}, info () {}, error () {}, warn (msg: string) { warned.push(msg) }, child () { return logger } }
-    const kv = openKv({ path: file, logger: logger as never })
+    const kv = openKv({ path: file, logger: logger })
     const queued = kv.write(tx => { tx.put('queued', 'yes') })
     kv.beforeClose(() => { throw new Error('hook failed') })
     kv.beforeClose(() => { kv.writeSync(tx => { tx.put('hook', `saw ${kv.get('queued') ?? 'nothing'}`) }) })

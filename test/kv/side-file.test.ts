@@ -20,7 +20,8 @@ function fill (autocheckpointPages?: number): { walMiB: number, setting: unknown
   const store = path.join(t.dir, 'store.db')
   openKv({ path: store }).close()
   const file = path.join(t.dir, 'store.db-side')
-  const side = openSideFile({ path: file, store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, ...(autocheckpointPages === undefined ? {} : { autocheckpointPages }) })
+  const side = openSideFile({ path: file, store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048,
+    ...(autocheckpointPages === undefined ? {} : { autocheckpointPages }) })
   cleanups.push(() => { side.close(); t.cleanup() })
   side.exec('CREATE TABLE t (x TEXT NOT NULL)')
   // The store is readable through the side file's connection.
@@ -53,7 +54,8 @@ describe('side file and the store\'s hold', () => {
     const wal = WalHold.create()
     const hold = new Int32Array(wal.buffer)
     const slot = wal.acquireReaderSlot()!
-    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048, storeReader: { hold: wal.buffer, slot } })
+    const side = openSideFile({ path: path.join(t.dir, 'store.db-side'), store: { path: store, as: 'store' }, synchronous: 'NORMAL', cacheKiB: 2048,
+      storeReader: { hold: wal.buffer, slot } })
     cleanups.push(() => { side.close(); t.cleanup() })
     const read = side.prepare("SELECT count(*) FROM store.kv WHERE k = 'meta-core:schema-version'").pluck()
     // No hold: no wait; marked in while the transaction runs, out after it, also when it throws.

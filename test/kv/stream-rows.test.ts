@@ -25,7 +25,7 @@ function open (file: string, opts: { now?: number, retention?: number, trimEvery
 }
 
 function rows (kv: KvStore): Array<[string, string]> {
-  return kv.range(LO, prefixEnd(LO)) as Array<[string, string]>
+  return kv.range(LO, prefixEnd(LO))
 }
 
 /** The change log's entries of one 40-field write: kind and version shared, keys under one record. */
@@ -53,7 +53,8 @@ describe('stream rows: the compact form of packed rows', () => {
     expect(text(kv.readStream('s', undefined, 100).map(e => e.fields))).toBe(text([...tricky, ...change]))
 
     // The layout: the field names once, the shared values once, each common prefix once, the rest by column.
-    const [keys, same, prefix, cols] = JSON.parse(b[1].slice('~40~'.length)) as [string[], Record<string, string>, Record<string, string>, Record<string, string[]>]
+    const [keys, same, prefix, cols] = JSON.parse(b[1].slice('~40~'.length)) as [string[], Record<string, string>, Record<string, string>,
+      Record<string, string[]>]
     expect(keys).toEqual(['t', 'k', 'v'])
     expect(same).toEqual({ t: 's', v: '01a23006d55e0000bench' })
     expect(prefix).toEqual({ k: 'file:01M8R0DNAXEYEB3QW6H8W39SR3/field' })

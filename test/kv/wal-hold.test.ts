@@ -25,7 +25,8 @@ describe('WalHold', () => {
       }
       for (let step = 0; step < 400; step++) {
         const taken = [...m.taken]
-        const op = pick(rand, ['acquire', 'acquire', 'release', 'enter', 'leave', 'holdReaders', 'waitOut', 'holdWriters', 'releaseWriters', 'release'] as const)
+        const op = pick(rand, ['acquire', 'acquire', 'release', 'enter', 'leave', 'holdReaders', 'waitOut', 'holdWriters', 'releaseWriters',
+          'release'] as const)
         const where = `seed ${seed} step ${step} ${op}`
         switch (op) {
           case 'acquire': {

@@ -124,7 +124,8 @@ describe('serving limits and flow', () => {
     const it = first.body[Symbol.asyncIterator]()
     await it.next()
     let last = -1
-    await waitFor(() => { const now = served().bytesServed; const still = now === last; last = now; return still }, { timeoutMs: 10_000, intervalMs: 200, what: 'the holder to wait on the requester' })
+    await waitFor(() => { const now = served().bytesServed; const still = now === last; last = now; return still },
+      { timeoutMs: 10_000, intervalMs: 200, what: 'the holder to wait on the requester' })
     expect(served().servingNow).toBe(1)
     expect(served().bytesServed).toBeLessThan(BIG / 2)
     // …and one that goes away ends the transfer on the holder.
@@ -188,7 +189,8 @@ describe('failover through the HTTP route', () => {
     await connected(req, h1.peerId)
     await connected(req, h2.peerId)
     const store = stores[stores.length - 1]
-    await store.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`cids/${shaCid}`]: 'true', [`holders/${h1.peerId}`]: 'true', [`holders/${h2.peerId}`]: 'true' })
+    await store.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`cids/${shaCid}`]: 'true', [`holders/${h1.peerId}`]: 'true',
+      [`holders/${h2.peerId}`]: 'true' })
     const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger }, { filesPath: path.join(t.dir, 'no-files') })
     try {
       await app.listen({ host: '127.0.0.1', port: 0 })
@@ -218,9 +220,11 @@ describe('the cache (META_CORE_CACHE_PATH)', () => {
     const holderStore = stores[stores.length - 2]
     await holderStore.records.mint('/files/film.mkv', SIZE, 1, { [`cids/${cid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
     await holderStore.records.mint('/files/other.mkv', SIZE, 1, { [`cids/${otherCid}`]: 'true', [`holders/${holder.peerId}`]: 'true' })
-    await waitFor(() => store.records.getFlat(cid) !== undefined && store.records.getFlat(otherCid) !== undefined, { timeoutMs: 15_000, what: 'the requester to learn the records' })
+    await waitFor(() => store.records.getFlat(cid) !== undefined && store.records.getFlat(otherCid) !== undefined,
+      { timeoutMs: 15_000, what: 'the requester to learn the records' })
     const cacheDir = path.join(t.dir, 'cache')
-    const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger }, { filesPath: path.join(t.dir, 'no-files'), cachePath: cacheDir, cacheMaxBytes: SIZE + 1 })
+    const app = buildApp({ records: store.records, kv: store.kv, mesh: req, logger: silentLogger },
+      { filesPath: path.join(t.dir, 'no-files'), cachePath: cacheDir, cacheMaxBytes: SIZE + 1 })
     const fetched = (): number => req.bytes!.figures().find(f => f.peerId === holder.peerId)?.bytesFetched ?? 0
     const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
     try {

@@ -18,7 +18,8 @@ describe('byte protocol frames', () => {
     expect(f.rest.toString()).toBe('tail')
     const h = splitFrame(Buffer.from(encodeFrame({ ok: true, size: 120, mtimeMs: 1.5, length: 20, ext: '.mp4' })))!
     expect(decodeHeader(h.json, req)).toEqual({ ok: true, size: 120, mtimeMs: 1.5, length: 20, ext: '.mp4' })
-    expect(decodeHeader({ ok: false, code: 'busy', message: 'later', retryAfterMs: 10_000_000 }, req)).toEqual({ ok: false, code: 'busy', message: 'later', retryAfterMs: 60_000 })
+    expect(decodeHeader({ ok: false, code: 'busy', message: 'later', retryAfterMs: 10_000_000 }, req)).toEqual({ ok: false, code: 'busy', message: 'later',
+      retryAfterMs: 60_000 })
   })
 
   it('refuses oversized frames, bad requests and headers that would misplace bytes', () => {
@@ -27,7 +28,8 @@ describe('byte protocol frames', () => {
     expect(() => splitFrame(big)).toThrow(BytesWireError)
     const notJson = Buffer.concat([Buffer.from([0, 0, 0, 2]), Buffer.from('{x')])
     expect(() => splitFrame(notJson)).toThrow(BytesWireError)
-    for (const bad of [null, { ...req, v: 2 }, { ...req, cid: 'Qm..' }, { ...req, cid: 'b' + 'a'.repeat(300) }, { ...req, offset: -1 }, { ...req, length: 1.5 }, { ...req, offset: 2 ** 60 }]) {
+    for (const bad of [null, { ...req, v: 2 }, { ...req, cid: 'Qm..' }, { ...req, cid: 'b' + 'a'.repeat(300) }, { ...req, offset: -1 }, { ...req, length: 1.5 },
+      { ...req, offset: 2 ** 60 }]) {
       expect(() => decodeRequest(bad)).toThrow(BytesWireError)
     }
     // The holder must send min(length, size - offset) bytes: more, or fewer, is refused.

@@ -141,7 +141,8 @@ describe('serving pulls', () => {
     expect((busy as { retryAfterMs: number }).retryAfterMs).toBeGreaterThan(0)
     expect(peerStatus(c, 0, EVIL)).toMatchObject({ framesRejected: 2, pagesServed: 1, busyRefusals: 1 })
     await c.mesh.runFor(1_000)
-    expect(decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'pull', log: 'other', cursor: '1-1', maxBytes: 1000 })))).toMatchObject({ t: 'changes', gap: true })
+    expect(decodeMessage(await a.core.handleRequest(EVIL, encodeMessage({ t: 'pull', log: 'other', cursor: '1-1',
+      maxBytes: 1000 })))).toMatchObject({ t: 'changes', gap: true })
   })
 
   it('answers a cursor of another log, or one the log no longer holds, with a gap, and the puller reconciles', async () => {

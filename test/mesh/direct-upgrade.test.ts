@@ -21,12 +21,14 @@ afterEach(async () => {
   }
 })
 
-async function start (name: string, reach: Partial<ReachInit>, bootstrap: string[] = [], lines?: string[]): Promise<{ mesh: Libp2pMesh, records: RecordStore }> {
+async function start (name: string, reach: Partial<ReachInit>, bootstrap: string[] = [], lines?: string[]): Promise<{ mesh: Libp2pMesh,
+  records: RecordStore }> {
   const identity = (await prepareIdentity(`/nonexistent/${Math.random()}`)).identity
   const kv = new KvStore({ path: ':memory:', backgroundCheckpoint: false })
   const records = new RecordStore(kv, { nodeId: identity.peerId })
   const logger = lines === undefined ? silentLogger : createLogger({ level: 'info', name, write: (l) => { lines.push(l) } })
-  const mesh = new Libp2pMesh({ records, logger }, { identity, swarmKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, reach, nodeName: name, options: { antiEntropyMs: 1_000 } })
+  const mesh = new Libp2pMesh({ records, logger }, { identity, swarmKey, listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap, reach, nodeName: name,
+    options: { antiEntropyMs: 1_000 } })
   await mesh.start()
   running.push({ mesh, kv, records })
   return { mesh, records }
@@ -46,7 +48,8 @@ describe('a member met through a relay', () => {
     // Each learns the other's direct address with identify; the first to dial it starts over on the direct connection alone.
     await waitFor(() => lines.some(l => l.includes('moved to a direct connection')), { timeoutMs: 20_000, what: 'A or B moved to a direct connection' })
     // One connection, the direct one: a relayed one left beside it would carry gossip until the relay went away.
-    await waitFor(() => route() === 'direct' && a.mesh.status().peers.find(p => p.peerId === b.mesh.peerId)?.addrs.length === 1, { timeoutMs: 10_000, what: 'A on one direct connection to B' })
+    await waitFor(() => route() === 'direct' && a.mesh.status().peers.find(p => p.peerId === b.mesh.peerId)?.addrs.length === 1,
+      { timeoutMs: 10_000, what: 'A on one direct connection to B' })
     const seen = a.mesh.status().peers.find(p => p.peerId === b.mesh.peerId)!
     expect(seen).toMatchObject({ connected: true, route: 'direct', relay: null })
     expect(seen.addrs[0]).not.toContain('/p2p-circuit')

@@ -54,7 +54,8 @@ describe('peers found on the LAN', () => {
     const found = new EventTarget() as unknown as ConstructorParameters<typeof LanDiscovery>[1]
     const lan = new LanDiscovery(a, found, new Set(), log, { firstRetryMs: 1_500, dialable: () => true, now: () => now })
     lan.start()
-    const announce = (n: Libp2p): void => { (found as unknown as EventTarget).dispatchEvent(new CustomEvent<PeerInfo>('peer', { detail: { id: n.peerId, multiaddrs: n.getMultiaddrs().map(m => m.decapsulateCode(421)) } })) }
+    const announce = (n: Libp2p): void => { (found as unknown as EventTarget).dispatchEvent(new CustomEvent<PeerInfo>('peer',
+      { detail: { id: n.peerId, multiaddrs: n.getMultiaddrs().map(m => m.decapsulateCode(421)) } })) }
 
     announce(member)
     await waitFor(() => a.getConnections(member.peerId).length > 0, { timeoutMs: 10_000, what: 'the member dialed' })

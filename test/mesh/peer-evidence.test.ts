@@ -26,7 +26,8 @@ describe('PeerEvidence', () => {
 
   it('falls back on the member entry (a run before, or a peer naming it), and knows nothing of a signer never connected', () => {
     const e = new PeerEvidence(16)
-    expect(e.times('B', false, { addrs: [], lastSeen: T0 + 5_000, lastConnected: T0 }, T0 + 9_000)).toEqual({ lastSeenAt: iso(T0 + 5_000), lastHeardAt: null, lastConnectedAt: iso(T0) })
+    expect(e.times('B', false, { addrs: [], lastSeen: T0 + 5_000, lastConnected: T0 }, T0 + 9_000)).toEqual({ lastSeenAt: iso(T0 + 5_000), lastHeardAt: null,
+      lastConnectedAt: iso(T0) })
     e.heard('C', T0 + 1_000)
     expect(e.times('C', false, undefined, T0 + 9_000)).toEqual({ lastSeenAt: iso(T0 + 1_000), lastHeardAt: iso(T0 + 1_000), lastConnectedAt: null })
     expect(e.times('D', false, undefined, T0)).toEqual({ lastSeenAt: null, lastHeardAt: null, lastConnectedAt: null })

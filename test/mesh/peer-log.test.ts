@@ -16,7 +16,8 @@ function setup (): { log: PeerLog, lines: string[], clock: { now: number } } {
 }
 
 function peer (o: Partial<PeerStatus>): PeerStatus {
-  return { peerId: 'P', connected: true, cursor: null, behind: true, resyncing: false, reconciling: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0, parked: 0, ...emptyCounters(), ...o }
+  return { peerId: 'P', connected: true, cursor: null, behind: true, resyncing: false, reconciling: false, lastSyncAt: null, caughtUpAt: null, lagMs: 0,
+    parked: 0, ...emptyCounters(), ...o }
 }
 
 describe('PeerLog', () => {

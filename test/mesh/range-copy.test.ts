@@ -52,7 +52,8 @@ describe('the range copy of a joining node', () => {
   it('copies the range once from three peers, a slice from each, and ends level with all of them', async () => {
     const c = await joinSetup(4, 1_500, 61)
     c.mesh.connectAll()
-    await c.mesh.runUntil(() => new Set(c.digests()).size === 1 && c.nodes.slice(1).every(p => !peerStatus(c, 0, p.id).resyncing), 120_000, 'the joiner to hold what its peers hold')
+    await c.mesh.runUntil(() => new Set(c.digests()).size === 1 && c.nodes.slice(1).every(p => !peerStatus(c, 0, p.id).resyncing), 120_000,
+      'the joiner to hold what its peers hold')
     const peers = c.nodes.slice(1).map(p => peerStatus(c, 0, p.id))
     // One copy: the first peer counted it; every peer served pages of it.
     expect(peers.reduce((n, p) => n + p.resyncs, 0)).toBe(1)

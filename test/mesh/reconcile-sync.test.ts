@@ -18,7 +18,8 @@ afterEach(async () => { await cluster?.close(); cluster = undefined })
 describe('reconciliation in the pull', () => {
   it('a fresh node joining a peer that keeps writing, with a small log retention, finishes without starting over', async () => {
     // Pages of 2 KB 100 ms apart: the copy takes about 10 s, while B logs 20 entries a second and keeps 50.
-    const c = cluster = await virtualCluster(2, { seed: 21, link: { latency: 'uniform:40:60' }, mesh: { antiEntropyMs: 5_000, pageBytes: 2_000 }, store: { streamRetention: 50, trimEvery: 10 } })
+    const c = cluster = await virtualCluster(2, { seed: 21, link: { latency: 'uniform:40:60' }, mesh: { antiEntropyMs: 5_000, pageBytes: 2_000 },
+      store: { streamRetention: 50, trimEvery: 10 } })
     const [a, b] = c.nodes
     await b.store.records.applyBatch(records(1_000, b.store.records.hlc.now(), 'peerZ'))
     c.mesh.connectAll()

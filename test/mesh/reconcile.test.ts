@@ -131,7 +131,8 @@ async function differ (a: Side, b: Side, rid: string, rand: () => number): Promi
   } else {
     // A root only one side has.
     const fresh = newRecordId()
-    await side.s.records.applyRemote([{ key: `file:${fresh}/title`, value: 't', hlc: side.s.records.hlc.now(), origin: 'nodeQ' }, { key: `file:${fresh}/year`, value: null, hlc: side.s.records.hlc.now(), origin: 'nodeQ' }])
+    await side.s.records.applyRemote([{ key: `file:${fresh}/title`, value: 't', hlc: side.s.records.hlc.now(), origin: 'nodeQ' },
+      { key: `file:${fresh}/year`, value: null, hlc: side.s.records.hlc.now(), origin: 'nodeQ' }])
   }
 }
 
@@ -197,7 +198,8 @@ describe('range-based set reconciliation', () => {
     const hlc = a.s.records.hlc.now()
     const x = newRecordId()
     const y = newRecordId()
-    const same = (rid: string): RemoteEntry[] => [{ key: `file:${rid}/title`, value: 't', hlc, origin: 'nodeQ' }, { key: `file:${rid}/year`, value: null, hlc, origin: 'nodeQ' }]
+    const same = (rid: string): RemoteEntry[] => [{ key: `file:${rid}/title`, value: 't', hlc, origin: 'nodeQ' },
+      { key: `file:${rid}/year`, value: null, hlc, origin: 'nodeQ' }]
     await a.s.records.applyRemote(same(x))
     await b.s.records.applyRemote(same(y))
     expect(a.r.digest().keys).toBe(b.r.digest().keys)

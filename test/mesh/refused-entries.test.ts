@@ -29,7 +29,8 @@ function fakePeer (c: VirtualCluster, pages: () => RemoteEntry[][]): void {
       // Its range differs at the top (so a check pulls), and nothing of what we list differs (a reconciliation moves nothing, then pulls).
       if (m.t === 'recon') {
         const top = m.ranges.length === 1 && m.ranges[0].p === '' && 'fp' in m.ranges[0]
-        return encodeMessage({ t: 'recond', log: 'fake', head: '0', ranges: top ? [{ p: '0', fp: 'f'.repeat(32), n: 1 }] : [], diff: [], taken: m.ranges.length, clock: c.mesh.now() })
+        return encodeMessage({ t: 'recond', log: 'fake', head: '0', ranges: top ? [{ p: '0', fp: 'f'.repeat(32), n: 1 }] : [], diff: [], taken: m.ranges.length,
+          clock: c.mesh.now() })
       }
       if (m.t !== 'pull') throw new Error('unexpected request')
       const at = Number(m.cursor ?? '0')

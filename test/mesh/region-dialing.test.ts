@@ -52,7 +52,8 @@ describe('region-aware dialing on real nodes', () => {
     const N = 12
     const tag = `regions-${process.pid}`
     const swarmKey = parseSwarmKey(`/key/swarm/psk/1.0.0/\n/base16/\n${'d1'.repeat(32)}`)!
-    const ids = await Promise.all(Array.from({ length: N }, async (_, i) => (await prepareIdentity(path.join(os.tmpdir(), `${tag}-never-written-${i}.key`))).identity))
+    const ids = await Promise.all(Array.from({ length: N }, async (_, i) => (await prepareIdentity(path.join(os.tmpdir(),
+      `${tag}-never-written-${i}.key`))).identity))
     const index = new Map(ids.map((id, i) => [id.peerId, i]))
     const region = (peer: string): number => (index.get(peer) ?? 0) % 3
     const control: LinkControl = { delayMs: (from, to) => region(from) === region(to) ? 1 : 25, onChange: () => () => {} }
@@ -63,7 +64,8 @@ describe('region-aware dialing on real nodes', () => {
       // One bootstrap node (kept connected by every other: a link out of the region for a third of them); the rest is learned.
       const bootstrap = i === 0 ? [] : [addr(0)]
       meshes.push(new Libp2pMesh({ records: new RecordStore(kv, { nodeId: ids[i].peerId }) }, {
-        identity: ids[i], swarmKey, listen: [`/memory/${tag}-${i}`], bootstrap, transport: { kind: 'memory', latencyMs: 1, control }, targetPeers: 4, crossRegionPeers: 1
+        identity: ids[i], swarmKey, listen: [`/memory/${tag}-${i}`], bootstrap, transport: { kind: 'memory', latencyMs: 1, control }, targetPeers: 4,
+          crossRegionPeers: 1
       }))
     }
     for (const m of meshes) await m.start()

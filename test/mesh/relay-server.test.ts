@@ -52,7 +52,8 @@ async function node (opts: { relay?: RelayLimiter, reserve?: boolean } = {}): Pr
 }
 
 /** A relay with these limits, two members holding reservations on it, and the second's relayed address. */
-async function relayed (limits: Partial<RelayLimits> = {}, serves = true): Promise<{ limiter: RelayLimiter, a: Libp2p, b: Libp2p, bAddr: Multiaddr | undefined, relay: Libp2p }> {
+async function relayed (limits: Partial<RelayLimits> = {}, serves = true): Promise<{ limiter: RelayLimiter, a: Libp2p, b: Libp2p, bAddr: Multiaddr | undefined,
+  relay: Libp2p }> {
   const limiter = new RelayLimiter({ ...DEFAULT_RELAY_LIMITS, ...limits }, () => serves, silentLogger)
   const relay = await node({ relay: limiter })
   const a = await node({ reserve: true })
@@ -112,7 +113,8 @@ describe('the relay members run for each other', () => {
     const relay = await node({ relay: limiter })
     const a = await node()
     // The receiver in a process of its own, stopped once its streams are open: it reads nothing, not even its socket.
-    const b = runNodeScript(['--import', 'tsx', path.resolve(import.meta.dirname, '../helpers/relay-member.ts'), relay.getMultiaddrs()[0].toString(), secret.toString('hex'), PROTO])
+    const b = runNodeScript(['--import', 'tsx', path.resolve(import.meta.dirname, '../helpers/relay-member.ts'), relay.getMultiaddrs()[0].toString(),
+      secret.toString('hex'), PROTO])
     stopped.push(b)
     await waitFor(() => b.stdout().includes('circuit') || b.child.exitCode !== null, { timeoutMs: 20_000, what: `the receiver's reservation (${b.stderr().slice(-300)})` })
     const conn = await a.dial(multiaddr(JSON.parse(b.stdout()).circuit as string))

@@ -17,7 +17,10 @@ afterEach(async () => { await cluster?.close(); cluster = undefined })
 const RID = '01M8ME6YDNEBQ9WHRFBFD4HMGQ'
 const OTHER = '01M8ME6YDNEBQ9WHRFBFD4HMGR'
 const ANTI_ENTROPY_MS = 5_000
-/** Two checks: the first on connect (or at the next round), the second one anti-entropy interval later, jitter (+25 %) and the round's own requests included. */
+/**
+ * Two checks: the first on connect (or at the next round), the second one anti-entropy interval later, jitter (+25 %) and the round's
+ * own requests included.
+ */
 const TWO_CHECKS_MS = Math.round(2 * 1.25 * ANTI_ENTROPY_MS) + 1_000
 
 const agree = (c: VirtualCluster): boolean => new Set(c.digests()).size === 1
@@ -64,7 +67,8 @@ describe('the check repairs what the logs cannot carry', () => {
     const [a, b] = c.nodes
     const liar = 'peerLiar'
     const hlc = formatHlc({ ms: c.mesh.now(), counter: 0 })
-    const frame = (value: string): Uint8Array => encodeMessage({ t: 'push', origin: liar, epoch: 1, seq: 1, entries: [{ key: `file:${RID}/title`, value, hlc, origin: liar }] })
+    const frame = (value: string): Uint8Array => encodeMessage({ t: 'push', origin: liar, epoch: 1, seq: 1,
+      entries: [{ key: `file:${RID}/title`, value, hlc, origin: liar }] })
     expect(a.core.onGossip(liar, frame('x'))).toBe('accept')
     expect(b.core.onGossip(liar, frame('y'))).toBe('accept')
     await c.mesh.runFor(200)
@@ -79,7 +83,8 @@ describe('the check repairs what the logs cannot carry', () => {
     const [a, b] = c.nodes
     const liar = 'peerLiar'
     const hlc = formatHlc({ ms: c.mesh.now(), counter: 0 })
-    const frame = (value: string | null): Uint8Array => encodeMessage({ t: 'push', origin: liar, epoch: 1, seq: 1, entries: [{ key: `file:${RID}/genre`, value, hlc, origin: liar }] })
+    const frame = (value: string | null): Uint8Array => encodeMessage({ t: 'push', origin: liar, epoch: 1, seq: 1,
+      entries: [{ key: `file:${RID}/genre`, value, hlc, origin: liar }] })
     expect(a.core.onGossip(liar, frame('zzz'))).toBe('accept')
     expect(b.core.onGossip(liar, frame(null))).toBe('accept')
     await c.mesh.runUntil(() => agree(c), 30_000, 'the tie to be settled')

@@ -159,7 +159,8 @@ describe('RecordReplica', () => {
     await s.records.applyRemote([{ key: `file:${rid}/year`, value: '2001', hlc: s.records.hlc.now(), origin: 'nodeB' }])
     off()
     await s.records.mergeFlat(rid, { after: 'unsubscribed' })
-    expect(heard.map(e => `${e.key.split('/')[1]} ${e.origin}`).sort()).toEqual(['filePath nodeA', 'mtimeNano nodeA', 'sizeByte nodeA', 'title nodeA', 'year nodeB'])
+    expect(heard.map(e => `${e.key.split('/')[1]} ${e.origin}`).sort()).toEqual(['filePath nodeA', 'mtimeNano nodeA', 'sizeByte nodeA', 'title nodeA',
+      'year nodeB'])
     for (const e of heard) expect(e.hlc + e.origin).toBe(VersionMap.parse(s.kv.get(`ver:${rid}`)).fields.get(e.key.split('/')[1]))
   })
 })

@@ -57,10 +57,12 @@ describe('afterStep', () => {
 
   it('reconciles once caught up when the round is marked for repair, and only once a round', () => {
     const r = round({ step: 'pull', differing: 2, repair: true })
-    expect(afterStep(r, { step: 'pull', gap: false, caughtUp: true, moved: true }, SYNCED, MAX)).toEqual({ round: { ...r, step: 'reconcile', reconciled: true, pages: 1 } })
+    expect(afterStep(r, { step: 'pull', gap: false, caughtUp: true, moved: true }, SYNCED, MAX))
+      .toEqual({ round: { ...r, step: 'reconcile', reconciled: true, pages: 1 } })
     // Not caught up: no repair yet (what differs may still be in the log).
     expect(afterStep(r, { step: 'pull', gap: false, caughtUp: false, moved: false }, SYNCED, MAX)).toEqual({ end: 'caught-up', differing: 2 })
-    expect(afterStep({ ...r, reconciled: true }, { step: 'pull', gap: false, caughtUp: true, moved: true }, SYNCED, MAX)).toEqual({ end: 'caught-up', differing: 2 })
+    expect(afterStep({ ...r, reconciled: true }, { step: 'pull', gap: false, caughtUp: true, moved: true }, SYNCED, MAX))
+      .toEqual({ end: 'caught-up', differing: 2 })
   })
 
   it('reconciles on a gap, and a gap right after a reconciliation waits for the next round', () => {

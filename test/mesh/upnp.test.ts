@@ -41,10 +41,12 @@ describe.skipIf(problem !== undefined)('UPnP port mapping (fake router)', () => 
   it('maps the LAN address, announces the router\'s, renews it before it ends and removes it at stop', async () => {
     // A public address, as the fake router gives it (documentation ranges count as private to libp2p; nothing is sent anywhere).
     const n = node('5.9.0.1', 3_000)
-    await waitFor(() => n.steps().some(s => s.event === 'renewed' || s.event === 'error' || s.event === 'failed'), { timeoutMs: 40_000, what: 'the mapping made and renewed' })
+    await waitFor(() => n.steps().some(s => s.event === 'renewed' || s.event === 'error' || s.event === 'failed'),
+      { timeoutMs: 40_000, what: 'the mapping made and renewed' })
     const mapped = n.steps().find(s => s.event === 'mapped')
     expect(mapped, JSON.stringify(n.steps())).toBeDefined()
-    expect(mapped.view).toMatchObject({ reachability: 'mapped', upnp: { state: 'mapped', problem: null, mappings: [{ internal: `${LAN}.10:4001`, external: '5.9.0.1:14001', protocol: 'TCP' }] } })
+    expect(mapped.view).toMatchObject({ reachability: 'mapped', upnp: { state: 'mapped', problem: null,
+      mappings: [{ internal: `${LAN}.10:4001`, external: '5.9.0.1:14001', protocol: 'TCP' }] } })
     expect(mapped.addrs.some((a: string) => a.startsWith('/ip4/5.9.0.1/tcp/14001/p2p/'))).toBe(true)
     // upnp-on with a mapping: the node relays for members behind NAT (relay auto), and holds its reservations anyway.
     expect(mapped.view.relay).toMatchObject({ serving: true })

@@ -81,7 +81,8 @@ describe('meta-core id', () => {
   it('prints the peer id and p2p addresses from the identity key the node would use, creating it only when asked', async () => {
     const swarm = path.join(tmp.dir, 'id-swarm.key')
     expect((await cli(['keygen', swarm])).code).toBe(0)
-    const env = { META_CORE_DB_PATH: path.join(tmp.dir, 'id', 'node.db'), META_CORE_SWARM_KEY: swarm, META_CORE_P2P_LISTEN: '/ip4/0.0.0.0/tcp/4100,/ip6/::/tcp/4100' }
+    const env = { META_CORE_DB_PATH: path.join(tmp.dir, 'id', 'node.db'), META_CORE_SWARM_KEY: swarm,
+      META_CORE_P2P_LISTEN: '/ip4/0.0.0.0/tcp/4100,/ip6/::/tcp/4100' }
     const none = await cli(['id'], env)
     expect(none.code).toBe(1)
     expect(none.err).toContain(`no identity key at ${path.join(tmp.dir, 'id', 'node.key')}`)
@@ -118,7 +119,8 @@ describe('meta-core status', () => {
     const viaEnv = await cli(['status'], { META_CORE_HTTP_HOST: '0.0.0.0', META_CORE_HTTP_PORT: String(port) })
     expect(viaEnv.err).toContain(`cannot reach http://127.0.0.1:${port}`)
     // The flags `start` takes find the node, too.
-    for (const flags of [['--http-port', String(port)], ['--port', String(port), '--host', '127.0.0.1'], ['--http-host', '0.0.0.0', '--http-port', String(port)]]) {
+    for (const flags of [['--http-port', String(port)], ['--port', String(port), '--host', '127.0.0.1'],
+      ['--http-host', '0.0.0.0', '--http-port', String(port)]]) {
       const viaFlags = await cli(['status', ...flags, '--timeout-ms', '2000'])
       expect(viaFlags.code, viaFlags.err).toBe(1)
       expect(viaFlags.err).toContain(`cannot reach http://127.0.0.1:${port}: ECONNREFUSED`)

@@ -19,7 +19,8 @@ import { withTimeout } from '../../src/common/index.js'
 
 const instructions = readDockerfile()
 const [build, runtime] = stages(instructions)
-const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>, dependencies: Record<string, string>, devDependencies: Record<string, string> }
+const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { bin: Record<string, string>, dependencies: Record<string, string>,
+  devDependencies: Record<string, string> }
 const args = (i: { getArgumentsContent: () => string | null }): string => i.getArgumentsContent() ?? ''
 const of = (stage: typeof build, keyword: string): typeof build => stage.filter(i => i.getKeyword() === keyword)
 const defaultOf = (env: string): string | undefined => OPTIONS.find(o => o.env === env)?.def
@@ -141,7 +142,8 @@ function runtimeImports (file: string): string[] {
   const visit = (n: ts.Node): void => {
     if (ts.isImportDeclaration(n) && ts.isStringLiteral(n.moduleSpecifier) && n.importClause?.isTypeOnly !== true) out.push(n.moduleSpecifier.text)
     if (ts.isExportDeclaration(n) && n.moduleSpecifier !== undefined && ts.isStringLiteral(n.moduleSpecifier) && !n.isTypeOnly) out.push(n.moduleSpecifier.text)
-    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] !== undefined && ts.isStringLiteral(n.arguments[0])) out.push(n.arguments[0].text)
+    if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] !== undefined &&
+      ts.isStringLiteral(n.arguments[0])) out.push(n.arguments[0].text)
     ts.forEachChild(n, visit)
   }
   visit(sf)

@@ -30,7 +30,8 @@ describe('holder members follow the node id', () => {
     expect(oldId).toMatch(/^node-/)
     expect(await adoptHolderId(standalone, silentLogger)).toBe(0)
     const mine = await standalone.records.mint('/files/a.mkv', 1, 1, { [`cids/${testCid(1)}`]: 'true', [`holders/${oldId}`]: 'true' })
-    const shared = await standalone.records.mint('/files/b.mkv', 1, 1, { [`cids/${testCid(2)}`]: 'true', [`holders/${oldId}`]: 'true', 'holders/peer-far': 'true' })
+    const shared = await standalone.records.mint('/files/b.mkv', 1, 1, { [`cids/${testCid(2)}`]: 'true', [`holders/${oldId}`]: 'true',
+      'holders/peer-far': 'true' })
     const notMine = await standalone.records.mint('/files/c.mkv', 1, 1, { [`cids/${testCid(3)}`]: 'true', 'holders/peer-far': 'true' })
     standalone.close()
     open.pop()

@@ -57,7 +57,8 @@ describe('/metrics', () => {
   })
 
   it('reports the watcher\'s files and the open event streams (the watcher\'s scan done before work is counted)', async () => {
-    await waitFor(async () => (await scrape(node.url, TOKEN)).value('meta_core_watcher_files') === 1, { timeoutMs: 15_000, what: 'the watcher to record a.bin' })
+    await waitFor(async () => (await scrape(node.url, TOKEN)).value('meta_core_watcher_files') === 1,
+      { timeoutMs: 15_000, what: 'the watcher to record a.bin' })
     const ac = new AbortController()
     const sse = await fetch(`${node.url}/api/events/meta`, { headers: auth, signal: ac.signal })
     expect(sse.status).toBe(200)
@@ -77,7 +78,8 @@ describe('/metrics', () => {
     const cids = [1, 2, 3, 4, 5].map(i => testCid(1000 + i))
     // Concurrent writes share group commits: five write functions in one to five transactions.
     await Promise.all(cids.map(async (cid, i) => { await patch(cid, { title: `metrics film ${i}`, year: String(2000 + i) }) }))
-    const search = await fetch(`${node.url}/api/metadata/search`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ query: 'metrics film' }) })
+    const search = await fetch(`${node.url}/api/metadata/search`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'metrics film' }) })
     expect(search.status).toBe(200)
     expect((await search.json() as { total: number }).total).toBe(5)
     expect((await fetch(`${node.url}/api/meta/${cids[0]}`)).status).toBe(200)
@@ -100,10 +102,12 @@ describe('/metrics', () => {
     expect(writes).toBeGreaterThanOrEqual(5)
     expect(after.histogram('meta_core_write_batch_duration_seconds').count - before.histogram('meta_core_write_batch_duration_seconds').count).toBe(batches)
     // Each new record appends its fields and CID to the change log.
-    const events = after.value('meta_core_events_appended_total', { stream: 'meta:events' }) - before.value('meta_core_events_appended_total', { stream: 'meta:events' })
+    const events = after.value('meta_core_events_appended_total', { stream: 'meta:events' }) - before.value('meta_core_events_appended_total',
+      { stream: 'meta:events' })
     expect(events).toBeGreaterThanOrEqual(5 * 3)
     expect(after.value('meta_core_records') - before.value('meta_core_records')).toBe(5)
-    expect(after.histogram('meta_core_search_duration_seconds', { operation: 'search' }).count - before.histogram('meta_core_search_duration_seconds', { operation: 'search' }).count).toBe(1)
+    expect(after.histogram('meta_core_search_duration_seconds', { operation: 'search' }).count - before.histogram('meta_core_search_duration_seconds',
+      { operation: 'search' }).count).toBe(1)
   })
 })
 

@@ -54,7 +54,8 @@ afterEach(() => {
 
 function launch (cmd: string, args: string[], extra: Record<string, string> = {}): { child: ChildProcess, out: () => string } {
   const env: Record<string, string> = {}
-  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && !k.startsWith('npm_') && k !== 'FILES_PATH') env[k] = v
+  for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('META_CORE_') && !k.startsWith('npm_') &&
+    k !== 'FILES_PATH') env[k] = v
   const child = spawn(cmd, args, { cwd: ROOT, env: { ...env, ...extra }, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout?.on('data', (b: Buffer) => { out += b.toString() })
@@ -131,7 +132,8 @@ describe('a port another program holds', () => {
       const keyFile = path.join(tmp.dir, 'swarm.key')
       expect((await cli(['keygen', keyFile])).code).toBe(0)
       const listen = `/ip4/127.0.0.1/tcp/${held.port}`
-      const r = await cli(['--port', '0', '--swarm-key', keyFile, '--p2p-listen', listen, '--db-path', path.join(dir, 'data', 'meta-core.db'), '--files-path', path.join(dir, 'files')])
+      const r = await cli(['--port', '0', '--swarm-key', keyFile, '--p2p-listen', listen, '--db-path', path.join(dir, 'data', 'meta-core.db'), '--files-path',
+        path.join(dir, 'files')])
       expect(r.code).toBe(1)
       expect(r.err.trim().split('\n')).toEqual([
         `meta-core: p2p port ${held.port} on 127.0.0.1 is already in use (another meta-core node or another program): stop that program, or choose another in META_CORE_P2P_LISTEN (--p2p-listen), now ${listen}`

@@ -18,14 +18,17 @@ const at = (msAgo: number): string => new Date(NOW - msAgo).toISOString()
 
 function peer (over: Partial<MeshPeerView>): MeshPeerView {
   return {
-    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200), caughtUpAt: at(4_200), lagMs: 0, parked: 0,
+    peerId: '12D3KooWpeer', name: 'attic', via: 'direct', addrs: [], connected: true, cursor: '1733-4', behind: false, resyncing: false, lastSyncAt: at(4_200),
+      caughtUpAt: at(4_200), lagMs: 0, parked: 0,
     lastSeenAt: at(0), lastHeardAt: at(9_000), lastConnectedAt: at(0), route: 'direct', relay: null, lan: false,
     framesIn: 3, frameBytesIn: 0, framesRejected: 0, driftRefusals: 0, relayedRejected: 0, forged: 0, replays: 0, framesDropped: 0, pagesIn: 2, bytesIn: 0,
-    pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0, entriesDropped: 0, ...over
+    pullFailures: 0, resyncs: 0, reconciles: 0, reconcilesEqual: 0, reconKeysIn: 0, reconKeysOut: 0, pagesServed: 1, bytesServed: 0, busyRefusals: 0,
+      entriesDropped: 0, ...over
   }
 }
 
-const NO_JOIN: MeshJoinView = { active: false, startedAt: null, endedAt: null, keys: 0, records: 0, recordsPerSecond: 0, expectedRecords: null, secondsLeft: null }
+const NO_JOIN: MeshJoinView = { active: false, startedAt: null, endedAt: null, keys: 0, records: 0, recordsPerSecond: 0, expectedRecords: null,
+  secondsLeft: null }
 
 function report (peers: MeshPeerView[], join: MeshJoinView | undefined, members: MeshView['members'] = []): StatusReport {
   const mesh = {
@@ -53,7 +56,8 @@ describe('meta-core status: the join', () => {
   afterEach(() => { vi.useRealTimers() })
 
   it('shows a join under way as a progress bar with the share done, the records, the rate and the time left', () => {
-    const join: MeshJoinView = { active: true, startedAt: at(2_000), endedAt: null, keys: 180_000, records: 4_500, recordsPerSecond: 2_250, expectedRecords: 10_000, secondsLeft: 125 }
+    const join: MeshJoinView = { active: true, startedAt: at(2_000), endedAt: null, keys: 180_000, records: 4_500, recordsPerSecond: 2_250,
+      expectedRecords: 10_000, secondsLeft: 125 }
     const out = formatStatus(report([peer({ resyncing: true, behind: true, cursor: null, lagMs: 2_000 })], join))
     // Aligned with the other lines above the table: 45 % is 11 of the bar's 24 characters.
     expect(lineOf(out, 'join')).toBe('join     [###########.............] 45 %  4,500 of 10,000 records, 2,250 records/s, about 2 min 5 s left')
@@ -61,7 +65,8 @@ describe('meta-core status: the join', () => {
   })
 
   it('says what it knows when the peer gave no count or the rate gives no time left yet', () => {
-    const base: MeshJoinView = { active: true, startedAt: at(1_000), endedAt: null, keys: 900, records: 20, recordsPerSecond: 20, expectedRecords: null, secondsLeft: null }
+    const base: MeshJoinView = { active: true, startedAt: at(1_000), endedAt: null, keys: 900, records: 20, recordsPerSecond: 20, expectedRecords: null,
+      secondsLeft: null }
     expect(joinLine(base, NOW)).toBe('20 records so far, 20 records/s (the peer did not say how many it holds)')
     expect(joinLine({ ...base, records: 0, recordsPerSecond: 0, expectedRecords: 400 }, NOW)).toBe('[........................] 0 %  0 of 400 records, 0 records/s, time left unknown')
     // Never past a full bar, whatever the peer said.
@@ -69,7 +74,8 @@ describe('meta-core status: the join', () => {
   })
 
   it('shows a join that ended as what it brought, and none when there was none (or the node does not say)', () => {
-    const done: MeshJoinView = { active: false, startedAt: at(184_300), endedAt: at(180_000), keys: 390_000, records: 10_000, recordsPerSecond: 2_326, expectedRecords: 10_000, secondsLeft: 0 }
+    const done: MeshJoinView = { active: false, startedAt: at(184_300), endedAt: at(180_000), keys: 390_000, records: 10_000, recordsPerSecond: 2_326,
+      expectedRecords: 10_000, secondsLeft: 0 }
     expect(lineOf(formatStatus(report([peer({})], done)), 'join')).toBe('join     done: 10,000 records in 4.3 s, ended 3 min 0 s ago (2,326 records/s)')
     expect(lineOf(formatStatus(report([peer({})], NO_JOIN)), 'join')).toBeUndefined()
     expect(lineOf(formatStatus(report([peer({})], undefined)), 'join')).toBeUndefined()
@@ -82,24 +88,29 @@ describe('meta-core status: what is true of each peer', () => {
 
   it('says a peer that left is disconnected, when it was last seen (its connection dropping) and its lag as of its last sync', () => {
     // Connected ten minutes ago, dropped three minutes ago: last seen when it dropped; its last frame came before that.
-    const gone = peer({ peerId: '12D3KooWgone', name: 'kitchen', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000), lastSeenAt: at(180_000), lastConnectedAt: at(180_000), lastHeardAt: at(190_000) })
+    const gone = peer({ peerId: '12D3KooWgone', name: 'kitchen', connected: false, lastSyncAt: at(185_000), caughtUpAt: at(185_000), lastSeenAt: at(180_000),
+      lastConnectedAt: at(180_000), lastHeardAt: at(190_000) })
     const members = [{ peerId: '12D3KooWgone', addrs: [], connected: false, lastSeenAt: at(180_000), lastConnectedAt: at(180_000), dialFailures: 2 }]
     const out = formatStatus(report([peer({}), gone], NO_JOIN, members))
     expect(rowOf(out, '12D3KooWgone')).toMatch(/^kitchen\s+12D3KooWgone\s+disconnected, last seen 3 min 0 s ago\s+was caught up when last synced\s+3 min 5 s ago\s+3\s/)
     expect(rowOf(out, '12D3KooWpeer')).toMatch(/\sconnected\s+caught up\s+4\.2 s ago\s/)
-    const behind = peer({ peerId: '12D3KooWbehind', connected: false, behind: true, lagMs: 200_000, lastSyncAt: at(185_000), caughtUpAt: at(190_000), lastSeenAt: at(180_000), lastConnectedAt: at(180_000), lastHeardAt: null })
+    const behind = peer({ peerId: '12D3KooWbehind', connected: false, behind: true, lagMs: 200_000, lastSyncAt: at(185_000), caughtUpAt: at(190_000),
+      lastSeenAt: at(180_000), lastConnectedAt: at(180_000), lastHeardAt: null })
     expect(rowOf(formatStatus(report([peer({}), behind], NO_JOIN)), '12D3KooWbehind')).toMatch(/\sdisconnected, last seen 3 min 0 s ago\s+was behind when last synced\s+3 min 5 s ago\s/)
     // A node that knows nothing of it but that it is gone says so; never synced says so.
-    const never = peer({ peerId: '12D3KooWnever', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 40_000, lastSeenAt: null, lastHeardAt: null, lastConnectedAt: null })
+    const never = peer({ peerId: '12D3KooWnever', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 40_000,
+      lastSeenAt: null, lastHeardAt: null, lastConnectedAt: null })
     expect(rowOf(formatStatus(report([peer({}), never], NO_JOIN)), '12D3KooWnever')).toMatch(/\sdisconnected\s+never synced\s+never\s/)
     // Synced only in an earlier run (a cursor, no sync since start): not "never".
-    const earlier = peer({ peerId: '12D3KooWearlier', connected: false, behind: true, lastSyncAt: null, caughtUpAt: null, lagMs: 40_000, lastSeenAt: at(7_200_000), lastConnectedAt: at(7_200_000), lastHeardAt: null })
+    const earlier = peer({ peerId: '12D3KooWearlier', connected: false, behind: true, lastSyncAt: null, caughtUpAt: null, lagMs: 40_000,
+      lastSeenAt: at(7_200_000), lastConnectedAt: at(7_200_000), lastHeardAt: null })
     expect(rowOf(formatStatus(report([peer({}), earlier], NO_JOIN)), '12D3KooWearlier')).toMatch(/\sdisconnected, last seen 2 h 0 min ago\s+not synced since start\s+before start\s/)
     expect(out).not.toContain(GOSSIP_NOTE)
   })
 
   it('says a peer that left but whose frames still come through other peers reaches the node via gossip, with when it was last heard', () => {
-    const relayed = peer({ peerId: '12D3KooWaround', name: 'hall', connected: false, lastSyncAt: at(600_000), caughtUpAt: at(600_000), lastConnectedAt: at(600_000), lastHeardAt: at(4_000), lastSeenAt: at(4_000) })
+    const relayed = peer({ peerId: '12D3KooWaround', name: 'hall', connected: false, lastSyncAt: at(600_000), caughtUpAt: at(600_000),
+      lastConnectedAt: at(600_000), lastHeardAt: at(4_000), lastSeenAt: at(4_000) })
     const out = formatStatus(report([peer({}), relayed], NO_JOIN))
     expect(rowOf(out, '12D3KooWaround')).toMatch(/^hall\s+12D3KooWaround\s+disconnected, its changes reach us via gossip \(last heard 4\.0 s ago\)\s+was caught up when last synced\s+10 min 0 s ago\s/)
     // Heard last before it left: that is no evidence its changes still come; last seen says all there is.
@@ -115,7 +126,8 @@ describe('meta-core status: what is true of each peer', () => {
   })
 
   it('says a signer heard only through relayed gossip reaches the node through its peers: no lag, no sync of its own', () => {
-    const relayed = peer({ peerId: '12D3KooWrelayed', name: null, via: 'gossip', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null, behind: true, lagMs: 90_000, pagesIn: 0, pagesServed: 0, lastConnectedAt: null, lastHeardAt: at(2_000), lastSeenAt: at(2_000) })
+    const relayed = peer({ peerId: '12D3KooWrelayed', name: null, via: 'gossip', connected: false, cursor: null, lastSyncAt: null, caughtUpAt: null,
+      behind: true, lagMs: 90_000, pagesIn: 0, pagesServed: 0, lastConnectedAt: null, lastHeardAt: at(2_000), lastSeenAt: at(2_000) })
     const out = formatStatus(report([peer({}), relayed], NO_JOIN))
     expect(rowOf(out, '12D3KooWrelayed')).toMatch(/^-\s+12D3KooWrelayed\s+via gossip, last heard 2\.0 s ago\s+-\s+-\s+3\s/)
     expect(lineOf(out, 'mesh')).toContain('1 peers (1 connected), 1 heard via gossip')
@@ -133,7 +145,8 @@ describe('meta-core status: health reasons and the full hash', () => {
       isScanning: false,
       fileCount: 12,
       progress: { filesPending: 0 },
-      fullHash: { state: 'hashing', algorithms: ['sha2-256', 'ipfs'], filesHashed: 3, bytesHashed: 4_500_000_000, filesKnown: 2, filesPending: 7, bytesPending: 9_000_000_000, mbPerSecond: 64.1, etaSeconds: 140 }
+      fullHash: { state: 'hashing', algorithms: ['sha2-256', 'ipfs'], filesHashed: 3, bytesHashed: 4_500_000_000, filesKnown: 2, filesPending: 7,
+        bytesPending: 9_000_000_000, mbPerSecond: 64.1, etaSeconds: 140 }
     }
     const out = formatStatus(r)
     expect(lineOf(out, 'node ')).toContain('degraded')
@@ -150,8 +163,10 @@ describe('meta-core status: how other homes reach the node', () => {
     limits: { maxCircuits: 128, maxCircuitsPerPeer: 16, bytesPerSecond: 134_217_728, bytesPerSecondPerPeer: 67_108_864 },
     reservations: 4, circuits: 3, bytesRelayed: 25_300_000, bytesPerSecond: 1_200_000, refusedReservations: 0, refusedCircuits: 2, throttled: 0, peers: []
   }
-  const reach = (over: Partial<MeshReachView>): MeshReachView => ({ reachability: 'lan-only', announced: [], relayed: [], relays: [], mdns: false, upnp: null, relayMode: 'auto', relay: null, ...over })
-  const out = (r: MeshReachView | null, peers = [peer({})]): string => formatStatus({ ...report(peers, undefined), mesh: { ...report(peers, undefined).mesh, reach: r } })
+  const reach = (over: Partial<MeshReachView>): MeshReachView => ({ reachability: 'lan-only', announced: [], relayed: [], relays: [], mdns: false, upnp: null,
+    relayMode: 'auto', relay: null, ...over })
+  const out = (r: MeshReachView | null, peers = [peer({})]): string => formatStatus({ ...report(peers, undefined),
+    mesh: { ...report(peers, undefined).mesh, reach: r } })
 
   it('says how members reach it, what it relays, and its router\'s mapping, under p2p', () => {
     const vps = peer({ peerId: '12D3KooWvps', name: 'vps' })
@@ -166,7 +181,8 @@ describe('meta-core status: how other homes reach the node', () => {
     expect(lineOf(waiting, 'reach')).toMatch(/^reach    LAN only: members outside this LAN \(or VPN\) cannot reach it; set META_CORE_ANNOUNCE or META_CORE_UPNP/)
     expect(lineOf(waiting, 'relay')).toBe('relay    auto: not serving until the node has an address others can dial')
     expect(lineOf(waiting, 'upnp')).toBe('upnp     failed: the router\'s external address 100.64.1.2 is itself private')
-    const mapped = out(reach({ reachability: 'mapped', upnp: { state: 'mapped', mappings: [{ internal: '192.168.1.10:4001', external: '198.51.100.7:4001', protocol: 'TCP', renewedAt: at(0), expiresAt: at(-720_000) }], problem: null } }))
+    const mapped = out(reach({ reachability: 'mapped', upnp: { state: 'mapped', mappings: [{ internal: '192.168.1.10:4001', external: '198.51.100.7:4001',
+      protocol: 'TCP', renewedAt: at(0), expiresAt: at(-720_000) }], problem: null } }))
     expect(lineOf(mapped, 'reach')).toBe('reach    mapped by the router at 198.51.100.7:4001')
     expect(lineOf(mapped, 'upnp')).toBe('upnp     mapped 192.168.1.10:4001 as 198.51.100.7:4001 (TCP)')
     // A standalone node, or an older one that does not say: no such lines.

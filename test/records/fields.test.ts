@@ -6,7 +6,8 @@ import { schemaCounterKey } from '../../src/records/schema-type.js'
 
 describe('field paths', () => {
   it('accepts ordinary paths', () => {
-    for (const f of ['title', 'fileinfo/duration', 'stream/0', 'cids/bafkreiabc', 'titles/eng', 'ünïcode/名前']) expect(() => { validateFieldPath(f) }).not.toThrow()
+    for (const f of ['title', 'fileinfo/duration', 'stream/0', 'cids/bafkreiabc', 'titles/eng',
+      'ünïcode/名前']) expect(() => { validateFieldPath(f) }).not.toThrow()
   })
 
   it('refuses empty segments, control characters and overlong names', () => {
@@ -21,7 +22,8 @@ describe('field paths', () => {
       expect(() => { validateFieldPath(f) }, f).toThrow(InvalidFieldError)
       expect(() => { checkWritableField(f) }, f).toThrow(InvalidFieldError)
     }
-    for (const f of ['__proto__x', 'a/x__proto__', 'constructor', 'toString', 'a/hasOwnProperty', 'valueOf/0']) expect(() => { validateFieldPath(f) }, f).not.toThrow()
+    for (const f of ['__proto__x', 'a/x__proto__', 'constructor', 'toString', 'a/hasOwnProperty',
+      'valueOf/0']) expect(() => { validateFieldPath(f) }, f).not.toThrow()
   })
 
   it('refuses a name whose key would pass the 1 KiB peers enforce, counted in UTF-8 bytes', () => {

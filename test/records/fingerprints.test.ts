@@ -23,7 +23,7 @@ function open (file: string, nodeId = 'nodeA', logs?: string[]): NodeStore {
     info (msg: string, fields?: Record<string, unknown>) { logs?.push(`${msg} ${JSON.stringify(fields)}`) },
     child () { return logger }
   }
-  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger: logger as never })
+  return openNodeStore({ path: file, nodeId, backgroundCheckpoint: false, logger })
 }
 
 function fresh (): string {
@@ -127,7 +127,7 @@ describe('range fingerprints', () => {
     cleanups.push(() => { a.close(); b.close() })
     expect(a.records.digest()).toEqual(b.records.digest())
     const rid = await a.records.mint('/f/a', 1, 1, { title: 'x' })
-    const entries = a.records.exportRoot(rid as RecordId)
+    const entries = a.records.exportRoot(rid)
     await b.records.applyRemote(entries)
     expect(b.records.digest()).toEqual(a.records.digest())
     expect(b.records.rangeRoots('')).toEqual(a.records.rangeRoots(''))
@@ -205,7 +205,7 @@ describe('range fingerprints', () => {
     }
     const copy = crashCopy()
     const want = s.records.digest()
-    const crashed = openNodeStore({ path: copy, nodeId: 'nodeA', backgroundCheckpoint: false, logger: logger as never })
+    const crashed = openNodeStore({ path: copy, nodeId: 'nodeA', backgroundCheckpoint: false, logger })
     cleanups.push(() => { crashed.close() })
     expect(logs.some(l => l.startsWith('range fingerprints: folded in the roots changed since the last fold'))).toBe(true)
     expect(rows(crashed)).not.toEqual(stale)
@@ -224,7 +224,7 @@ describe('range fingerprints', () => {
     expect(trimmed.get(FP_BUCKETS_CURRENT)).toBeUndefined()
     trimmed.close()
     logs.length = 0
-    const rebuilt = openNodeStore({ path: copy2, nodeId: 'nodeA', backgroundCheckpoint: false, logger: logger as never })
+    const rebuilt = openNodeStore({ path: copy2, nodeId: 'nodeA', backgroundCheckpoint: false, logger })
     cleanups.push(() => { rebuilt.close() })
     expect(logs.some(l => l.startsWith('range fingerprints built'))).toBe(true)
     expect(rebuilt.records.digest()).toEqual(final)

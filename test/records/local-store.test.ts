@@ -29,7 +29,8 @@ describe('node-local rows', () => {
     const s = store()
     const rid = await s.records.mint('/files/a', 1, 1n)
     const rows = s.kv.count('', '\u{10FFFF}')
-    const owned = [`file:${rid}/title`, `ver:${rid}`, `cid:x`, 'idx:roots/x', `dup:${rid}/p`, `loc:${rid}`, 'meta-core:holder-id', 'ev:meta:events/1', 'evhwm:x', 'fts_x', 'plain', '']
+    const owned = [`file:${rid}/title`, `ver:${rid}`, `cid:x`, 'idx:roots/x', `dup:${rid}/p`, `loc:${rid}`, 'meta-core:holder-id', 'ev:meta:events/1',
+      'evhwm:x', 'fts_x', 'plain', '']
     for (const key of [...owned, 'btmagnet:a', 'nzb:a']) await refuses(s.records.local, key)
     for (const key of [...owned, 'mesh:cursor/p', 'watch:f/a', 'btmagnet']) await refuses(s.records.clientRows, key)
     expect(s.kv.count('', '\u{10FFFF}')).toBe(rows)

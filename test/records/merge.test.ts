@@ -393,7 +393,7 @@ describe('convergence (property)', () => {
             continue
           }
           const { metadataJson, ...rest } = json!
-          const { metadata, ...expected } = docs[i]!
+          const { metadata, ...expected } = docs[i]
           expect(JSON.parse(metadataJson), `seed ${seed} cid ${c}`).toEqual(metadata)
           expect(rest, `seed ${seed} cid ${c}`).toEqual(expected)
         }

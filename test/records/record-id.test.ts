@@ -57,8 +57,8 @@ describe('record ids against uuid and ulid', () => {
       const random = Uint8Array.from({ length: 16 }, () => Math.floor(rand() * 256))
       // A UUIDv4 from the same bytes (uuid sets its version and variant bits).
       const v4 = [...Buffer.from(random)]
-      v4[6] = (v4[6]! & 0x0f) | 0x40
-      v4[8] = (v4[8]! & 0x3f) | 0x80
+      v4[6] = (v4[6] & 0x0f) | 0x40
+      v4[8] = (v4[8] & 0x3f) | 0x80
       const hex = Buffer.from(v4).toString('hex')
       const uuid = `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
       expect(uuidVersion(uuid)).toBe(4)

@@ -9,7 +9,6 @@ import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { formatHlc, newRecordId, openNodeStore, type NodeStore, type RemoteEntry } from '../../src/records/index.js'
 import { IndexWorker, type WorkerInit } from '../../src/search/index-worker-client.js'
-import type { JobResult } from '../../src/search/index-writer.js'
 import { makeExcluder } from '../../src/search/matchers.js'
 import { PendingRoots } from '../../src/search/pending-roots.js'
 import { DEFAULT_BUCKET_SHIFT, INDEX_SCHEMA, ensureStoreSchema, indexFileOf, versionMarker } from '../../src/search/search-schema.js'
@@ -25,7 +24,8 @@ function entriesOf (from: number, to: number, baseMs: number): RemoteEntry[] {
   for (let i = from; i < to; i++) {
     const rid = newRecordId(baseMs + i)
     const hlc = formatHlc({ ms: baseMs + i, counter: 0 })
-    const fields: Record<string, string> = { title: `${i % 2 === 0 ? 'River' : 'Stone'} ${i}`, year: String(2000 + (i % 9)), genre: i % 3 === 0 ? 'Drama, War' : 'Comedy', path: `/files/p/${i}.mkv` }
+    const fields: Record<string, string> = { title: `${i % 2 === 0 ? 'River' : 'Stone'} ${i}`, year: String(2000 + (i % 9)),
+      genre: i % 3 === 0 ? 'Drama, War' : 'Comedy', path: `/files/p/${i}.mkv` }
     for (const [f, v] of Object.entries(fields)) out.push({ key: `file:${rid}/${f}`, value: v, hlc, origin: 'peer-b' })
   }
   return out
@@ -81,7 +81,8 @@ describe('index writer thread: a batch waiting behind another', () => {
     const dbPath = path.join(t.dir, 'store.db')
     const s: NodeStore = openNodeStore({ path: dbPath, nodeId: 'n' })
     ensureStoreSchema(s.kv)
-    const init: WorkerInit = { indexPath: indexFileOf(dbPath), storePath: dbPath, excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
+    const init: WorkerInit = { indexPath: indexFileOf(dbPath), storePath: dbPath, excludePrefixes: [], marker: versionMarker([]),
+      bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
     const w = await IndexWorker.start(init)
     cleanup = async () => { await w.close(); s.close(); t.cleanup() }
     await s.records.applyBatch(entriesOf(0, 1200, Date.now() - 100_000))
@@ -93,7 +94,7 @@ describe('index writer thread: a batch waiting behind another', () => {
     const two = w.run({ type: 'batch', rids: rids.slice(1000, 1100), gen: 2 })
     w.extend(2, rids.slice(1100, 1150))
     w.extend(2, rids.slice(1150, 1200))
-    const [r1, r2] = await Promise.all([one, two]) as [JobResult, JobResult]
+    const [r1, r2] = await Promise.all([one, two])
     expect(r1.extra).toBe(0)
     expect(r1.docs).toBe(1000)
     expect(r2.extra).toBe(2)
@@ -120,6 +121,8 @@ describe('index writer thread: a batch waiting behind another', () => {
 describe('merger with two batches in flight', () => {
   /** Counts the jobs at the index writer at once, whichever thread the merger starts. */
   function watchInFlight (): { max: () => number, extraTaken: () => number, restore: () => void } {
+    // Called with `.call(this, …)` below and put back by restore().
+    // eslint-disable-next-line @typescript-eslint/unbound-method
     const orig = IndexWorker.prototype.run
     let now = 0
     let max = 0

@@ -72,7 +72,8 @@ function structureErrors (s: NodeStore): string[] {
   for (const rid of live) {
     const d = docs.get(rid)
     if (d === undefined) { errs.push(`no document for ${rid}`); continue }
-    const rows = kv.range(`file:${rid}/`, prefixEnd(`file:${rid}/`)).map(([k, v]) => [asciiLower(k.slice(32)), v, asciiLower(k.slice(32)) === k.slice(32) ? '' : k.slice(32)])
+    const rows = kv.range(`file:${rid}/`, prefixEnd(`file:${rid}/`)).map(([k, v]) => [asciiLower(k.slice(32)), v,
+      asciiLower(k.slice(32)) === k.slice(32) ? '' : k.slice(32)])
     rows.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : a[2] < b[2] ? -1 : 1))
     const got = entries.all(d)
     if (JSON.stringify(got) !== JSON.stringify(rows)) errs.push(`entries of ${rid} differ from its rows`)

@@ -29,7 +29,8 @@ afterEach(async () => { await f?.close(); f = undefined })
 async function fill (fx: Fixture, n: number, from = 0): Promise<void> {
   await Promise.all(Array.from({ length: n }, async (_, i) => {
     const k = from + i
-    await fx.store.records.mint(`/files/i/${k}.mkv`, k, k, { title: `${k % 2 === 0 ? 'River' : 'Stone'} ${k}`, year: String(2000 + (k % 7)), genre: k % 3 === 0 ? 'Drama, War' : 'Comedy' })
+    await fx.store.records.mint(`/files/i/${k}.mkv`, k, k, { title: `${k % 2 === 0 ? 'River' : 'Stone'} ${k}`, year: String(2000 + (k % 7)),
+      genre: k % 3 === 0 ? 'Drama, War' : 'Comedy' })
   }))
 }
 
@@ -149,11 +150,13 @@ describe('index file', () => {
     const search = createSearch({ kv: s.kv, records: s.records }, { internal: { merger: { batchRoots: 100_000, backlogLimit: 100_000, delayMs: 3_600_000 } } })
     try {
       await search.start()
-      await Promise.all(Array.from({ length: 1500 }, async (_, i) => await s.records.mint(`/files/l/${i}.mkv`, i, i, { title: `Large ${i}`, year: String(1990 + (i % 30)) })))
+      await Promise.all(Array.from({ length: 1500 }, async (_, i) => await s.records.mint(`/files/l/${i}.mkv`, i, i,
+        { title: `Large ${i}`, year: String(1990 + (i % 30)) })))
       const idle = search.whenIdle()
       let checks = 0
       await waitFor(() => {
-        for (const req of [{ query: 'large 14' }, { filters: [{ property: 'year', values: ['2001'] }] }]) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
+        for (const req of [{ query: 'large 14' },
+          { filters: [{ property: 'year', values: ['2001'] }] }]) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
         checks++
         return search.pendingCount() === 0
       }, { timeoutMs: 20_000, intervalMs: 5, what: 'the batch to be indexed' })

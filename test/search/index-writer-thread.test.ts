@@ -25,7 +25,8 @@ describe('index writer thread', () => {
     const t = tmpDir('mc-thread-')
     const s: NodeStore = openNodeStore({ path: path.join(t.dir, 'store.db'), nodeId: 'n' })
     ensureStoreSchema(s.kv)
-    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
+    const files: WorkerInit = { indexPath: indexFileOf(path.join(t.dir, 'store.db')), storePath: path.join(t.dir, 'store.db'), excludePrefixes: [],
+      marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000 }
     const first = await IndexWorker.start(files)
     s.kv.prepare(`ATTACH DATABASE ? AS ${INDEX_SCHEMA}`).run(files.indexPath)
     const pending = new PendingRoots(s.kv, makeExcluder([]))
@@ -83,12 +84,14 @@ describe('index writer thread', () => {
     for (let i = 0; i < 4000; i++) {
       const rid = newRecordId(baseMs + i)
       const hlc = formatHlc({ ms: baseMs + i, counter: 0 })
-      for (const [f, v] of Object.entries({ title: `Stone ${i}`, year: String(2000 + (i % 9)), path: `/files/s/${i}.mkv` })) entries.push({ key: `file:${rid}/${f}`, value: v, hlc, origin: 'peer-b' })
+      for (const [f, v] of Object.entries({ title: `Stone ${i}`, year: String(2000 + (i % 9)),
+        path: `/files/s/${i}.mkv` })) entries.push({ key: `file:${rid}/${f}`, value: v, hlc, origin: 'peer-b' })
     }
     await s.records.applyBatch(entries)
     const hold = new Int32Array(s.kv.walHold()!)
     const readersOut = (): boolean => WalHold.of(s.kv.walHold()!).readersOut()
-    const w = await IndexWorker.start({ indexPath: indexFileOf(file), storePath: file, excludePrefixes: [], marker: versionMarker([]), bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000, storeHold: s.kv.walHold() })
+    const w = await IndexWorker.start({ indexPath: indexFileOf(file), storePath: file, excludePrefixes: [], marker: versionMarker([]),
+      bucketShift: DEFAULT_BUCKET_SHIFT, cacheKiB: 2048, autocheckpointPages: 1000, storeHold: s.kv.walHold() })
     cleanup = async () => { await w.close(); s.close(); t.cleanup() }
     expect(Atomics.load(hold, READERS_TAKEN)).not.toBe(0)
 

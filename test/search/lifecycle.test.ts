@@ -20,7 +20,7 @@ function store (): ReturnType<typeof openNodeStore> {
 }
 
 const tables = (s: ReturnType<typeof openNodeStore>): string[] =>
-  s.kv.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fts%' OR name LIKE 'search%' OR name = 'kv_field_v'").pluck().all() as string[]
+  s.kv.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'fts%' OR name LIKE 'search%'").pluck().all() as string[]
 
 describe('search lifecycle', () => {
   it('does no work when created, builds on start, and answers only while started', async () => {

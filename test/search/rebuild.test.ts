@@ -2,9 +2,8 @@
  * The derived structures are rebuildable from the kv rows: a rebuild yields
  * exactly the incremental state; records changed while search was not
  * attached are found in the change log and staged at open (or, when the log
- * no longer reaches back, everything is rebuilt); a store of an earlier
- * format loses its old structures; entries of re-indexed records are swept;
- * answers are right throughout.
+ * no longer reaches back, everything is rebuilt); entries of re-indexed
+ * records are swept; answers are right throughout.
  */
 import path from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
@@ -161,40 +160,6 @@ describe('rebuild', () => {
     }
   })
 
-  it('drops the structures of the earlier format (expression index, FTS table, dirty list and triggers) and rebuilds', async () => {
-    const { dir, cleanup } = tmpDir('mc-search-')
-    try {
-      const dbPath = path.join(dir, 'store.db')
-      const plain = openNodeStore({ path: dbPath, nodeId: 'n' })
-      await writeHistory(plain.records)
-      const kv = plain.kv
-      kv.exec("CREATE INDEX kv_field_v ON kv(lower(substr(k,instr(k,'/')+1)), lower(v), v) WHERE k>='file:' AND k<'file;' AND instr(k,'/')>0")
-      kv.exec("CREATE VIRTUAL TABLE fts USING fts5(rid UNINDEXED, hay, ids, tokenize='trigram case_sensitive 1')")
-      kv.exec('CREATE TABLE search_dirty (rid TEXT PRIMARY KEY) WITHOUT ROWID')
-      kv.exec("CREATE TRIGGER search_dirty_ins AFTER INSERT ON kv WHEN new.k >= 'file:' BEGIN INSERT OR IGNORE INTO search_dirty(rid) VALUES ('x'); END")
-      kv.exec("INSERT INTO kv (k, v) VALUES ('idx:fts/01ARZ3NDEKTSV4RRFFQ69G5FAV', '1'), ('idx:search/version', 'search-2')")
-      plain.close()
-      const lines: string[] = []
-      const s = openNodeStore({ path: dbPath, nodeId: 'n' })
-      const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) })
-      await search.start()
-      try {
-        const names = s.kv.prepare("SELECT name FROM sqlite_master WHERE name IN ('kv_field_v', 'fts', 'search_dirty', 'search_dirty_ins')").pluck().all()
-        expect(names).toEqual([])
-        expect(s.kv.prefix('idx:fts/')).toEqual([])
-        expect(s.kv.prefix('idx:search/')).toEqual([])
-        expect(lines.some(l => l.includes('earlier format'))).toBe(true)
-        for (const req of REQUESTS) expect(search.search(req)).toEqual(referenceSearch(s.records, req))
-        expect(search.ftsRowCount()).toBe(3)
-      } finally {
-        await search.stop()
-        s.close()
-      }
-    } finally {
-      cleanup()
-    }
-  })
-
   it('sweeps the entries of re-indexed records once they are a tenth of the documents', async () => {
     // Four documents per bucket: the sweep's cursor crosses buckets.
     f = await openFixture({ merger: { sweepMinOrphans: 20 }, bucketShift: 2 })
@@ -267,7 +232,8 @@ describe('rebuild', () => {
   it('rebuilds the field index under a new bucket size, and refuses one out of range', async () => {
     f = await openFixture()
     await writeHistory(f.store.records)
-    const more = await Promise.all(Array.from({ length: 40 }, async (_, i) => await f!.store.records.mint(`/files/k/${i}.mkv`, i, i, { year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other' })))
+    const more = await Promise.all(Array.from({ length: 40 }, async (_, i) => await f!.store.records.mint(`/files/k/${i}.mkv`, i, i,
+      { year: String(1990 + (i % 7)), studio: i % 5 === 0 ? 'Élan' : 'Other' })))
     await f.search.whenIdle()
     const misplaced = (shift: number): number => f!.store.kv.prepare('SELECT count(*) FROM search_field WHERE b <> d >> ?').pluck().get(shift) as number
     const buckets = (): number => f!.store.kv.prepare('SELECT count(DISTINCT b) FROM search_field').pluck().get() as number
@@ -278,7 +244,8 @@ describe('rebuild', () => {
     const s = openNodeStore({ path: f.dbPath, nodeId: 'node-a' })
     expect(() => createSearch({ kv: s.kv, records: s.records }, { internal: { bucketShift: 31 } })).toThrow(/bucketShift/)
     const lines: string[] = []
-    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) }, { internal: { bucketShift: 2 } })
+    const search = createSearch({ kv: s.kv, records: s.records, logger: createLogger({ level: 'info', write: l => { lines.push(l) } }) },
+      { internal: { bucketShift: 2 } })
     f.store = s
     f.search = search
     await search.start()

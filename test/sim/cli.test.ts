@@ -17,7 +17,8 @@ describe('npm run sim', () => {
   it('--help lists every scenario and option', () => {
     const r = sim(['--help'])
     expect(r.status).toBe(0)
-    for (const s of ['baseline', 'partition-heal', 'fresh-join', 'return-after-absence', 'clock-skew', 'bad-peer', 'same-content-twice', 'scale']) expect(r.stdout).toContain(s)
+    for (const s of ['baseline', 'partition-heal', 'fresh-join', 'return-after-absence', 'clock-skew', 'bad-peer', 'same-content-twice',
+      'scale']) expect(r.stdout).toContain(s)
     for (const f of ['--nodes', '--latency', '--seed', '--out', '--partition-every', '--real']) expect(r.stdout).toContain(f)
   })
 
@@ -37,12 +38,14 @@ describe('npm run sim', () => {
 
   it('runs a scenario, writes report.json, report.html and timing.json, and prints the report path', () => {
     const out = path.join(tmp.dir, 'run')
-    const r = sim(['--scenario', 'baseline', '--nodes', '5', '--latency', '50', '--seed', '3', '--warmup', '2', '--duration', '2', '--tail', '3', '--quiet', '--out', out])
+    const r = sim(['--scenario', 'baseline', '--nodes', '5', '--latency', '50', '--seed', '3', '--warmup', '2', '--duration', '2', '--tail', '3', '--quiet',
+      '--out', out])
     expect(r.status, r.stderr).toBe(0)
     const lines = r.stdout.trim().split('\n')
     expect(lines[lines.length - 1]).toBe(path.join(out, 'report.html'))
     const rep = JSON.parse(fs.readFileSync(path.join(out, 'report.json'), 'utf8')) as Record<string, unknown>
-    for (const k of ['scenario', 'seed', 'nodes', 'converged', 'lostWrites', 'forgedApplied', 'messagesPerOp', 'bytesPerWrite', 'latencyMs']) expect(rep).toHaveProperty(k)
+    for (const k of ['scenario', 'seed', 'nodes', 'converged', 'lostWrites', 'forgedApplied', 'messagesPerOp', 'bytesPerWrite',
+      'latencyMs']) expect(rep).toHaveProperty(k)
     expect(rep.nodes).toBe(5)
     expect(rep.seed).toBe('3')
     const html = fs.readFileSync(path.join(out, 'report.html'), 'utf8')
@@ -57,8 +60,10 @@ describe('npm run sim', () => {
     // peers' rounds, and the copy still goes through the rest of the range when the run ends. Its stopped core used to
     // ask again and again for ever, in promises alone, holding a core and the process.
     const out = path.join(tmp.dir, 'copying')
-    const child = spawn(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--scenario', 'fresh-join', '--nodes', '3', '--preload', '1500', '--record-shape', 'library',
-      '--bandwidth', '0.02', '--request-timeout', '3600000', '--warmup', '1', '--duration', '2', '--join-at', '1', '--tail', '1', '--seed', '5', '--quiet', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, ['--import', 'tsx', 'sim/cli.ts', '--scenario', 'fresh-join', '--nodes', '3', '--preload', '1500', '--record-shape',
+      'library',
+      '--bandwidth', '0.02', '--request-timeout', '3600000', '--warmup', '1', '--duration', '2', '--join-at', '1', '--tail', '1', '--seed', '5', '--quiet',
+        '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (b: Buffer) => { stdout += b.toString() })

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest'
 import { Prng, Scheduler, parseLatency } from '../../src/mesh/testing/index.js'
 import { GOSSIPSUB_DEFAULTS, checkGossipConfig, InvalidGossipConfigError, type GossipConfig } from '../../sim/gossip/config.js'
-import { GossipRouter, type GossipMessage, type Verdict } from '../../sim/gossip/router.js'
+import { GossipRouter } from '../../sim/gossip/router.js'
+import type { GossipMessage, Verdict } from '../../sim/gossip/rpc.js'
 import { messageBytes, rpcBytes, framedBytes, MSG_ID_BYTES } from '../../sim/gossip/wire-size.js'
 import { DEFAULT_NET, Network } from '../../sim/net/network.js'
 
@@ -22,7 +23,8 @@ interface Mesh {
   verdictOf: (node: number, msg: GossipMessage) => Verdict
 }
 
-function mesh (n: number, opts: { degree: number, gossip?: Partial<GossipConfig>, seed?: string, latency?: string, verdict?: (node: number, msg: GossipMessage) => Verdict }): Mesh {
+function mesh (n: number, opts: { degree: number, gossip?: Partial<GossipConfig>, seed?: string, latency?: string,
+  verdict?: (node: number, msg: GossipMessage) => Verdict }): Mesh {
   const s = new Scheduler()
   const rng = new Prng(opts.seed ?? 'g')
   const sent = new Map<string, number>()

@@ -18,12 +18,14 @@ describe('the node configuration of a simulation', () => {
       expect(s.runnable).toBe(true)
       const r = await parseConfig([], s.env, '/srv')
       if (r.kind !== 'config') throw new Error('expected a config')
-      expect({ targetPeers: r.config.targetPeers, D: r.config.gossipD, Dlo: r.config.gossipDlo, Dhi: r.config.gossipDhi, flushMs: r.config.pushWindowMs, antiEntropy: r.config.antiEntropyMs })
+      expect({ targetPeers: r.config.targetPeers, D: r.config.gossipD, Dlo: r.config.gossipDlo, Dhi: r.config.gossipDhi, flushMs: r.config.pushWindowMs,
+        antiEntropy: r.config.antiEntropyMs })
         .toEqual({ targetPeers: opts.targetPeers, D: opts.D, Dlo: opts.Dlo, Dhi: opts.Dhi, flushMs: opts.flushMs, antiEntropy: opts.antiEntropy })
     }
     expect(nodeSettings(resolveOptions({ scenario: 'baseline', profile: 'library' }).opts).env).toEqual({})
     expect(nodeSettings(resolveOptions({ scenario: 'baseline', profile: 'batched' }).opts).env).toEqual({
-      META_CORE_TARGET_PEERS: '10', META_CORE_GOSSIP_D: '2', META_CORE_GOSSIP_DLO: '2', META_CORE_GOSSIP_DHI: '3', META_CORE_PUSH_WINDOW_MS: '500', META_CORE_ANTI_ENTROPY_MS: '30000'
+      META_CORE_TARGET_PEERS: '10', META_CORE_GOSSIP_D: '2', META_CORE_GOSSIP_DLO: '2', META_CORE_GOSSIP_DHI: '3', META_CORE_PUSH_WINDOW_MS: '500',
+        META_CORE_ANTI_ENTROPY_MS: '30000'
     })
   })
 

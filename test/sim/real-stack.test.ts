@@ -29,7 +29,8 @@ describe('real-stack mode', () => {
 
   it('fresh-join with a preload: the real joiner catches up on the library, timed as in the model', async () => {
     const { opts } = resolveOptions({
-      scenario: 'fresh-join', profile: 'library', seed: 'real-join', warmup: 1, duration: 4, joinAt: 1, tail: 8, rate: 5, preload: 300, recordShape: 'library', targetPeers: 2
+      scenario: 'fresh-join', profile: 'library', seed: 'real-join', warmup: 1, duration: 4, joinAt: 1, tail: 8, rate: 5, preload: 300, recordShape: 'library',
+        targetPeers: 2
     })
     const r = await runRealStack(opts, 3)
     expect(r.converged).toBe(true)
@@ -42,7 +43,8 @@ describe('real-stack mode', () => {
 describe('real-stack events', () => {
   it('partition-heal against the model: the model\'s cuts hold writes back on the real stack until the heal, and every figure is compared', async () => {
     const { opts } = resolveOptions({
-      scenario: 'partition-heal', profile: 'library', seed: 'real-cut', warmup: 1, duration: 6, partitionEvery: 2, tail: 6, rate: 10, realNodes: 4, realRate: 10, targetPeers: 3
+      scenario: 'partition-heal', profile: 'library', seed: 'real-cut', warmup: 1, duration: 6, partitionEvery: 2, tail: 6, rate: 10, realNodes: 4,
+        realRate: 10, targetPeers: 3
     })
     const c = await compareWithRealStack(opts)
     expect(c.real.converged).toBe(true)
@@ -60,7 +62,8 @@ describe('real-stack events', () => {
 
   it('return-after-absence: the stopped node comes back and catches up, timed from its return', async () => {
     const { opts } = resolveOptions({
-      scenario: 'return-after-absence', profile: 'library', seed: 'real-back', warmup: 1, duration: 7, absent: 3, tail: 6, rate: 10, targetPeers: 2, latency: 'regions:2:30', loss: 0.01, lossMode: 'retransmit'
+      scenario: 'return-after-absence', profile: 'library', seed: 'real-back', warmup: 1, duration: 7, absent: 3, tail: 6, rate: 10, targetPeers: 2,
+        latency: 'regions:2:30', loss: 0.01, lossMode: 'retransmit'
     })
     const r = await runRealStack(opts, 4)
     expect(r.converged).toBe(true)

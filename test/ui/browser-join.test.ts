@@ -69,7 +69,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a join under way', () => {
     ;[browser, b, peer] = await Promise.all([
       launchBrowser(),
       // A short round interval: a page request the peer holds past the pull timeout is asked again soon.
-      startTestNode(['--enable-file-watcher=false', '--swarm-key', key, '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--node-name', 'new-shelf', '--anti-entropy-ms', '1000']),
+      startTestNode(['--enable-file-watcher=false', '--swarm-key', key, '--p2p-listen', '/ip4/127.0.0.1/tcp/0', '--node-name', 'new-shelf', '--anti-entropy-ms',
+        '1000']),
       startRogue(key, { name: 'attic' })
     ])
     const held = new Promise<void>((resolve) => { release = resolve })
@@ -94,7 +95,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a join under way', () => {
 
     const self = (await api<Mesh>(`${b.url}/api/mesh`)).json.self
     await peer.dial(self.addrs.find(a => a.startsWith('/ip4/127.0.0.1/'))!)
-    await waitFor(async () => (await api<Mesh>(`${b.url}/api/mesh`)).json.join.records >= HELD_AT, { timeoutMs: 30_000, what: 'B to take every page but the last' })
+    await waitFor(async () => (await api<Mesh>(`${b.url}/api/mesh`)).json.join.records >= HELD_AT,
+      { timeoutMs: 30_000, what: 'B to take every page but the last' })
     const join = (await api<Mesh>(`${b.url}/api/mesh`)).json.join
     expect(join).toMatchObject({ active: true, records: HELD_AT, expectedRecords: RECORDS })
     const percent = Math.floor(HELD_AT / RECORDS * 100)

@@ -130,7 +130,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: library and record', () => {
     const newest = await api<{ results: Array<{ metadata: Record<string, string> }> }>(`${node.url}/api/metadata/search`, 'POST', { sort: '-year', limit: 50 })
     await expect.poll(async () => await page.locator('#results tbody tr td:nth-child(2)').allTextContents())
       .toEqual(newest.json.results.map(r => r.metadata.year))
-    expect(newest.json.results[0].metadata.year).toBe(String(Math.max(...Array.from({ length: RECORDS }, (_, i) => Number(syntheticRecord(i + 1).fields.year)))))
+    expect(newest.json.results[0].metadata.year).toBe(String(Math.max(...Array.from({ length: RECORDS },
+      (_, i) => Number(syntheticRecord(i + 1).fields.year)))))
     await page.locator('a[rel="next"]').click()
     await page.waitForURL(u => u.searchParams.get('sort') === '-year' && u.searchParams.get('offset') === '50')
 

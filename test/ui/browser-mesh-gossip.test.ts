@@ -54,7 +54,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: peers heard through gossip', () => {
     const [a, b, c] = nodes
     const peerA = (await api<Mesh>(`${a.url}/api/mesh`)).json.self.peerId
     const peerB = (await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId
-    await waitFor(async () => (await api<Mesh>(`${c.url}/api/mesh`)).json.peers.some(p => p.peerId === peerB && p.connected), { timeoutMs: 20_000, what: 'C to connect to B' })
+    await waitFor(async () => (await api<Mesh>(`${c.url}/api/mesh`)).json.peers.some(p => p.peerId === peerB && p.connected),
+      { timeoutMs: 20_000, what: 'C to connect to B' })
     // Gossipsub needs a heartbeat or two before B forwards A's frames: write on A until one reaches C by push.
     let i = 0
     await waitFor(async () => {

@@ -22,7 +22,8 @@ import {
 } from '../helpers/browser.js'
 import { startRogue } from '../helpers/rogue-peer.js'
 
-interface Mesh { enabled?: boolean, meshId?: string, self: { peerId: string, addrs: string[] }, peers: Array<{ peerId: string, connected: boolean, behind: boolean }> }
+interface Mesh { enabled?: boolean, meshId?: string, self: { peerId: string, addrs: string[] },
+  peers: Array<{ peerId: string, connected: boolean, behind: boolean }> }
 interface Digest { digest: string, keys: number }
 
 function writeSwarmKey (file: string): void {
@@ -119,7 +120,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     let ctx: BrowserContext | undefined
     try {
       await rogue.dial(await dialAddr(a.url))
-      await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === rogue.peerId && p.connected), { timeoutMs: 10_000, what: 'A to see the peer' })
+      await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === rogue.peerId && p.connected),
+        { timeoutMs: 10_000, what: 'A to see the peer' })
       const panel = await openPanel(rogue.peerId)
       ctx = panel.ctx
       const { row, errors } = panel
@@ -181,7 +183,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: the mesh of two nodes', () => {
     writeSwarmKey(otherKey)
     b = await b.restart(meshFlags(otherKey))
     expect((await api<Mesh>(`${b.url}/api/mesh`)).json.self.peerId).toBe(peerB)
-    await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === peerB && !p.connected), { timeoutMs: 10_000, what: 'A to see B gone' })
+    await waitFor(async () => (await api<Mesh>(`${a.url}/api/mesh`)).json.peers.some(p => p.peerId === peerB && !p.connected),
+      { timeoutMs: 10_000, what: 'A to see B gone' })
     const rec = syntheticRecord(43)
     expect((await api(`${a.url}/meta/${rec.cid}`, 'PATCH', apiFields(rec))).status).toBe(200)
     const [da, db] = (await Promise.all([api<Digest>(`${a.url}/api/mesh/digest`), api<Digest>(`${b.url}/api/mesh/digest`)])).map(r => r.json)

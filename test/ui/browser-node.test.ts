@@ -92,7 +92,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: node panel and file preview', () => {
     const video = page.locator('video.preview')
     await video.waitFor()
     expect(await video.getAttribute('src')).toMatch(/^\/file\/b[a-z2-7]+$/)
-    await page.waitForFunction(() => (document.querySelector('video.preview') as HTMLVideoElement | null)?.readyState !== undefined &&
+    await page.waitForFunction(() => document.querySelector<HTMLVideoElement>('video.preview')?.readyState !== undefined &&
       (document.querySelector('video.preview') as HTMLVideoElement).readyState >= 1)
     const media = await video.evaluate((v: HTMLVideoElement) => ({ w: v.videoWidth, h: v.videoHeight, duration: v.duration, error: v.error?.code ?? null }))
     expect(media).toMatchObject({ w: 64, h: 64, error: null })

@@ -73,7 +73,7 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     const video = page.locator('video.preview')
     await video.waitFor()
     expect(await video.getAttribute('src')).toBe(`/file/${canonical}`)
-    await page.waitForFunction(() => (document.querySelector('video.preview') as HTMLVideoElement | null)?.readyState !== undefined &&
+    await page.waitForFunction(() => document.querySelector<HTMLVideoElement>('video.preview')?.readyState !== undefined &&
       (document.querySelector('video.preview') as HTMLVideoElement).readyState >= 1)
     const media = await video.evaluate((v: HTMLVideoElement) => ({ w: v.videoWidth, h: v.videoHeight, duration: v.duration, error: v.error?.code ?? null }))
     expect(media).toMatchObject({ w: 64, h: 64, error: null })
@@ -110,7 +110,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: a file only another node holds', () =
     const page = await ctx.newPage()
     const errors = watchPageErrors(page)
     await page.goto(`${c.url}/ui/node`)
-    await expect.poll(async () => [await page.getByTestId('record-count').textContent(), await page.getByTestId('own-files').textContent()], { timeout: 10_000 })
+    await expect.poll(async () => [await page.getByTestId('record-count').textContent(), await page.getByTestId('own-files').textContent()],
+      { timeout: 10_000 })
       .toEqual(['1', '0'])
     await ctx.close()
     expect(errors).toEqual([])

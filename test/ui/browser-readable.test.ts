@@ -53,7 +53,8 @@ describe.skipIf(!HAVE_CHROMIUM)('web page: values and activity as people read th
       expect(await size.textContent()).toBe('5.0 MB')
       const mtime = page.locator(`span[title="${mtimeNano}"]`)
       // About 1,700,000,000,123 ms: 14 Nov 2023, 22:13:20 UTC, in the browser's zone.
-      expect(await mtime.textContent()).toBe(new Date(Number(BigInt(mtimeNano) / 1_000_000n)).toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'medium' }))
+      expect(await mtime.textContent()).toBe(new Date(Number(BigInt(mtimeNano) / 1_000_000n)).toLocaleString('en-GB',
+        { dateStyle: 'medium', timeStyle: 'medium' }))
 
       // A change seen on the stream: the activity list names the record by its title and links to it.
       expect((await api(`${node.url}/meta/${cid}`, 'PATCH', { year: '1999' })).status).toBe(200)

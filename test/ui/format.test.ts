@@ -21,7 +21,8 @@ const CASES: Array<[string, PeerLagFields, string]> = [
   ['behind for days', { ...synced, behind: true, lagMs: 3 * 86_400_000 + 4 * 3_600_000 }, 'behind 3 d 4 h'],
   ['in a full resync', { ...synced, resyncing: true, behind: true, lagMs: 12_400 }, 'full resync, 12.4 s'],
   ['never synced, in its first resync', { connected: true, cursor: null, behind: true, resyncing: true, lastSyncAt: null, lagMs: 7_000 }, 'full resync, 7.0 s'],
-  ['connected, never synced, not resyncing', { connected: true, cursor: null, behind: true, resyncing: false, lastSyncAt: null, lagMs: 950 }, 'first sync, 950 ms'],
+  ['connected, never synced, not resyncing', { connected: true, cursor: null, behind: true, resyncing: false, lastSyncAt: null, lagMs: 950 },
+    'first sync, 950 ms'],
   ['never synced and gone', { connected: false, cursor: null, behind: true, resyncing: false, lastSyncAt: null, lagMs: 40_000 }, 'never synced'],
   ['a page applied but no cursor yet, behind', { connected: true, cursor: null, behind: true, resyncing: false, lastSyncAt: synced.lastSyncAt, lagMs: 2 * 3_600_000 + 10 * 60_000 }, 'behind 2 h 10 min']
 ]
@@ -33,27 +34,32 @@ describe('peer lag wording', () => {
   })
 
   it('words every span as the status command does', () => {
-    for (const ms of [0, 1, 999.4, 999.6, 1_000, 59_949, 59_951, 60_000, 3_599_999, 3_600_000, 86_399_999, 86_400_000, 10 * 86_400_000 + 1, Number.NaN, Infinity]) {
+    for (const ms of [0, 1, 999.4, 999.6, 1_000, 59_949, 59_951, 60_000, 3_599_999, 3_600_000, 86_399_999, 86_400_000, 10 * 86_400_000 + 1, Number.NaN,
+      Infinity]) {
       expect(formatMs(ms), String(ms)).toBe(duration(ms))
     }
-    expect([formatMs(950), formatMs(4_200), formatMs(185_000), formatMs(7_800_000), formatMs(273_600_000)]).toEqual(['950 ms', '4.2 s', '3 min 5 s', '2 h 10 min', '3 d 4 h'])
+    expect([formatMs(950), formatMs(4_200), formatMs(185_000), formatMs(7_800_000), formatMs(273_600_000)]).toEqual(['950 ms', '4.2 s', '3 min 5 s',
+      '2 h 10 min', '3 d 4 h'])
   })
 
   it('says how a peer reaches the node as /api/mesh does: connected, via gossip, or disconnected and when last seen or heard', () => {
     const now = Date.parse('2026-12-01T12:00:00Z')
-    expect(formatPeerConnection({ connected: true, via: 'direct', lastSeenAt: '2026-12-01T12:00:00Z', lastHeardAt: null, lastConnectedAt: '2026-12-01T12:00:00Z' }, '2026-12-01T11:00:00Z', now)).toBe('connected')
+    expect(formatPeerConnection({ connected: true, via: 'direct', lastSeenAt: '2026-12-01T12:00:00Z', lastHeardAt: null,
+      lastConnectedAt: '2026-12-01T12:00:00Z' }, '2026-12-01T11:00:00Z', now)).toBe('connected')
     // A signer known only through relayed frames is not "disconnected": its changes reach us through others.
     expect(formatPeerConnection({ connected: false, via: 'gossip' }, undefined, now)).toBe('via gossip')
-    expect(formatPeerConnection({ connected: false, via: 'gossip', lastHeardAt: '2026-12-01T11:59:40Z', lastConnectedAt: null }, undefined, now)).toBe('via gossip, last heard 20 s ago')
+    expect(formatPeerConnection({ connected: false, via: 'gossip', lastHeardAt: '2026-12-01T11:59:40Z', lastConnectedAt: null }, undefined,
+      now)).toBe('via gossip, last heard 20 s ago')
     // Gone: last seen when its connection dropped (the peer's own time before the member entry's).
-    const gone = { connected: false, via: 'direct' as const, lastSeenAt: '2026-12-01T11:57:00Z', lastHeardAt: '2026-12-01T11:56:00Z', lastConnectedAt: '2026-12-01T11:57:00Z' }
+    const gone = { connected: false, via: 'direct' as const, lastSeenAt: '2026-12-01T11:57:00Z', lastHeardAt: '2026-12-01T11:56:00Z',
+      lastConnectedAt: '2026-12-01T11:57:00Z' }
     expect(formatPeerConnection(gone, '2026-12-01T11:00:00Z', now)).toBe('disconnected, last seen 3 min ago')
     // Its frames came after it left: through other peers.
     const around = { ...gone, lastHeardAt: '2026-12-01T11:59:56Z', lastSeenAt: '2026-12-01T11:59:56Z' }
     expect(formatPeerConnection(around, undefined, now)).toBe('disconnected, its changes reach us via gossip (last heard just now)')
-    // An older node gives no times of its own: the member entry's last seen; no `via` either: taken as direct.
+    // No times of its own (as meta-core status may be answered): the member entry's last seen.
     expect(formatPeerConnection({ connected: false, via: 'direct' }, '2026-12-01T11:57:00Z', now)).toBe('disconnected, last seen 3 min ago')
-    expect(formatPeerConnection({ connected: false }, undefined, now)).toBe('disconnected')
+    expect(formatPeerConnection({ connected: false, via: 'direct' }, undefined, now)).toBe('disconnected')
   })
 
   it('says through which relay a connected peer runs, and that it was found on the LAN, as meta-core status does', () => {

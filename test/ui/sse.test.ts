@@ -76,9 +76,9 @@ describe('follow', () => {
     try {
       await waitFor(() => requests.length >= 2, { timeoutMs: 10_000, what: 'the client to reconnect' })
       expect(events).toEqual([{ id: '5-0', event: 'message', data: { key: 'k' } }])
-      expect(requests[1]!.lastId).toBe('5-0')
+      expect(requests[1].lastId).toBe('5-0')
       // At least the stream's retry after the drop (it read the event at once, then waited).
-      expect(requests[1]!.at - requests[0]!.at).toBeGreaterThanOrEqual(1150)
+      expect(requests[1].at - requests[0].at).toBeGreaterThanOrEqual(1150)
     } finally {
       f.stop()
     }

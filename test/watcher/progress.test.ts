@@ -14,7 +14,8 @@ const MiB = 1_048_576
 describe('watcher progress figures', () => {
   it('counts a scan\'s files and their sizes, and live changes after it apart', async () => {
     const h = await harness()
-    expect(h.watcher.status().progress).toMatchObject({ phase: 'idle', filesSeen: 0, filesHashed: 0, fileBytesHashed: 0, sinceScan: { filesHashed: 0, fileBytesHashed: 0 } })
+    expect(h.watcher.status().progress).toMatchObject({ phase: 'idle', filesSeen: 0, filesHashed: 0, fileBytesHashed: 0,
+      sinceScan: { filesHashed: 0, fileBytesHashed: 0 } })
     h.fsd.write('a.bin', Buffer.alloc(3 * MiB, 1))
     h.fsd.write('b.bin', Buffer.alloc(1000, 2))
     await h.waitEvents(e => e.length === 2, 'two adds')
@@ -26,6 +27,7 @@ describe('watcher progress figures', () => {
     await h.idle()
     await scan
     // The scan found three files and hashed the one it had not seen: its size, and the bytes its midhash read.
-    expect(h.watcher.status().progress).toMatchObject({ phase: 'idle', filesSeen: 3, filesHashed: 1, fileBytesHashed: 2000, bytesHashed: 2000, sinceScan: { filesHashed: 0, fileBytesHashed: 0 } })
+    expect(h.watcher.status().progress).toMatchObject({ phase: 'idle', filesSeen: 3, filesHashed: 1, fileBytesHashed: 2000, bytesHashed: 2000,
+      sinceScan: { filesHashed: 0, fileBytesHashed: 0 } })
   })
 })

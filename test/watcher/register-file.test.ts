@@ -48,7 +48,8 @@ describe('registerFile (POST /api/files/register)', () => {
     const h = await disabled()
     fs.mkdirSync(h.abs('plugin/dir'), { recursive: true })
     fs.writeFileSync(h.abs('outside.txt'), 'not under plugin')
-    for (const bad of ['', '/plugin/x', '../plugin/x', 'plugin/../outside.txt', 'plugin/a/../../outside.txt', 'outside.txt', 'watch/x', 'plugin', 'plugin/', 'plugin/dir', 'plugin/dir/']) {
+    for (const bad of ['', '/plugin/x', '../plugin/x', 'plugin/../outside.txt', 'plugin/a/../../outside.txt', 'outside.txt', 'watch/x', 'plugin', 'plugin/',
+      'plugin/dir', 'plugin/dir/']) {
       const err = await h.watcher.registerFile(bad).catch((e: unknown) => e)
       expect(err, bad).toBeInstanceOf(InvalidPathError)
       expect(err).toBeInstanceOf(InvalidInputError)

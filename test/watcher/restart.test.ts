@@ -83,7 +83,8 @@ describe('boot hydration', () => {
     expect(shapes(h.events()).slice(1).map(e => `${e.type} ${e.path}`).sort()).toEqual(['add orphan.bin', 'delete orphan-gone.bin'])
     expect(h.store.records.resolveRoot(goneCid)).toBeUndefined()
     expect(h.store.records.countRecords()).toBe(2)
-    expect(h.store.kv.keys(WATCH_STATE_PREFIX, prefixEnd(WATCH_STATE_PREFIX)).sort()).toEqual([`${WATCH_STATE_PREFIX}keep.bin`, `${WATCH_STATE_PREFIX}orphan.bin`])
+    expect(h.store.kv.keys(WATCH_STATE_PREFIX, prefixEnd(WATCH_STATE_PREFIX)).sort()).toEqual([`${WATCH_STATE_PREFIX}keep.bin`,
+      `${WATCH_STATE_PREFIX}orphan.bin`])
   })
 })
 

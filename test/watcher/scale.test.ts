@@ -28,7 +28,8 @@ function makeFiles (root: string, n: number): number {
   return bytes
 }
 
-async function initialScan (n: number, timeoutMs: number): Promise<{ h: Harness, seconds: number, bytes: number, samples: WatcherProgress[], lines: string[] }> {
+async function initialScan (n: number, timeoutMs: number): Promise<{ h: Harness, seconds: number, bytes: number, samples: WatcherProgress[],
+  lines: string[] }> {
   const lines: string[] = []
   const samples: WatcherProgress[] = []
   let watcher: Harness['watcher'] | undefined

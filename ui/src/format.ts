@@ -115,8 +115,13 @@ export function readableValue (field: string, value: string): string | undefined
   return undefined
 }
 
-/** What the connection wording reads of a peer (the times and the route are absent from an older node). */
-type PeerConnectionFields = Pick<MeshPeer, 'connected' | 'via' | 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>
+/**
+ * What the connection wording reads of a peer. The times and the route may
+ * be absent, as `meta-core status` takes them (it asks nodes of any build):
+ * the two say the same words for the same fields (test/ui/format.test.ts).
+ */
+type PeerConnectionFields = Pick<MeshPeer,
+  'connected' | 'via'> & Partial<Pick<MeshPeer, 'lastSeenAt' | 'lastHeardAt' | 'lastConnectedAt' | 'route' | 'relay' | 'lan'>>
 
 /**
  * True when the peer is not connected and a frame it signed reached the
@@ -137,8 +142,8 @@ export function heardSinceLeft (p: Omit<PeerConnectionFields, 'via' | 'lastSeenA
  * connect to or catch up with), with when one last came; for one that was
  * connected and is not, `disconnected, its changes reach us via gossip
  * (last heard …)` when its frames reached the node since it left, else
- * `disconnected, last seen …` (the peer's `lastSeenAt`; from an older node,
- * its member entry's, `memberSeenAt`).
+ * `disconnected, last seen …` (the peer's `lastSeenAt`, else its member
+ * entry's, `memberSeenAt`).
  */
 export function formatPeerConnection (p: PeerConnectionFields, memberSeenAt: string | undefined, now = Date.now(), relayName?: string): string {
   if (p.connected) return `connected${p.route === 'relayed' ? ` via relay ${relayName ?? p.relay ?? '?'}` : ''}${p.lan === true ? ' (LAN)' : ''}`

@@ -92,7 +92,8 @@ export class RemoteFiles {
   private readonly distrusted = new Map<string, Set<string>>()
 
   constructor (
-    private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger, private readonly clock: Clock, private readonly cache?: ByteCache
+    private readonly bytes: ByteSource, private readonly metrics: BytesMetrics, private readonly log: Logger, private readonly clock: Clock,
+    private readonly cache?: ByteCache
   ) {}
 
   /** Holder ids of the record, other than this node (which has no copy, or it would have served it). */
@@ -138,7 +139,8 @@ export class RemoteFiles {
   }
 
   /** The first holder that answers with a header, its range open (`span`), or header-only without one. */
-  private async openFirst (queue: HolderQueue, cid: string, span: Span | undefined, signal: AbortSignal): Promise<{ peer: string, range: RemoteRange } | undefined> {
+  private async openFirst (queue: HolderQueue, cid: string, span: Span | undefined, signal: AbortSignal): Promise<{ peer: string,
+    range: RemoteRange } | undefined> {
     for (;;) {
       const peer = await queue.next(signal)
       if (peer === undefined) return undefined
@@ -155,7 +157,8 @@ export class RemoteFiles {
     }
   }
 
-  private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
+  private async * body (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number,
+    start: number, end: number, signal: AbortSignal, t0: number): AsyncGenerator<Buffer> {
     const check = new StreamCheck(doc.cids, size, start, end)
     const withhold = check.checked.length > 0
     // Only a whole file that is checked as it streams is kept: the cache holds nothing unproven.
@@ -170,7 +173,8 @@ export class RemoteFiles {
     }
   }
 
-  private async * stream (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number, start: number, end: number, signal: AbortSignal, t0: number, check: StreamCheck, keep: CacheWriter | undefined): AsyncGenerator<Buffer> {
+  private async * stream (queue: HolderQueue, first: { peer: string, range: RemoteRange | undefined }, doc: RecordDocument, cid: string, size: number,
+    start: number, end: number, signal: AbortSignal, t0: number, check: StreamCheck, keep: CacheWriter | undefined): AsyncGenerator<Buffer> {
     const withhold = check.checked.length > 0
     const senders = new Set<string>()
     let held: Buffer | undefined

@@ -53,7 +53,8 @@ function defaultMetrics (): Registry {
   return processRegistry
 }
 
-type PeerCounter = 'framesIn' | 'framesRejected' | 'framesDropped' | 'driftRefusals' | 'forged' | 'entriesDropped' | 'replays' | 'pagesIn' | 'bytesIn' | 'pagesServed' | 'bytesServed' | 'pullFailures' | 'resyncs' | 'busyRefusals'
+type PeerCounter = 'framesIn' | 'framesRejected' | 'framesDropped' | 'driftRefusals' | 'forged' | 'entriesDropped' | 'replays' | 'pagesIn' | 'bytesIn'
+  | 'pagesServed' | 'bytesServed' | 'pullFailures' | 'resyncs' | 'busyRefusals'
 
 /** Per-peer counters of the mesh core, as `meta_core_mesh_<name>_total{peer}`. */
 const PEER_COUNTERS: ReadonlyArray<[PeerCounter, string, string]> = [

@@ -19,57 +19,17 @@
  *   like any delete. The watcher's own state is left alone: files already
  *   seen are recorded again by `POST /api/watchers/reset`.
  */
-import type { FastifyInstance } from 'fastify'
 import { UnknownRecordError, isLocationField } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError } from '../errors.js'
-import { hashParam, stringMap, withErrors } from '../schemas.js'
-import { MAX_FIELDS_PER_WRITE, checkAddress } from './meta-routes.js'
+import { withErrors } from '../wire/kit.js'
+import {
+  BatchBody, BatchReply, ClearReply, PropertyPair, PropertyQuery, PropertyValue, PropertyWriteReply, type BatchResult, type BatchUpdate
+} from '../wire/metadata.js'
+import { HashParams } from '../wire/records.js'
+import { checkAddress } from './meta-routes.js'
 import { EDITOR_DROPPED } from './metadata-routes.js'
 import { clientFields } from '../location-fields.js'
-
-/** Most updates in one batch: each is a transaction, so this bounds one request's work. */
-const MAX_BATCH = 1000
-
-const propertyPair = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['property', 'value'],
-  properties: { property: { type: 'string', minLength: 1, maxLength: 512 }, value: { type: 'string' } }
-} as const
-
-const batchBody = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['updates'],
-  properties: {
-    updates: {
-      type: 'array',
-      maxItems: MAX_BATCH,
-      items: {
-        type: 'object',
-        additionalProperties: false,
-        required: ['hashId'],
-        properties: {
-          hashId: { type: 'string', maxLength: 256 },
-          metadata: { ...stringMap, maxProperties: MAX_FIELDS_PER_WRITE, description: 'fields to merge' },
-          properties: {
-            description: 'more fields to merge: a map, or a list of {property, value}',
-            oneOf: [{ ...stringMap, maxProperties: MAX_FIELDS_PER_WRITE }, { type: 'array', maxItems: MAX_FIELDS_PER_WRITE, items: propertyPair }]
-          }
-        }
-      }
-    }
-  }
-} as const
-
-interface BatchUpdate {
-  hashId: string
-  metadata?: Record<string, string>
-  properties?: Record<string, string> | Array<{ property: string, value: string }>
-}
-
-interface BatchResult { hashId: string, status: 'ok' | 'error', error?: string }
 
 /** The fields one batch update writes, the editor's dropped fields left out. */
 function fieldsOf (u: BatchUpdate): Record<string, string> {
@@ -80,16 +40,16 @@ function fieldsOf (u: BatchUpdate): Record<string, string> {
   return fields
 }
 
-export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function editorRoutes (app: ApiScope, ctx: ApiContext): void {
   const { records } = ctx
 
-  app.get<{ Params: { hash: string }, Querystring: { property: string } }>('/api/metadata/:hash/property', {
+  app.get('/api/metadata/:hash/property', {
     schema: {
       summary: 'One field of a record (the original editor\'s read)',
       tags: ['metadata'],
-      params: hashParam,
-      querystring: { type: 'object', required: ['property'], properties: { property: { type: 'string', minLength: 1, maxLength: 512 } }, additionalProperties: false },
-      response: withErrors({ 200: { type: 'object', properties: { hashId: { type: 'string' }, property: { type: 'string' }, value: { type: 'string' } } } }, 404)
+      params: HashParams,
+      querystring: PropertyQuery,
+      response: withErrors({ 200: PropertyValue }, 404)
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -103,15 +63,13 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { hashId: found.rid, property, value: found.value }
   })
 
-  app.put<{ Params: { hash: string }, Body: { property: string, value: string } }>('/api/metadata/:hash/property', {
+  app.put('/api/metadata/:hash/property', {
     schema: {
       summary: 'Set one field of a record (the original editor\'s write)',
       tags: ['metadata'],
-      params: hashParam,
-      body: propertyPair,
-      response: withErrors({
-        200: { type: 'object', properties: { status: { type: 'string' }, hashId: { type: 'string' }, property: { type: 'string' }, value: { type: 'string' }, message: { type: 'string' } } }
-      }, 413, 415)
+      params: HashParams,
+      body: PropertyPair,
+      response: withErrors({ 200: PropertyWriteReply }, 413, 415)
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -124,26 +82,12 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { status: 'ok', hashId: r.rid, property, value, message: 'Property updated successfully' }
   })
 
-  app.post<{ Body: { updates: BatchUpdate[] } }>('/api/metadata/batch', {
+  app.post('/api/metadata/batch', {
     schema: {
       summary: 'Merge fields into many records; each update succeeds or fails on its own',
       tags: ['metadata'],
-      body: batchBody,
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            status: { type: 'string' },
-            total: { type: 'integer' },
-            success: { type: 'integer' },
-            errors: { type: 'integer' },
-            results: {
-              type: 'array',
-              items: { type: 'object', properties: { hashId: { type: 'string' }, status: { type: 'string', enum: ['ok', 'error'] }, error: { type: 'string' } } }
-            }
-          }
-        }
-      }, 413, 415)
+      body: BatchBody,
+      response: withErrors({ 200: BatchReply }, 413, 415)
     }
   }, async (req) => {
     const { updates } = req.body
@@ -164,7 +108,7 @@ export function editorRoutes (app: FastifyInstance, ctx: ApiContext): void {
     schema: {
       summary: 'Delete every record (needs the token whenever one is set); says how many it removed',
       tags: ['metadata'],
-      response: withErrors({ 200: { type: 'object', properties: { status: { type: 'string' }, message: { type: 'string' }, deletedCount: { type: 'integer' } } } })
+      response: withErrors({ 200: ClearReply })
     }
   }, async () => {
     const total = records.countRecords()

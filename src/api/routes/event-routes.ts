@@ -3,11 +3,11 @@
  * (`meta:events`) and `/api/events/files` (`file:events`). The cursor comes
  * only from the `Last-Event-ID` header.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { FILE_EVENTS, META_EVENTS } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import type { StartPosition } from '../sse/sse-connection.js'
-import { withErrors } from '../schemas.js'
+import { Type, withErrors } from '../wire/kit.js'
 
 /**
  * Start position from the header. `0` / `0-0` on `meta` asks for a snapshot
@@ -23,7 +23,7 @@ function startPosition (stream: string, header: string | string[] | undefined): 
   return { kind: 'after', cursor }
 }
 
-export function eventRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function eventRoutes (app: ApiScope, ctx: ApiContext): void {
   const open = (stream: string) => async (req: FastifyRequest, reply: FastifyReply): Promise<void> => {
     // Touch the store before taking over the socket: if it is down the client gets a 503 envelope with Retry-After, not a dead stream.
     ctx.records.events.head(stream)
@@ -32,15 +32,14 @@ export function eventRoutes (app: FastifyInstance, ctx: ApiContext): void {
     ctx.hub.open(stream, reply.raw, pos)
   }
 
-  const schema = (summary: string): Record<string, unknown> => ({
+  const schema = (summary: string) => ({
     summary,
     tags: ['events'],
-    headers: {
-      type: 'object',
-      properties: { 'last-event-id': { type: 'string', description: 'resume strictly after this id; 0 or 0-0 on meta: snapshot then live tail' } }
-    },
+    headers: Type.Object({
+      'last-event-id': Type.Optional(Type.String({ description: 'resume strictly after this id; 0 or 0-0 on meta: snapshot then live tail' }))
+    }),
     produces: ['text/event-stream'],
-    response: withErrors({ 200: { description: 'text/event-stream: id, event, data per entry; :keep-alive after 30 s of silence', type: 'string' } })
+    response: withErrors({ 200: Type.String({ description: 'text/event-stream: id, event, data per entry; :keep-alive after 30 s of silence' }) })
   })
 
   // No automatic HEAD route: a HEAD would take over the socket and never end.

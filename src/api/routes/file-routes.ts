@@ -8,29 +8,25 @@
  * peer that holds the file (file-serving/remote-file.ts).
  */
 import { Readable } from 'node:stream'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CODEC_YT_VIDEO, decodeCid, parseCid, sha256FileCid } from '../../cid/index.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError, ComponentUnavailableError, UnknownCidError } from '../errors.js'
 import { contentTypeFor } from '../file-serving/content-type.js'
 import { findLocalCopy } from '../file-serving/local-copy.js'
 import { checkClientRelative, openServableFile, resolveInside, type OpenedFile } from '../file-serving/local-path.js'
 import { RemoteFiles } from '../file-serving/remote-file.js'
 import { sendFile } from '../file-serving/send-file.js'
-import { cidParam, withErrors } from '../schemas.js'
-
-const pathBody = {
-  type: 'object',
-  required: ['path'],
-  properties: { path: { type: 'string', minLength: 1, maxLength: 4096, description: 'path relative to FILES_PATH' } }
-} as const
+import { withErrors } from '../wire/kit.js'
+import { ByteResponses, CidOfFile, FileInfo, PathBody, RegisterReply, Tuples, TuplesQuery } from '../wire/files.js'
+import { CidParams } from '../wire/records.js'
 
 /** A yt-video locator names a stream, not bytes: its byte route answers 400 (docs/design/original.md#ipfs-bittorrent-locators). */
 function refuseUnfetchable (cid: string): void {
   if (decodeCid(cid)?.codec === CODEC_YT_VIDEO) throw new ApiError(400, 'not_fetchable', 'a yt-video CID has no bytes to serve')
 }
 
-export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function fileRoutes (app: ApiScope, ctx: ApiContext): void {
   let remoteFiles: RemoteFiles | undefined
   // Looked up per request: the mesh's byte source exists once the mesh has started.
   const remote = (): RemoteFiles | undefined => {
@@ -39,8 +35,8 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     remoteFiles ??= new RemoteFiles(bytes, ctx.metrics.bytes, ctx.log.child('bytes'), ctx.clock, ctx.byteCache)
     return remoteFiles
   }
-  const serve = async (req: FastifyRequest<{ Params: { cid: string } }>, reply: FastifyReply): Promise<FastifyReply> => {
-    const cid = parseCid(req.params.cid)
+  const serve = async (requested: string, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const cid = parseCid(requested)
     refuseUnfetchable(cid)
     const doc = ctx.read(() => ctx.records.getDocument(cid))
     if (doc === undefined) throw new UnknownCidError('file not found for CID')
@@ -55,44 +51,35 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return await sendFile(req, reply, copy.file, copy.rel)
   }
 
-  const byteSchema = (summary: string): Record<string, unknown> => ({
+  const byteSchema = (summary: string) => ({
     summary,
     tags: ['file'],
     security: [],
-    params: cidParam,
+    params: CidParams,
     produces: ['application/octet-stream'],
-    response: withErrors({
-      200: { description: 'the whole file', type: 'string', format: 'binary' },
-      206: { description: 'one byte range', type: 'string', format: 'binary' },
-      304: { description: 'not modified', type: 'null' }
-    }, 404, 416)
+    response: withErrors(ByteResponses, 404, 416)
   })
 
   // HEAD is registered with GET on purpose (not fastify's automatic HEAD route) so a HEAD never opens a read stream.
   for (const url of ['/file/:cid', '/api/file/:cid']) {
-    app.route<{ Params: { cid: string } }>({
+    app.route({
       method: ['GET', 'HEAD'],
       url,
       exposeHeadRoute: false,
       config: { public: true },
       schema: byteSchema(url === '/file/:cid' ? 'The file\'s bytes (Range, If-Range, If-Modified-Since, HEAD)' : 'Alias of /file/{cid}'),
-      handler: serve
+      handler: async (req, reply) => await serve(req.params.cid, req, reply)
     })
   }
 
-  app.get<{ Params: { cid: string } }>('/api/file/:cid/info', {
+  app.get('/api/file/:cid/info', {
     config: { public: true },
     schema: {
       summary: 'Whether this node holds the file, and what it is',
       tags: ['file'],
       security: [],
-      params: cidParam,
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: { exists: { type: 'boolean' }, contentType: { type: 'string' }, size: { type: 'integer' }, filePath: { type: 'string', description: 'relative to FILES_PATH' } }
-        }
-      })
+      params: CidParams,
+      response: withErrors({ 200: FileInfo })
     }
   }, async (req) => {
     const cid = parseCid(req.params.cid)
@@ -104,14 +91,12 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { exists: true, contentType: contentTypeFor(copy.rel), size: copy.file.size, filePath: copy.rel }
   })
 
-  app.post<{ Body: { path: string } }>('/file/cid', {
+  app.post('/file/cid', {
     schema: {
       summary: 'Full-file SHA-256 of a file under FILES_PATH, as a raw-codec CIDv1',
       tags: ['file'],
-      body: pathBody,
-      response: withErrors({
-        200: { type: 'object', properties: { cid: { type: 'string' }, path: { type: 'string' }, size: { type: 'integer' } } }
-      }, 404, 409)
+      body: PathBody,
+      response: withErrors({ 200: CidOfFile }, 404, 409)
     }
   }, async (req) => {
     const rel = checkClientRelative(req.body.path)
@@ -122,15 +107,12 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { cid: d.cid, path: r.rel, size: d.size }
   })
 
-  app.post<{ Body: { path: string } }>('/api/files/register', {
+  app.post('/api/files/register', {
     schema: {
       summary: 'Hash and record a file under plugin/ (for nodes without the file watcher)',
       tags: ['file'],
-      body: pathBody,
-      response: withErrors({
-        200: registerReply,
-        201: registerReply
-      }, 404, 409)
+      body: PathBody,
+      response: withErrors({ 200: RegisterReply, 201: RegisterReply }, 404, 409)
     }
   }, async (req, reply) => {
     if (ctx.watcher === undefined) throw new ComponentUnavailableError('watcher')
@@ -146,33 +128,18 @@ export function fileRoutes (app: FastifyInstance, ctx: ApiContext): void {
     }
   })
 
-  app.get<{ Querystring: { summary?: string } }>('/api/files/tuples', {
+  app.get('/api/files/tuples', {
     schema: {
       summary: 'Every file-backed record as (hashId, filePath, sizeByte, mtimeNano); ?summary=1 gives only the totals',
       tags: ['file'],
-      querystring: { type: 'object', properties: { summary: { type: 'string', enum: ['0', '1', 'true', 'false'] } }, additionalProperties: false },
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            files: {
-              type: 'array',
-              items: {
-                type: 'object',
-                properties: { hashId: { type: 'string' }, filePath: { type: 'string' }, sizeByte: { type: 'integer' }, mtimeNano: { type: 'integer', description: 'exact: written as JSON digits, beyond 2^53' } }
-              }
-            },
-            count: { type: 'integer' },
-            totalSize: { type: 'integer' }
-          }
-        }
-      })
+      querystring: TuplesQuery,
+      response: withErrors({ 200: Tuples })
     }
   }, async (req, reply) => {
     const summary = req.query.summary === '1' || req.query.summary === 'true'
-    reply.type('application/json; charset=utf-8')
-    // Streamed in pages: a 169k-record library is tens of MB of JSON that need never be held at once.
-    return reply.send(Readable.from(tuplesJson(ctx, summary)))
+    // Streamed in pages as JSON text (Tuples' shape): a 169k-record library is tens of MB of JSON that need never be held at once.
+    const text: FastifyReply = reply.type('application/json; charset=utf-8')
+    return text.send(Readable.from(tuplesJson(ctx, summary)))
   })
 }
 
@@ -184,11 +151,6 @@ async function openCached (ctx: ApiContext, rid: string): Promise<OpenedFile | u
   if (file === undefined) await ctx.byteCache?.forget(rid)
   return file
 }
-
-const registerReply = {
-  type: 'object',
-  properties: { root: { type: 'string' }, cid: { type: 'string' }, created: { type: 'boolean' }, path: { type: 'string' }, size: { type: 'integer' } }
-} as const
 
 /** A JSON integer literal for a stored decimal string; a malformed value is written as 0 rather than breaking the document. */
 function jsonInt (s: string): string {

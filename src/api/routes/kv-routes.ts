@@ -12,14 +12,18 @@
  * request and return a cursor to continue, so no request scans the whole
  * store.
  */
-import type { FastifyInstance } from 'fastify'
 import { InvalidInputError } from '../../common/index.js'
 import { prefixEnd } from '../../common/index.js'
 import { UnknownRecordError, isRecordId } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError } from '../errors.js'
-import { intString, queryInt, stringArray, withErrors } from '../schemas.js'
+import { queryInt } from '../query-int.js'
 import { clientFields, refuseLocationField } from '../location-fields.js'
+import { withErrors } from '../wire/kit.js'
+import {
+  KeyAnswer, KeyDeleted, KeyParams, KeyQuery, KeySearch, KeySearchQuery, KeysPage, KeysQuery, KvInfo, TreeLevel, TreeQuery, ValueBody, ValueReply, ValueSearch,
+    ValueSearchQuery
+} from '../wire/kv.js'
 
 /**
  * The raw store as this browser reads it (the node passes its kv store; the
@@ -57,38 +61,14 @@ function splitFileKey (key: string): { rid: string, field: string } {
   return { rid, field: rest.slice(slash + 1) }
 }
 
-const valueReply = {
-  type: 'object',
-  properties: { key: { type: 'string' }, type: { type: 'string' }, value: { type: 'string', nullable: true }, exists: { type: 'boolean' } }
-} as const
-
-const keyQuery = {
-  type: 'object',
-  required: ['key'],
-  properties: { key: { type: 'string', minLength: 1 } },
-  additionalProperties: false
-} as const
-
-export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function kvRoutes (app: ApiScope, ctx: ApiContext): void {
   const { kv, records } = ctx
 
   app.get('/api/kv/info', {
     schema: {
       summary: 'Store figures (keyCount and totalSize come from the background sweep; null before it first ends)',
       tags: ['kv'],
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            prefix: { type: 'string' },
-            fileCount: { type: 'integer' },
-            keyCount: { type: 'integer', nullable: true },
-            totalSize: { type: 'integer', nullable: true },
-            memoryUsage: { type: 'integer' },
-            sweptAt: { type: 'integer', nullable: true }
-          }
-        }
-      })
+      response: withErrors({ 200: KvInfo })
     }
   }, async () => {
     const f = ctx.sweep.figures()
@@ -102,12 +82,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     }
   })
 
-  app.get<{ Querystring: { cursor?: string, count?: string } }>('/api/kv/keys', {
+  app.get('/api/kv/keys', {
     schema: {
       summary: 'Record keys (file:<root>) in id order; cursor "0" starts, and comes back "0" at the end',
       tags: ['kv'],
-      querystring: { type: 'object', properties: { cursor: { type: 'string', maxLength: 64 }, count: intString }, additionalProperties: false },
-      response: withErrors({ 200: { type: 'object', properties: { keys: stringArray, cursor: { type: 'string' }, hasMore: { type: 'boolean' } } } })
+      querystring: KeysQuery,
+      response: withErrors({ 200: KeysPage })
     }
   }, async (req) => {
     const count = queryInt(req.query.count, 'count', 50, 1, 1000)
@@ -119,11 +99,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { keys: keys.map(r => `file:${r}`), cursor: hasMore ? keys[keys.length - 1] : '0', hasMore }
   })
 
-  app.get<{ Params: { '*': string } }>('/api/kv/key/*', {
+  app.get('/api/kv/key/*', {
     schema: {
       summary: 'A record as its flat map (key file:<root>), or a plain key\'s value',
       tags: ['kv'],
-      response: withErrors({ 200: { type: 'object', properties: { key: { type: 'string' }, type: { type: 'string' }, value: {} } } }, 404)
+      params: KeyParams,
+      response: withErrors({ 200: KeyAnswer }, 404)
     }
   }, async (req) => {
     const key = checkKey(req.params['*'])
@@ -141,21 +122,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { key, type: 'string', value: v }
   })
 
-  app.get<{ Querystring: { prefix?: string, delimiter?: string, cursor?: string, max?: string } }>('/api/kv/tree', {
+  app.get('/api/kv/tree', {
     schema: {
       summary: 'One level of the key space under a prefix: branches (prefixes ending in the delimiter) and leaves (keys)',
       tags: ['kv'],
-      querystring: {
-        type: 'object',
-        properties: { prefix: { type: 'string', maxLength: 1024 }, delimiter: { type: 'string', minLength: 1, maxLength: 1 }, cursor: { type: 'string', maxLength: 2048 }, max: intString },
-        additionalProperties: false
-      },
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: { prefix: { type: 'string' }, delimiter: { type: 'string' }, branches: stringArray, leaves: stringArray, cursor: { type: 'string' }, hasMore: { type: 'boolean' } }
-        }
-      })
+      querystring: TreeQuery,
+      response: withErrors({ 200: TreeLevel })
     }
   }, async (req) => {
     const prefix = req.query.prefix ?? ''
@@ -191,18 +163,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { prefix, delimiter, branches, leaves, cursor: hasMore && last !== undefined ? last : '0', hasMore }
   })
 
-  app.get<{ Querystring: { contains?: string, prefix?: string, limit?: string, cursor?: string } }>('/api/kv/search', {
+  app.get('/api/kv/search', {
     schema: {
       summary: `Keys whose name contains a substring (case-insensitive), examining at most ${SCAN_BUDGET} keys per request`,
       tags: ['kv'],
-      querystring: {
-        type: 'object',
-        properties: { contains: { type: 'string', maxLength: 256 }, prefix: { type: 'string', maxLength: 1024 }, limit: intString, cursor: { type: 'string', maxLength: 2048 } },
-        additionalProperties: false
-      },
-      response: withErrors({
-        200: { type: 'object', properties: { contains: { type: 'string' }, keys: stringArray, truncated: { type: 'boolean' }, cursor: { type: 'string' } } }
-      })
+      querystring: KeySearchQuery,
+      response: withErrors({ 200: KeySearch })
     }
   }, async (req) => {
     const contains = (req.query.contains ?? '').toLowerCase()
@@ -212,27 +178,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { contains, keys: r.hits.map(([k]) => k), truncated: r.cursor !== undefined, cursor: r.cursor ?? '0' }
   })
 
-  app.get<{ Querystring: { contains?: string, fields?: string, limit?: string, cursor?: string } }>('/api/kv/find', {
+  app.get('/api/kv/find', {
     schema: {
       summary: `Record fields whose value contains a substring (case-insensitive), examining at most ${SCAN_BUDGET} keys per request`,
       tags: ['kv'],
-      querystring: {
-        type: 'object',
-        properties: { contains: { type: 'string', maxLength: 256 }, fields: { type: 'string', maxLength: 2048 }, limit: intString, cursor: { type: 'string', maxLength: 2048 } },
-        additionalProperties: false
-      },
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            contains: { type: 'string' },
-            fields: stringArray,
-            matches: { type: 'array', items: { type: 'object', properties: { key: { type: 'string' }, value: { type: 'string' } } } },
-            truncated: { type: 'boolean' },
-            cursor: { type: 'string' }
-          }
-        }
-      })
+      querystring: ValueSearchQuery,
+      response: withErrors({ 200: ValueSearch })
     }
   }, async (req) => {
     const contains = (req.query.contains ?? '').toLowerCase()
@@ -243,25 +194,20 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { contains, fields, matches: r.hits.map(([key, value]) => ({ key, value })), truncated: r.cursor !== undefined, cursor: r.cursor ?? '0' }
   })
 
-  app.get<{ Querystring: { key: string } }>('/api/kv/value', {
-    schema: { summary: 'One key\'s value', tags: ['kv'], querystring: keyQuery, response: withErrors({ 200: valueReply }) }
+  app.get('/api/kv/value', {
+    schema: { summary: 'One key\'s value', tags: ['kv'], querystring: KeyQuery, response: withErrors({ 200: ValueReply }) }
   }, async (req) => {
     const key = checkKey(req.query.key)
     const v = kv.get(key)
     return { key, type: v === undefined ? 'none' : 'string', value: v ?? null, exists: v !== undefined }
   })
 
-  app.put<{ Body: { key: string, value: string } }>('/api/kv/value', {
+  app.put('/api/kv/value', {
     schema: {
       summary: 'Write one key: file:<rid>/<field> through the record layer, btmagnet:, searchcov: and nzb: keys as plain rows; any other key is refused (400 reserved_key)',
       tags: ['kv'],
-      body: {
-        type: 'object',
-        required: ['key', 'value'],
-        properties: { key: { type: 'string', minLength: 1 }, value: { type: 'string', maxLength: 256 * 1024 } },
-        additionalProperties: false
-      },
-      response: withErrors({ 200: valueReply }, 413, 415)
+      body: ValueBody,
+      response: withErrors({ 200: ValueReply }, 413, 415)
     }
   }, async (req) => {
     const key = checkKey(req.body.key)
@@ -276,12 +222,12 @@ export function kvRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { key, type: 'string', value, exists: true }
   })
 
-  app.delete<{ Querystring: { key: string } }>('/api/kv/value', {
+  app.delete('/api/kv/value', {
     schema: {
       summary: 'Delete one key (file: keys through the record layer; the same keys as PUT can be deleted)',
       tags: ['kv'],
-      querystring: keyQuery,
-      response: withErrors({ 200: { type: 'object', properties: { key: { type: 'string' }, deleted: { type: 'boolean' } } } })
+      querystring: KeyQuery,
+      response: withErrors({ 200: KeyDeleted })
     }
   }, async (req) => {
     const key = checkKey(req.query.key)

@@ -4,53 +4,25 @@
  * or the raw body as the value (any other content type, decoded as strict
  * UTF-8), as the original did.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { InvalidInputError } from '../../common/index.js'
 import { UnknownRecordError, isLocationField, validateFieldPath } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError } from '../errors.js'
-import { withErrors } from '../schemas.js'
 import { checkAddress } from './meta-routes.js'
 import { clientFields, refuseLocationField } from '../location-fields.js'
+import { Type, withErrors, type Static } from '../wire/kit.js'
+import { PropertyParams, PropertyReply, ValueBody } from '../wire/records.js'
 
 /** Largest single value body: the original read property bodies up to 1 MiB. */
 const PROPERTY_BODY_LIMIT = 1024 * 1024
 
-const params = {
-  type: 'object',
-  required: ['hash', '*'],
-  properties: {
-    hash: { type: 'string', minLength: 1, maxLength: 256, description: 'a record id or any CID of the record' },
-    '*': { type: 'string', description: 'field path; may contain /' }
-  }
-} as const
-
-const propertyReply = {
-  type: 'object',
-  properties: {
-    success: { type: 'boolean' },
-    hashId: { type: 'string' },
-    property: { type: 'string' },
-    created: { type: 'boolean' },
-    deleted: { type: 'boolean' },
-    added: { type: 'boolean' }
-  }
-} as const
-
-const valueBody = {
-  description: '{"value": "<string>"} as application/json, or the raw value in any other content type',
-  oneOf: [
-    { type: 'object', required: ['value'], properties: { value: { type: 'string' } } },
-    { type: 'string' }
-  ]
-}
-
-type P = { Params: { hash: string, '*': string }, Body: unknown }
+/** What the handlers below read of a request. */
+interface PropertyRequest { params: Static<typeof PropertyParams>, body?: unknown }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** The value a write carries: the JSON `value` member or the raw text. */
-function bodyValue (req: FastifyRequest<P>): string {
+function bodyValue (req: PropertyRequest): string {
   const b = req.body
   if (typeof b === 'string') return b
   if (b !== null && typeof b === 'object' && !Array.isArray(b)) {
@@ -63,13 +35,13 @@ function bodyValue (req: FastifyRequest<P>): string {
   throw new ApiError(400, 'schema_violation', 'body must be {"value": "<string>"} or the raw value')
 }
 
-function fieldOf (req: FastifyRequest<P>): string {
+function fieldOf (req: PropertyRequest): string {
   const field = req.params['*']
   validateFieldPath(field)
   return field
 }
 
-export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function metaPropertyRoutes (app: ApiScope, ctx: ApiContext): void {
   const { records } = ctx
 
   // Raw values: anything that is not JSON is the value itself, as strict UTF-8 (mis-encoded bytes are refused, not replaced).
@@ -82,13 +54,13 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
     }
   })
 
-  app.get<P>('/meta/:hash/*', {
+  app.get('/meta/:hash/*', {
     schema: {
       summary: 'One field\'s value as text/plain (an empty value is 200 with an empty body)',
       tags: ['meta'],
-      params,
+      params: PropertyParams,
       produces: ['text/plain'],
-      response: withErrors({ 200: { type: 'string' } }, 404)
+      response: withErrors({ 200: Type.String() }, 404)
     }
   }, async (req, reply) => {
     checkAddress(req.params.hash)
@@ -102,14 +74,14 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
     return reply.type('text/plain; charset=utf-8').send(v)
   })
 
-  app.put<P>('/meta/:hash/*', {
+  app.put('/meta/:hash/*', {
     bodyLimit: PROPERTY_BODY_LIMIT,
     schema: {
       summary: 'Set one field',
       tags: ['meta'],
-      params,
-      body: valueBody,
-      response: withErrors({ 200: propertyReply }, 413)
+      params: PropertyParams,
+      body: ValueBody,
+      response: withErrors({ 200: PropertyReply }, 413)
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -123,12 +95,12 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
     return { success: true, hashId: r.rid, property: field, created: r.created }
   })
 
-  app.delete<P>('/meta/:hash/*', {
+  app.delete('/meta/:hash/*', {
     schema: {
       summary: 'Delete one field',
       tags: ['meta'],
-      params,
-      response: withErrors({ 200: propertyReply })
+      params: PropertyParams,
+      response: withErrors({ 200: PropertyReply })
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -138,14 +110,14 @@ export function metaPropertyRoutes (app: FastifyInstance, ctx: ApiContext): void
     return { success: true, hashId: r.rid ?? req.params.hash, property: field, deleted: r.deleted }
   })
 
-  app.post<P>('/meta/:hash/_add/*', {
+  app.post('/meta/:hash/_add/*', {
     bodyLimit: PROPERTY_BODY_LIMIT,
     schema: {
       summary: 'Add a member to a pipe-delimited set field (a|b|c); a member already present is a no-op',
       tags: ['meta'],
-      params,
-      body: valueBody,
-      response: withErrors({ 200: propertyReply }, 413)
+      params: PropertyParams,
+      body: ValueBody,
+      response: withErrors({ 200: PropertyReply }, 413)
     }
   }, async (req) => {
     checkAddress(req.params.hash)

@@ -3,75 +3,45 @@
  * (PATCH), delete. `{hash}` is a record id or any CID of the record; a write
  * addressed by a valid CID no record carries creates a record holding it.
  */
-import type { FastifyInstance } from 'fastify'
 import { isCid } from '../../cid/index.js'
 import { InvalidAddressError, UnknownRecordError, isRecordId, type RecordId } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
-import { hashParam, intString, queryInt, stringArray, stringMap, withErrors } from '../schemas.js'
+import type { ApiContext, ApiScope } from '../context.js'
+import { queryInt } from '../query-int.js'
 import { clientFields } from '../location-fields.js'
-
-/** Most fields one write may carry: bounds the work (and transaction size) one request can cause. */
-export const MAX_FIELDS_PER_WRITE = 10_000
+import { withErrors } from '../wire/kit.js'
+import { DeleteReply, FlatRecord, HashParams, MetaList, MetaListQuery, RecordBody, WriteReply } from '../wire/records.js'
 
 /** Refuses an address that can be neither a record id nor a CID (400 `invalid_address`). */
 export function checkAddress (addr: string): void {
   if (!isRecordId(addr) && !isCid(addr)) throw new InvalidAddressError(addr)
 }
 
-const recordBody = { ...stringMap, maxProperties: MAX_FIELDS_PER_WRITE, description: 'flat map of field path to string value' }
-
-const writeReply = {
-  type: 'object',
-  properties: {
-    success: { type: 'boolean' },
-    hashId: { type: 'string' },
-    updated: { type: 'integer' },
-    created: { type: 'boolean' }
-  }
-} as const
-
-export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function metaRoutes (app: ApiScope, ctx: ApiContext): void {
   const { records } = ctx
 
-  app.get<{ Querystring: { after?: string, limit?: string } }>('/meta', {
+  app.get('/meta', {
     schema: {
       summary: 'Record ids (canonical roots, in id order); all of them unless limit is given',
       tags: ['meta'],
-      querystring: {
-        type: 'object',
-        properties: { after: { type: 'string', maxLength: 64 }, limit: intString },
-        additionalProperties: false
-      },
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            hashIds: stringArray,
-            count: { type: 'integer' },
-            total: { type: 'integer' },
-            nextAfter: { type: 'string' }
-          }
-        }
-      })
+      querystring: MetaListQuery,
+      response: withErrors({ 200: MetaList })
     }
   }, async (req) => {
     const limit = req.query.limit === undefined ? undefined : queryInt(req.query.limit, 'limit', 1000, 1, 100_000)
     const hashIds: RecordId[] = limit === undefined
       ? [...records.iterateRoots()]
       : records.listRoots({ after: req.query.after, limit })
-    const out: { hashIds: string[], count: number, total: number, nextAfter?: string } = {
-      hashIds, count: hashIds.length, total: records.countRecords()
-    }
+    const out: MetaList = { hashIds, count: hashIds.length, total: records.countRecords() }
     if (limit !== undefined && hashIds.length === limit) out.nextAfter = hashIds[hashIds.length - 1]
     return out
   })
 
-  app.get<{ Params: { hash: string } }>('/meta/:hash', {
+  app.get('/meta/:hash', {
     schema: {
       summary: 'A record as a flat map; hashId is its canonical root',
       tags: ['meta'],
-      params: hashParam,
-      response: withErrors({ 200: { type: 'object', properties: { hashId: { type: 'string' }, metadata: stringMap } } }, 404)
+      params: HashParams,
+      response: withErrors({ 200: FlatRecord }, 404)
     }
   }, async (req) => {
     const addr = req.params.hash
@@ -85,13 +55,13 @@ export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return found
   })
 
-  app.put<{ Params: { hash: string }, Body: Record<string, string> }>('/meta/:hash', {
+  app.put('/meta/:hash', {
     schema: {
       summary: 'Replace the record\'s fields (fields the store owns — filePath, sizeByte, mtimeNano, cids/, holders/ — are kept)',
       tags: ['meta'],
-      params: hashParam,
-      body: recordBody,
-      response: withErrors({ 200: writeReply }, 413, 415)
+      params: HashParams,
+      body: RecordBody,
+      response: withErrors({ 200: WriteReply }, 413, 415)
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -99,13 +69,13 @@ export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { success: true, hashId: r.rid, updated: r.updated, created: r.created }
   })
 
-  app.patch<{ Params: { hash: string }, Body: Record<string, string> }>('/meta/:hash', {
+  app.patch('/meta/:hash', {
     schema: {
       summary: 'Merge the given fields into the record',
       tags: ['meta'],
-      params: hashParam,
-      body: recordBody,
-      response: withErrors({ 200: writeReply }, 413, 415)
+      params: HashParams,
+      body: RecordBody,
+      response: withErrors({ 200: WriteReply }, 413, 415)
     }
   }, async (req) => {
     checkAddress(req.params.hash)
@@ -113,14 +83,12 @@ export function metaRoutes (app: FastifyInstance, ctx: ApiContext): void {
     return { success: true, hashId: r.rid, updated: r.updated, created: r.created }
   })
 
-  app.delete<{ Params: { hash: string } }>('/meta/:hash', {
+  app.delete('/meta/:hash', {
     schema: {
       summary: 'Delete the record (every root of its group); 200 even when there was nothing',
       tags: ['meta'],
-      params: hashParam,
-      response: withErrors({
-        200: { type: 'object', properties: { success: { type: 'boolean' }, hashId: { type: 'string' }, deleted: { type: 'integer' } } }
-      })
+      params: HashParams,
+      response: withErrors({ 200: DeleteReply })
     }
   }, async (req) => {
     checkAddress(req.params.hash)

@@ -7,38 +7,11 @@
  *
  * Behind the token like `/meta/{hash}`: versions name the nodes that wrote.
  */
-import type { FastifyInstance } from 'fastify'
 import { UnknownRecordError } from '../../records/index.js'
-import type { ApiContext } from '../context.js'
-import { hashParam, stringArray, stringMap, withErrors } from '../schemas.js'
+import type { ApiContext, ApiScope } from '../context.js'
+import { withErrors } from '../wire/kit.js'
+import { HashParams, RecordView, type FieldVersion } from '../wire/records.js'
 import { checkAddress } from './meta-routes.js'
-
-export interface FieldVersion {
-  field: string
-  /** The hybrid logical clock of the write (16 hex digits: 12 of wall milliseconds, 4 of counter). */
-  hlc: string
-  /** The wall time in the clock, as an ISO 8601 string. */
-  at: string
-  /** The node that wrote it (its node id; a peer id in a mesh). */
-  origin: string
-  /** The root (of the record's group) whose version this is. */
-  root: string
-  /** True for a tombstone: the field was deleted by this write. */
-  deleted: boolean
-}
-
-const versionSchema = {
-  type: 'object',
-  required: ['field', 'hlc', 'at', 'origin', 'root', 'deleted'],
-  properties: {
-    field: { type: 'string' },
-    hlc: { type: 'string' },
-    at: { type: 'string' },
-    origin: { type: 'string' },
-    root: { type: 'string' },
-    deleted: { type: 'boolean' }
-  }
-} as const
 
 /** Milliseconds in an HLC string as an ISO date ("" for a malformed clock, which the record layer never issues). */
 function hlcTime (hlc: string): string {
@@ -46,27 +19,13 @@ function hlcTime (hlc: string): string {
   return Number.isFinite(ms) ? new Date(ms).toISOString() : ''
 }
 
-export function recordRoutes (app: FastifyInstance, ctx: ApiContext): void {
-  app.get<{ Params: { hash: string } }>('/api/records/:hash', {
+export function recordRoutes (app: ApiScope, ctx: ApiContext): void {
+  app.get('/api/records/:hash', {
     schema: {
       summary: 'One record for the web page: merged fields, CIDs, group roots, duplicates and each field\'s version',
       tags: ['meta'],
-      params: hashParam,
-      response: withErrors({
-        200: {
-          type: 'object',
-          required: ['hashId', 'roots', 'metadata', 'cids', 'duplicates', 'versions'],
-          properties: {
-            hashId: { type: 'string', description: 'the canonical root' },
-            roots: { ...stringArray, description: 'every root of the record\'s group, canonical first' },
-            metadata: { ...stringMap, description: 'flat fields, cids/<cid> members included' },
-            cids: stringArray,
-            canonical_cid: { type: 'string' },
-            duplicates: { ...stringArray, description: 'other paths of the same content on this node' },
-            versions: { type: 'array', items: versionSchema, description: 'per field (deleted ones too), the version that decided it' }
-          }
-        }
-      }, 404)
+      params: HashParams,
+      response: withErrors({ 200: RecordView }, 404)
     }
   }, async (req) => {
     const addr = req.params.hash

@@ -5,33 +5,22 @@
  * CID); `limit`, `offset`, `cursor` and `sort` page and order as in the
  * POST body, with the same limits and the same answer.
  */
-import type { FastifyInstance } from 'fastify'
 import type { SearchRequest } from '../../search/types.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ComponentUnavailableError } from '../errors.js'
-import { intString, queryInt, withErrors } from '../schemas.js'
+import { queryInt } from '../query-int.js'
 import { parseQuery } from '../search-query.js'
-import { searchAnswer, withCanonical } from './metadata-routes.js'
+import { withErrors } from '../wire/kit.js'
+import { SearchQuery, SearchResponse } from '../wire/metadata.js'
+import { withCanonical } from './metadata-routes.js'
 
-interface SearchQuery { q?: string, limit?: string, offset?: string, cursor?: string, sort?: string }
-
-export function searchRoutes (app: FastifyInstance, ctx: ApiContext): void {
-  app.get<{ Querystring: SearchQuery }>('/api/search', {
+export function searchRoutes (app: ApiScope, ctx: ApiContext): void {
+  app.get('/api/search', {
     schema: {
       summary: 'Search records with the search language in q (GET form of POST /api/metadata/search)',
       tags: ['metadata'],
-      querystring: {
-        type: 'object',
-        additionalProperties: false,
-        properties: {
-          q: { type: 'string', maxLength: 1024, description: 'words (free text), field:value (contains), field:=value (equals), "quoted runs", a bare CID; absent or empty: every record' },
-          limit: { ...intString, description: '0 or absent: 100; capped at 1000' },
-          offset: { ...intString, description: 'skip this many matches' },
-          cursor: { type: 'string', maxLength: 1024, description: 'nextCursor of the previous page' },
-          sort: { type: 'string', maxLength: 513, description: 'order by this field (-field: descending); page with offset' }
-        }
-      },
-      response: withErrors({ 200: { type: 'object', properties: searchAnswer } })
+      querystring: SearchQuery,
+      response: withErrors({ 200: SearchResponse })
     }
   }, async (req) => {
     if (ctx.search === undefined) throw new ComponentUnavailableError('search')

@@ -3,22 +3,14 @@
  * from counters and the background sweep: none scans the store per request.
  */
 import fs from 'node:fs'
-import type { FastifyInstance } from 'fastify'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { healthOf } from '../health.js'
-import { withErrors } from '../schemas.js'
-import { clockSchema } from './mesh-routes.js'
+import { withErrors } from '../wire/kit.js'
+import { Health, HealthQuery, Stats, Status, StoreSchema, type FieldSchema } from '../wire/system.js'
 
 /** `/health` must answer even when storage is gone: it reports, it does not fail. */
 function storageUp (ctx: ApiContext): boolean {
   return ctx.records.available()
-}
-
-interface FieldSchema {
-  type: string
-  hint?: string
-  key_hint?: string
-  breakdown: Record<string, number>
 }
 
 /** `/api/schema` from the value-type counters the record layer keeps in every write transaction. */
@@ -43,30 +35,16 @@ function schemaFromCounters (ctx: ApiContext): Record<string, FieldSchema> {
   return fields
 }
 
-export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
-  const healthBody = {
-    type: 'object',
-    properties: {
-      status: { type: 'string', enum: ['ok', 'degraded'] },
-      storage: { type: 'boolean' },
-      redis: { type: 'boolean', description: 'same as storage (name kept for clients of the original)' },
-      timestamp: { type: 'string' },
-      clock: { ...clockSchema, nullable: true },
-      reasons: {
-        type: 'array',
-        description: 'why the status is degraded (empty when ok)',
-        items: { type: 'object', properties: { reason: { type: 'string', enum: ['storage', 'clock', 'no_peer', 'watcher'] }, message: { type: 'string' } } }
-      }
-    }
-  } as const
-  app.get<{ Querystring: { strict?: string } }>('/health', {
+export function systemRoutes (app: ApiScope, ctx: ApiContext): void {
+  app.get('/health', {
     config: { public: true },
     schema: {
-      summary: 'Health: ok, or degraded with its reasons (storage unavailable, clock out of bound, no peer reached for a minute, the watcher\'s last scan failed). 200 either way, as the original; ?strict=1 answers 503 when degraded',
+      summary: 'Health: ok, or degraded with its reasons (storage unavailable, clock out of bound, no peer reached for a minute, the watcher\'s last scan failed). ' +
+        '200 either way, as the original; ?strict=1 answers 503 when degraded',
       tags: ['system'],
       security: [],
-      querystring: { type: 'object', properties: { strict: { type: 'string', enum: ['1', '0', 'true', 'false'] } }, additionalProperties: false },
-      response: { 200: healthBody, 503: healthBody }
+      querystring: HealthQuery,
+      response: { 200: Health, 503: Health }
     }
   }, async (req, reply) => {
     const h = healthOf(ctx)
@@ -76,28 +54,7 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
   })
 
   app.get('/status', {
-    schema: {
-      summary: 'Service status and counts',
-      tags: ['system'],
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            status: { type: 'string' },
-            storage: { type: 'boolean' },
-            redis: { type: 'boolean' },
-            serviceName: { type: 'string' },
-            version: { type: 'string' },
-            nodeId: { type: 'string' },
-            uptimeSeconds: { type: 'integer' },
-            fileCount: { type: 'integer', description: 'visible records (a group of roots sharing a CID counts once)' },
-            eventStreams: { type: 'integer', description: 'open SSE connections' },
-            search: { type: 'boolean' },
-            watcher: { type: 'object', additionalProperties: true, nullable: true }
-          }
-        }
-      })
-    }
+    schema: { summary: 'Service status and counts', tags: ['system'], response: withErrors({ 200: Status }) }
   }, async () => {
     const up = storageUp(ctx)
     return {
@@ -119,21 +76,7 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
     schema: {
       summary: 'Store figures; the expensive half comes from a background sweep and is null until the first one ends',
       tags: ['system'],
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            records: { type: 'integer' },
-            redisKeys: { type: 'integer', nullable: true, description: 'keys under file: (name kept from the original)' },
-            redisMemory: { type: 'integer', nullable: true, description: 'bytes of the store file, search\'s index file beside it, and their WALs' },
-            identities: { type: 'integer', nullable: true },
-            files: { type: 'object', nullable: true, properties: { count: { type: 'integer' }, totalSize: { type: 'integer' } } },
-            udlUsers: { type: 'integer', nullable: true },
-            sweptAt: { type: 'integer', nullable: true },
-            sweeping: { type: 'boolean' }
-          }
-        }
-      })
+      response: withErrors({ 200: Stats })
     }
   }, async () => {
     const records = ctx.records.countRecords()
@@ -151,31 +94,7 @@ export function systemRoutes (app: FastifyInstance, ctx: ApiContext): void {
   })
 
   app.get('/api/schema', {
-    schema: {
-      summary: 'Per-field value types, from counters kept with every write',
-      tags: ['system'],
-      response: withErrors({
-        200: {
-          type: 'object',
-          properties: {
-            fields: {
-              type: 'object',
-              additionalProperties: {
-                type: 'object',
-                properties: {
-                  type: { type: 'string' },
-                  hint: { type: 'string' },
-                  key_hint: { type: 'string' },
-                  breakdown: { type: 'object', additionalProperties: { type: 'integer' } }
-                }
-              }
-            },
-            generated_at: { type: 'string' },
-            source: { type: 'string' }
-          }
-        }
-      })
-    }
+    schema: { summary: 'Per-field value types, from counters kept with every write', tags: ['system'], response: withErrors({ 200: StoreSchema }) }
   }, async () => ({ fields: schemaFromCounters(ctx), generated_at: new Date().toISOString(), source: 'counters' }))
 }
 

@@ -14,9 +14,10 @@ import { createHash } from 'node:crypto'
 import fs from 'node:fs'
 import path from 'node:path'
 import { gzipSync } from 'node:zlib'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { ApiContext } from '../context.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError } from '../errors.js'
+import { Type } from '../wire/kit.js'
 
 interface Asset {
   body: Buffer
@@ -65,7 +66,7 @@ function loadUiAssets (dir: string): Map<string, Asset> | undefined {
   return assets
 }
 
-export function uiRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function uiRoutes (app: ApiScope, ctx: ApiContext): void {
   const dir = ctx.uiPath
   if (dir === undefined) return
   const assets = loadUiAssets(dir)
@@ -95,5 +96,6 @@ export function uiRoutes (app: FastifyInstance, ctx: ApiContext): void {
   app.get('/ui', page, index)
   app.get('/ui/*', page, index)
   app.get('/cid/*', page, index)
-  app.get<{ Params: { file: string } }>('/ui/assets/:file', page, async (req, reply) => await send(req, reply, req.params.file))
+  const asset = { ...page, schema: { hide: true, params: Type.Object({ file: Type.String() }) } }
+  app.get('/ui/assets/:file', asset, async (req, reply) => await send(req, reply, req.params.file))
 }

@@ -8,27 +8,17 @@
  * (counts of files added, changed, deleted, renamed). Progress is on
  * `GET /api/watchers` meanwhile.
  */
-import type { FastifyInstance } from 'fastify'
 import type { ScanSummary, WatcherStatus } from '../../watcher/types.js'
-import type { ApiContext } from '../context.js'
+import type { ApiContext, ApiScope } from '../context.js'
 import { ApiError, ComponentUnavailableError } from '../errors.js'
-import { withErrors } from '../schemas.js'
+import { withErrors } from '../wire/kit.js'
+import { ScanReply, WaitQuery, WatcherIdParams, WatcherList, WatcherPathId, WatcherView } from '../wire/watcher.js'
 
-const anyObject = { type: 'object', additionalProperties: true } as const
-const waitQuery = {
-  type: 'object',
-  properties: { wait: { type: 'string', enum: ['true', 'false', '1', '0'] } },
-  additionalProperties: false
-} as const
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', maxLength: 200 } } } as const
-
-type Q = { Querystring: { wait?: string }, Params: { id?: string } }
-
-function describe (s: WatcherStatus): Record<string, unknown> {
+function describe (s: WatcherStatus): WatcherView {
   return { id: s.id ?? 'files', path: s.filesPath, ...s }
 }
 
-export function watcherRoutes (app: FastifyInstance, ctx: ApiContext): void {
+export function watcherRoutes (app: ApiScope, ctx: ApiContext): void {
   const watcher = (): NonNullable<ApiContext['watcher']> => {
     if (ctx.watcher === undefined) throw new ComponentUnavailableError('watcher')
     return ctx.watcher
@@ -47,36 +37,46 @@ export function watcherRoutes (app: FastifyInstance, ctx: ApiContext): void {
   const waitOf = (q: { wait?: string }): boolean => q.wait === 'true' || q.wait === '1'
 
   app.get('/api/watchers', {
-    schema: { summary: 'The file watcher: status and scan progress', tags: ['watcher'], response: withErrors({ 200: anyObject }) }
+    schema: { summary: 'The file watcher: status and scan progress', tags: ['watcher'], response: withErrors({ 200: WatcherList }) }
   }, async () => ({ watchers: [describe(watcher().status())], count: 1 }))
 
-  app.get<Q>('/api/watchers/:id', {
-    schema: { summary: 'One watcher (the node has one)', tags: ['watcher'], params: idParams, response: withErrors({ 200: anyObject }, 404) }
+  app.get('/api/watchers/:id', {
+    schema: { summary: 'One watcher (the node has one)', tags: ['watcher'], params: WatcherIdParams, response: withErrors({ 200: WatcherView }, 404) }
   }, async (req) => {
     checkId(req.params.id)
     return describe(watcher().status())
   })
 
-  const scan = async (req: { query: { wait?: string }, params: { id?: string } }): Promise<Record<string, unknown>> => {
-    checkId(req.params.id)
-    const summary = await run(async () => await watcher().scan(), waitOf(req.query))
+  const scan = async (query: { wait?: string }, id: string | undefined): Promise<ScanReply> => {
+    checkId(id)
+    const summary = await run(async () => await watcher().scan(), waitOf(query))
     const fileCount = watcher().status().fileCount
-    return { status: 'ok', message: summary === undefined ? 'Scan triggered' : 'Scan complete', fileCount, totalFiles: fileCount, ...(summary === undefined ? {} : { summary }) }
+    return { status: 'ok', message: summary === undefined ? 'Scan triggered' : 'Scan complete', fileCount, totalFiles: fileCount,
+      ...(summary === undefined ? {} : { summary }) }
   }
-  const reset = async (req: { query: { wait?: string }, params: { id?: string } }): Promise<Record<string, unknown>> => {
-    checkId(req.params.id)
-    const summary = await run(async () => await watcher().reset(), waitOf(req.query))
+  const reset = async (query: { wait?: string }, id: string | undefined): Promise<ScanReply> => {
+    checkId(id)
+    const summary = await run(async () => await watcher().reset(), waitOf(query))
     const s = watcher().status()
-    return { status: 'ok', message: summary === undefined ? 'Reset triggered' : 'Reset complete', watcherId: s.id ?? 'files', fileCount: s.fileCount, totalFiles: s.fileCount, ...(summary === undefined ? {} : { summary }) }
+    return {
+      status: 'ok',
+      message: summary === undefined ? 'Reset triggered' : 'Reset complete',
+      watcherId: s.id ?? 'files',
+      fileCount: s.fileCount,
+      totalFiles: s.fileCount,
+      ...(summary === undefined ? {} : { summary })
+    }
   }
-  for (const url of ['/api/watchers/scan', '/api/watchers/scan-all', '/api/watchers/:id/scan']) {
-    app.post<Q>(url, {
-      schema: { summary: 'Scan FILES_PATH now (?wait=true: answer when done, with the summary)', tags: ['watcher'], querystring: waitQuery, response: withErrors({ 200: anyObject }, 404) }
-    }, scan)
+  const scanSchema = {
+    summary: 'Scan FILES_PATH now (?wait=true: answer when done, with the summary)',
+    tags: ['watcher'],
+    querystring: WaitQuery,
+    response: withErrors({ 200: ScanReply }, 404)
   }
-  for (const url of ['/api/watchers/reset', '/api/watchers/reset-all', '/api/watchers/:id/reset']) {
-    app.post<Q>(url, {
-      schema: { summary: 'Clear file:events, append a reset event and rescan: every file is announced again as add', tags: ['watcher'], querystring: waitQuery, response: withErrors({ 200: anyObject }, 404) }
-    }, reset)
-  }
+  const resetSchema = { ...scanSchema, summary: 'Clear file:events, append a reset event and rescan: every file is announced again as add' }
+  // The original's spellings: one for the node's watcher, one for all of them (the same one), one by id.
+  for (const url of ['/api/watchers/scan', '/api/watchers/scan-all']) app.post(url, { schema: scanSchema }, async (req) => await scan(req.query, undefined))
+  app.post('/api/watchers/:id/scan', { schema: { ...scanSchema, params: WatcherPathId } }, async (req) => await scan(req.query, req.params.id))
+  for (const url of ['/api/watchers/reset', '/api/watchers/reset-all']) app.post(url, { schema: resetSchema }, async (req) => await reset(req.query, undefined))
+  app.post('/api/watchers/:id/reset', { schema: { ...resetSchema, params: WatcherPathId } }, async (req) => await reset(req.query, req.params.id))
 }

@@ -21,7 +21,8 @@ export function ActivityFeed () {
               <li key={`${a.kind}:${a.id}`}>
                 <time dateTime={new Date(a.at).toISOString()}>{new Date(a.at).toLocaleTimeString('en-GB')}</time>{' '}
                 {a.kind === 'meta'
-                  ? <><span class={`tag ${a.type}`}>{a.type === 'del' ? 'deleted' : 'set'}</span> <a href={`/cid/${a.subject}`} title={a.subject}>{titles.get(a.subject) ?? shortId(a.subject, 6)}</a>{a.field !== undefined && <> <code>{a.field}</code></>}</>
+                  ? <><span class={`tag ${a.type}`}>{a.type === 'del' ? 'deleted' : 'set'}</span> <a href={`/cid/${a.subject}`}
+                    title={a.subject}>{titles.get(a.subject) ?? shortId(a.subject, 6)}</a>{a.field !== undefined && <> <code>{a.field}</code></>}</>
                   : <><span class={`tag ${a.type}`}>file {a.type}</span> <span class="path">{a.subject}</span></>}
               </li>
             ))}

@@ -9,8 +9,8 @@
 import { formatCount, formatDuration } from '../format.js'
 import type { MeshJoin } from '../wire.js'
 
-export function JoinProgress ({ join }: { join: MeshJoin | undefined }) {
-  if (join === undefined || !join.active) return null
+export function JoinProgress ({ join }: { join: MeshJoin }) {
+  if (!join.active) return null
   const expected = join.expectedRecords !== null && join.expectedRecords > 0 ? join.expectedRecords : undefined
   const share = expected === undefined ? undefined : Math.min(1, join.records / expected)
   const percent = share === undefined ? undefined : Math.floor(share * 100)
@@ -23,8 +23,10 @@ export function JoinProgress ({ join }: { join: MeshJoin | undefined }) {
       </progress>
       <p data-testid="join-figures">
         {percent === undefined
-          ? <>{formatCount(join.records)} records so far, {formatCount(join.recordsPerSecond)} records/s <span class="muted">(the peer did not say how many it holds)</span></>
-          : <><strong data-testid="join-percent">{percent} %</strong>: {formatCount(join.records)} of {formatCount(expected)} records, {formatCount(join.recordsPerSecond)} records/s, <span data-testid="join-left">{left}</span></>}
+          ? <>{formatCount(join.records)} records so far, {formatCount(join.recordsPerSecond)} records/s <span
+            class="muted">(the peer did not say how many it holds)</span></>
+          : <><strong data-testid="join-percent">{percent} %</strong>: {formatCount(join.records)} of {formatCount(expected)} records,
+            {' '}{formatCount(join.recordsPerSecond)} records/s, <span data-testid="join-left">{left}</span></>}
       </p>
       <p class="muted">The library fills in as records arrive; searches answer meanwhile, slower while search builds its index.</p>
     </section>

@@ -56,7 +56,8 @@ export function Library ({ q, offset, sort }: { q: string, offset: number, sort:
           ? (res.loading ? 'Searching…' : '')
           : data.total === 0
             ? 'No record matches.'
-            : <>{formatCount(from)}–{formatCount(to)} of <strong>{formatCount(data.total)}</strong> {q === '' ? 'records' : 'matches'}{sort === '' ? ', in the order they were added' : ''}</>}
+            : <>{formatCount(from)}–{formatCount(to)} of <strong>{formatCount(data.total)}</strong> {q === '' ? 'records' : 'matches'}{sort === ''
+              ? ', in the order they were added' : ''}</>}
       </p>
       <ErrorNote error={res.error} />
       <p class="order">
@@ -70,7 +71,8 @@ export function Library ({ q, offset, sort }: { q: string, offset: number, sort:
         <div class="table-wrap">
           <table id="results" class="results" onKeyDown={moveFocus}>
             <thead>
-              <tr><th scope="col">Title</th><th scope="col">Year</th><th scope="col">Type</th><th scope="col" class="num">Size</th><th scope="col">Canonical CID</th></tr>
+              <tr><th scope="col">Title</th><th scope="col">Year</th><th scope="col">Type</th><th scope="col" class="num">Size</th><th
+                scope="col">Canonical CID</th></tr>
             </thead>
             <tbody>
               {data.results.map(r => {

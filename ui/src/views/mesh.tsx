@@ -63,7 +63,7 @@ async function meshState (): Promise<MeshState> {
     return { kind: 'error', error: err }
   }
   if (mesh.enabled === false) return { kind: 'none', reason: 'standalone: started without a swarm key' }
-  // The node asks its peers for their digests itself (an older node has no such route: the rows then need an address).
+  // The node asks its peers for their digests itself (if that fails, the rows need an address).
   const peerDigests = call<MeshDigests>('GET', '/api/mesh/digests', { quiet: true })
     .then(d => new Map(d.peers.map(p => [p.peerId, p])), () => undefined)
   try {
@@ -79,7 +79,7 @@ async function remoteState (url: string): Promise<Remote> {
       call<MeshStatus>('GET', '/api/mesh', { origin: url }),
       call<MeshDigest>('GET', '/api/mesh/digest', { origin: url })
     ])
-    return { url, peerId: m.self.peerId, name: m.self.name ?? undefined, meshId: m.enabled === false ? null : m.meshId ?? null, digest: d }
+    return { url, peerId: m.self.peerId, name: m.self.name ?? undefined, meshId: m.enabled ? m.meshId : null, digest: d }
   } catch (err) {
     return { url, error: errorText(err) }
   }
@@ -127,19 +127,22 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
   const byPeer = new Map(remotes.filter(r => r.peerId !== undefined).map(r => [r.peerId!, r]))
   const connected = mesh.peers.filter(p => p.connected).length
   const gossip = mesh.peers.filter(p => p.via === 'gossip').length
-  const seen = new Map((mesh.members ?? []).map(m => [m.peerId, m.lastSeenAt]))
+  const seen = new Map(mesh.members.map(m => [m.peerId, m.lastSeenAt]))
   return (
     <>
       <dl class="kv">
         {mesh.meshId != null && <><dt>Mesh</dt><dd><code>{mesh.meshId}</code></dd></>}
         {mesh.self.name != null && <><dt>Name</dt><dd data-testid="self-name">{mesh.self.name}</dd></>}
         <dt>Peer id</dt><dd><code class="wrap">{mesh.self.peerId}</code></dd>
-        <dt>Listening on</dt><dd>{(mesh.self.addrs ?? []).length === 0 ? <span class="muted">no address</span> : mesh.self.addrs!.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
+        <dt>Listening on</dt><dd>{mesh.self.addrs.length === 0 ? <span class="muted">no address</span>
+          : mesh.self.addrs.map(a => <code class="wrap block" key={a}>{a}</code>)}</dd>
         <ReachRows reach={mesh.reach} peers={mesh.peers} />
-        <dt>Clock</dt><dd><code>{mesh.self.hlc ?? '—'}</code></dd>
+        <dt>Clock</dt><dd><code>{mesh.self.hlc}</code></dd>
         <dt>Digest</dt>
-        <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span> : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
-        <dt>Peers</dt><dd data-testid="peer-summary">{connected} connected of {mesh.peers.length - gossip} known{gossip > 0 && `, ${gossip} heard via gossip`}</dd>
+        <dd data-testid="own-digest">{digest === undefined ? <span class="muted">{s.digestError ?? '—'}</span>
+          : <><code title={digest.digest}>{shortId(digest.digest, 8)}</code> over {formatCount(digest.keys)} keys</>}</dd>
+        <dt>Peers</dt><dd data-testid="peer-summary">{connected} connected of {mesh.peers.length - gossip} known{gossip > 0 &&
+          `, ${gossip} heard via gossip`}</dd>
       </dl>
       <JoinProgress join={mesh.join} />
       {mesh.peers.length === 0
@@ -150,11 +153,13 @@ function MeshView ({ s, remotes }: { s: Extract<MeshState, { kind: 'mesh' }>, re
               <thead>
                 <tr>
                   <th scope="col">Name</th><th scope="col">Peer</th><th scope="col">Connection</th><th scope="col">Lag</th>
-                  <th scope="col" class="num">Frames in</th><th scope="col" class="num">Rejected</th><th scope="col" class="num">Drift refusals</th><th scope="col">Digest</th>
+                  <th scope="col" class="num">Frames in</th><th scope="col" class="num">Rejected</th><th scope="col" class="num">Drift refusals</th><th
+                    scope="col">Digest</th>
                 </tr>
               </thead>
               <tbody>
-                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} relayName={peerLabel(mesh.peers, p.relay)} memberSeenAt={seen.get(p.peerId)} own={digest} remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
+                {mesh.peers.map(p => <PeerRow key={p.peerId} p={p} relayName={peerLabel(mesh.peers, p.relay)} memberSeenAt={seen.get(p.peerId)} own={digest}
+                  remote={byPeer.get(p.peerId)} asked={s.peerDigests?.get(p.peerId)} />)}
               </tbody>
             </table>
           </div>
@@ -179,7 +184,8 @@ function connectionTitle (p: MeshPeer, gossip: boolean, relayed: boolean, member
   return p.connected || seen === undefined ? undefined : `last seen ${formatTime(seen)}`
 }
 
-function PeerRow ({ p, relayName, memberSeenAt, own, remote, asked }: { p: MeshPeer, relayName: string | undefined, memberSeenAt: string | undefined, own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
+function PeerRow ({ p, relayName, memberSeenAt, own, remote, asked }: { p: MeshPeer, relayName: string | undefined, memberSeenAt: string | undefined,
+  own: MeshDigest | undefined, remote: Remote | undefined, asked: PeerDigest | undefined }) {
   const gossip = !p.connected && p.via === 'gossip'
   const relayed = heardSinceLeft(p)
   // The peer's digest as the node asked it over the mesh, else as this page asked the address it was given.
@@ -201,7 +207,8 @@ function PeerRow ({ p, relayName, memberSeenAt, own, remote, asked }: { p: MeshP
       </td>
       {gossip
         ? <td data-label="Lag" data-testid="peer-lag" title={GOSSIP_TITLE}><span class="muted">—</span></td>
-        : <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null && <span class="muted">{p.connected ? ', synced' : ''} {formatAgo(p.lastSyncAt)}</span>}</td>}
+        : <td data-label="Lag" data-testid="peer-lag" title={caughtUpTitle(p)}>{formatPeerLag(p)}{p.lastSyncAt !== null &&
+          <span class="muted">{p.connected ? ', synced' : ''} {formatAgo(p.lastSyncAt)}</span>}</td>}
       <td data-label="Frames in" class="num">{formatCount(p.framesIn)}</td>
       <td data-label="Rejected" class="num">{formatCount(p.framesRejected)}</td>
       <td data-label="Drift refusals" class="num">{formatCount(p.driftRefusals)}</td>
@@ -220,7 +227,8 @@ function remoteVerdict (r: Remote, own: Extract<MeshState, { kind: 'mesh' }>): {
   return { text: `${known ? 'a peer' : 'same mesh, not a peer of this node yet'}${d}`, cls: digest === false || !known ? 'warn' : 'ok' }
 }
 
-function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChange: (u: string[]) => void, remotes: Remote[], own: Extract<MeshState, { kind: 'mesh' }> }) {
+function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChange: (u: string[]) => void, remotes: Remote[],
+  own: Extract<MeshState, { kind: 'mesh' }> }) {
   const [draft, setDraft] = useState('')
   const [error, setError] = useState<string | undefined>(undefined)
   const add = (e: Event): void => {
@@ -240,7 +248,10 @@ function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChan
   return (
     <form class="add inline" onSubmit={add}>
       <h3>Compare digests with other nodes</h3>
-      <p class="muted">The node compares its connected peers itself (above). For another node, name its HTTP address: the page asks it for its digest and says what it is to this node (a peer, a node of another mesh, a digest that differs). Kept in this browser.</p>
+      <p class="muted">
+        The node compares its connected peers itself (above). For another node, name its HTTP address: the page asks it for its digest and says
+        what it is to this node (a peer, a node of another mesh, a digest that differs). Kept in this browser.
+      </p>
       {urls.length > 0 && (
         <ul>
           {urls.map(u => {
@@ -250,7 +261,8 @@ function CompareForm ({ urls, onChange, remotes, own }: { urls: string[], onChan
                 <code>{u}</code> {r?.error !== undefined
                   ? <span class="error-inline">{r.error}</span>
                   : r?.peerId !== undefined
-                    ? <><span class="muted">{r.name ?? 'peer'} {shortId(r.peerId, 6)}</span> <span class={`state ${remoteVerdict(r, own).cls}`} data-testid="compare-verdict">{remoteVerdict(r, own).text}</span></>
+                    ? <><span class="muted">{r.name ?? 'peer'} {shortId(r.peerId, 6)}</span> <span class={`state ${remoteVerdict(r, own).cls}`}
+                      data-testid="compare-verdict">{remoteVerdict(r, own).text}</span></>
                     : null}{' '}
                 <button type="button" class="small secondary" aria-label={`Remove ${u}`} onClick={() => { onChange(urls.filter(x => x !== u)) }}>Remove</button>
               </li>

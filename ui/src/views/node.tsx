@@ -54,7 +54,8 @@ export function NodePanel () {
           <h2 id="health-title">Health</h2>
           <dl class="kv">
             <dt>Status</dt><dd><span class={`state ${snap?.health?.status ?? 'unknown'}`}>{snap?.health?.status ?? 'unknown'}</span></dd>
-            {(snap?.health?.reasons ?? []).length > 0 && <><dt>Why</dt><dd data-testid="health-reasons">{snap?.health?.reasons?.map(r => <div key={r.reason}>{r.message}</div>)}</dd></>}
+            {(snap?.health?.reasons ?? []).length > 0 && <><dt>Why</dt><dd data-testid="health-reasons">{snap?.health?.reasons.map(r =>
+              <div key={r.reason}>{r.message}</div>)}</dd></>}
             <dt>Storage</dt><dd>{snap?.health === undefined ? '—' : snap.health.storage ? 'up' : 'down'}</dd>
             <dt>Version</dt><dd>{st?.version ?? '—'}</dd>
             <dt>Node id</dt><dd>{st === undefined ? '—' : <code title={st.nodeId}>{shortId(st.nodeId, 8)}</code>}</dd>
@@ -112,20 +113,23 @@ function WatcherCard ({ watcher }: { watcher: WatcherStatus | null | undefined }
             {running ? p.phase.replace('-', ' ') : watcher.enabled ? (watcher.active ? 'watching' : 'stopped') : 'off (register only)'}
           </span>
         </dd>
-        {watcher.lastError !== undefined && <><dt>Last scan failed</dt><dd data-testid="watcher-error" class="error">{watcher.lastError.message} <span class="muted">({formatAgo(watcher.lastError.at)})</span></dd></>}
+        {watcher.lastError !== undefined && <><dt>Last scan failed</dt><dd data-testid="watcher-error"
+          class="error">{watcher.lastError.message} <span class="muted">({formatAgo(watcher.lastError.at)})</span></dd></>}
         <dt>Folder</dt><dd><code class="wrap">{watcher.filesPath}</code></dd>
         <dt>Files known</dt><dd data-testid="watcher-files">{formatCount(watcher.fileCount)}</dd>
         <dt>Queue</dt><dd data-testid="watcher-queue">{formatCount(pending)} waiting to settle or be hashed</dd>
         <dt>{running ? 'This scan' : 'Last scan'}</dt>
         <dd data-testid="watcher-scan" title="Files the scan found; those new or changed, hashed, and their size; the bytes read to hash them (a midhash reads at most 1 MiB of a file)">
           {formatCount(p.filesSeen)} files seen, {formatCount(p.filesHashed)} new or changed hashed
-          {p.fileBytesHashed !== undefined && <> ({formatBytes(p.fileBytesHashed)}, {formatBytes(p.bytesHashed)} read)</>}
+          {' '}({formatBytes(p.fileBytesHashed)}, {formatBytes(p.bytesHashed)} read)
           {running && p.etaSeconds !== undefined && <>, about {formatDuration(p.etaSeconds)} left</>}
         </dd>
-        {since !== undefined && since.filesHashed > 0 && <><dt>Since then</dt><dd data-testid="watcher-since">{formatCount(since.filesHashed)} changes hashed ({formatBytes(since.fileBytesHashed)})</dd></>}
+        {since.filesHashed > 0 &&
+          <><dt>Since then</dt><dd data-testid="watcher-since">{formatCount(since.filesHashed)} changes hashed ({formatBytes(since.fileBytesHashed)})</dd></>}
         <dt>Speed</dt><dd>{filesPerSecond === undefined ? '—' : `${filesPerSecond.toFixed(1)} files/s, ${p.mbPerSecond} MB/s read`}</dd>
-        <dt>Finished</dt><dd>{watcher.lastScan === undefined ? 'not yet' : <time dateTime={watcher.lastScan} title={formatTime(watcher.lastScan)}>{formatAgo(watcher.lastScan)}</time>}</dd>
-        {watcher.fullHash !== undefined && <FullHashRow f={watcher.fullHash} />}
+        <dt>Finished</dt><dd>{watcher.lastScan === undefined ? 'not yet' : <time dateTime={watcher.lastScan}
+          title={formatTime(watcher.lastScan)}>{formatAgo(watcher.lastScan)}</time>}</dd>
+        <FullHashRow f={watcher.fullHash} />
       </dl>
       {(running || pending > 0) && <progress max={1} value={done} aria-label="Scan progress">{Math.round(done * 100)}%</progress>}
       <button type="button" onClick={() => { void scan() }} disabled={busy || running}>Scan now</button>
@@ -148,7 +152,10 @@ function FullHashRow ({ f }: { f: FullHashStatus }) {
       <dt title="Full-content CIDs added to each file's record in the background, after its midhash: sha2-256 and the IPFS CID">Full hashes</dt>
       <dd data-testid="watcher-full-hash">
         {f.algorithms.length > 0 && <span class="muted">{f.algorithms.join(', ')}: </span>}{head}
-        {f.state !== 'off' && <div class="muted">{formatCount(f.filesHashed)} files ({formatBytes(f.bytesHashed)}) hashed since start, {formatCount(f.filesKnown)} had theirs already</div>}
+        {f.state !== 'off' &&
+          <div class="muted">
+            {formatCount(f.filesHashed)} files ({formatBytes(f.bytesHashed)}) hashed since start, {formatCount(f.filesKnown)} had theirs already
+          </div>}
         {f.current !== undefined && <div class="muted">reading <code class="wrap">{f.current.path}</code></div>}
         {f.state !== 'off' && f.state !== 'idle' && <progress max={1} value={share} aria-label="Full hash progress">{Math.round(share * 100)}%</progress>}
       </dd>

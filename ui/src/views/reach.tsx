@@ -15,8 +15,8 @@ export function peerLabel (peers: readonly MeshPeer[], id: string | null | undef
   return peers.find(p => p.peerId === id)?.name ?? `${id.slice(0, 12)}…`
 }
 
-export function ReachRows ({ reach, peers }: { reach: MeshReach | null | undefined, peers: readonly MeshPeer[] }) {
-  if (reach == null) return null
+export function ReachRows ({ reach, peers }: { reach: MeshReach | null, peers: readonly MeshPeer[] }) {
+  if (reach === null) return null
   const relays = reach.relays.map(id => peerLabel(peers, id) ?? id).join(', ')
   const how = {
     announced: `announced at ${reach.announced.join(' ')}`,
@@ -41,9 +41,11 @@ export function ReachRows ({ reach, peers }: { reach: MeshReach | null | undefin
             {!r.serving
               ? <span class="muted">{reach.relayMode}: not serving until the node has an address others can dial</span>
               : <>serving {formatCount(r.reservations)} member{r.reservations === 1 ? '' : 's'}: {formatCount(r.circuits)} relayed connection{r.circuits === 1 ? '' : 's'}, {formatBytes(r.bytesPerSecond)}/s, {formatBytes(r.bytesRelayed)} since start{r.refusedCircuits > 0 && `, ${formatCount(r.refusedCircuits)} refused`}
-                <span class="muted"> (limits {r.limits.maxCircuitsPerPeer} connections and {formatBytes(r.limits.bytesPerSecondPerPeer)}/s per member, {r.limits.maxCircuits} and {formatBytes(r.limits.bytesPerSecond)}/s in all)</span>
+                <span class="muted"> (limits {r.limits.maxCircuitsPerPeer} connections and {formatBytes(r.limits.bytesPerSecondPerPeer)}/s per member,
+                  {' '}{r.limits.maxCircuits} and {formatBytes(r.limits.bytesPerSecond)}/s in all)</span>
                 {r.peers.filter(p => p.circuits > 0 || p.bytesIn > 0).map(p => (
-                  <span class="block" key={p.peerId}><code title={p.peerId}>{peerLabel(peers, p.peerId) ?? shortId(p.peerId, 6)}</code>: {formatCount(p.circuits)} relayed, {formatBytes(p.bytesIn)} in, {formatBytes(p.bytesOut)} out</span>
+                  <span class="block" key={p.peerId}><code title={p.peerId}>{peerLabel(peers, p.peerId) ??
+                    shortId(p.peerId, 6)}</code>: {formatCount(p.circuits)} relayed, {formatBytes(p.bytesIn)} in, {formatBytes(p.bytesOut)} out</span>
                 ))}
               </>}
           </dd>
@@ -55,7 +57,8 @@ export function ReachRows ({ reach, peers }: { reach: MeshReach | null | undefin
           <dd data-testid="upnp">
             {reach.upnp.state === 'mapped'
               ? reach.upnp.mappings.map(m => `mapped ${m.internal} as ${m.external}`).join(', ')
-              : reach.upnp.state === 'failed' ? <span class="state warn">failed: {reach.upnp.problem ?? 'no mapping'}</span> : <span class="muted">looking for the router</span>}
+              : reach.upnp.state === 'failed' ? <span class="state warn">failed: {reach.upnp.problem ?? 'no mapping'}</span>
+                : <span class="muted">looking for the router</span>}
           </dd>
         </>
       )}

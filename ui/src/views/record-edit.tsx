@@ -98,14 +98,18 @@ function FieldRow ({ name, path, ed }: { name: string, path: string, ed: Editabl
   return (
     <div class={`field${mode === 'edit' ? ' editing' : ''}`} data-field={path}>
       <span class="name" id={`${id}-name`}>{name}</span>
-      {mode !== 'edit' && <span class="value" aria-labelledby={`${id}-name`}>{value === '' ? <span class="muted">(empty)</span> : value === undefined ? value : <FieldValue field={path} value={value} />}</span>}
+      {mode !== 'edit' && <span class="value" aria-labelledby={`${id}-name`}>{value === '' ? <span class="muted">(empty)</span>
+        : value === undefined ? value : <FieldValue field={path} value={value} />}</span>}
       {mode === 'edit' && (
         <form class="edit" onSubmit={e => { e.preventDefault(); void run(async () => { await patch(ed, { [path]: draft }) }) }}>
           <label for={`${id}-input`} class="visually-hidden">New value of {path}</label>
           {(draft.length > 60 || draft.includes('\n'))
-            ? <textarea id={`${id}-input`} rows={4} value={draft} onInput={e => { setDraft(e.currentTarget.value) }} onKeyDown={e => { if (e.key === 'Escape') { e.stopPropagation(); close() } }} autofocus />
-            : <input id={`${id}-input`} value={draft} onInput={e => { setDraft(e.currentTarget.value) }} onKeyDown={e => { if (e.key === 'Escape') { e.stopPropagation(); close() } }} autofocus />}
-          {changedElsewhere && <p class="warn" role="alert">Changed elsewhere while you edit: now {value === undefined ? 'deleted' : <q>{value}</q>}. Saving overwrites it.</p>}
+            ? <textarea id={`${id}-input`} rows={4} value={draft} onInput={e => { setDraft(e.currentTarget.value) }}
+              onKeyDown={e => { if (e.key === 'Escape') { e.stopPropagation(); close() } }} autofocus />
+            : <input id={`${id}-input`} value={draft} onInput={e => { setDraft(e.currentTarget.value) }}
+              onKeyDown={e => { if (e.key === 'Escape') { e.stopPropagation(); close() } }} autofocus />}
+          {changedElsewhere && <p class="warn" role="alert">Changed elsewhere while you edit: now {value === undefined ? 'deleted'
+            : <q>{value}</q>}. Saving overwrites it.</p>}
           <button type="submit" disabled={busy}>{changedElsewhere ? 'Save anyway' : 'Save'}</button>
           <button type="button" class="secondary" onClick={close}>Cancel</button>
         </form>
@@ -114,7 +118,8 @@ function FieldRow ({ name, path, ed }: { name: string, path: string, ed: Editabl
       {mode === 'view' && !LOCATION_FIELDS.includes(path) && (
         <span class="actions">
           <button type="button" class="small" ref={editRef} aria-label={`Edit ${path}`} onClick={start}>Edit</button>
-          <button type="button" class="small secondary" aria-label={`Delete ${path}`} onClick={() => { setError(undefined); setMode('confirm-delete') }}>Delete</button>
+          <button type="button" class="small secondary" aria-label={`Delete ${path}`}
+            onClick={() => { setError(undefined); setMode('confirm-delete') }}>Delete</button>
         </span>
       )}
       {mode === 'confirm-delete' && (

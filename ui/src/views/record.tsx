@@ -46,7 +46,8 @@ export function RecordPage ({ addr }: { addr: string }) {
       </p>
       <dl class="ids">
         <dt>Canonical CID</dt>
-        <dd>{r.canonical_cid === undefined ? <span class="muted">none</span> : <><code class="wrap">{r.canonical_cid}</code> <CopyButton text={r.canonical_cid} label="canonical CID" /></>}</dd>
+        <dd>{r.canonical_cid === undefined ? <span class="muted">none</span> : <><code class="wrap">{r.canonical_cid}</code> <CopyButton text={r.canonical_cid}
+          label="canonical CID" /></>}</dd>
         <dt>Record id</dt>
         <dd><code>{r.hashId}</code>{r.roots.length > 1 && <span class="muted"> (a group of {r.roots.length} roots sharing a CID)</span>}</dd>
       </dl>
@@ -69,16 +70,19 @@ export function RecordPage ({ addr }: { addr: string }) {
         <h2 id="holders-title">Holders <span class="count">{holders.length}</span></h2>
         {holders.length === 0
           ? <p class="muted">No node has declared a copy of the bytes.</p>
-          : <ul data-testid="holders">{holders.map(h => <li key={h}><NodeLabel id={h} names={names} />{h === nodeId && <span class="badge">this node</span>}</li>)}</ul>}
+          : <ul data-testid="holders">{holders.map(h => <li key={h}><NodeLabel id={h} names={names} />{h === nodeId &&
+            <span class="badge">this node</span>}</li>)}</ul>}
         {holders.length > 0 && fileCid !== undefined && (
           // GET /file/<cid> picks the holder itself (its own copy first, then connected holders): one link, not one per holder.
-          <p><a href={`/file/${encodeURIComponent(fileCid)}`} target="_blank" rel="noopener" data-testid="play-through">Play through this node</a> <span class="muted">(from its own copy, else streamed from a holder it reaches)</span></p>
+          <p><a href={`/file/${encodeURIComponent(fileCid)}`} target="_blank" rel="noopener" data-testid="play-through">Play through this node</a> <span
+            class="muted">(from its own copy, else streamed from a holder it reaches)</span></p>
         )}
       </section>
 
       <section aria-labelledby="dups-title">
         <h2 id="dups-title">Duplicates on this node <span class="count">{r.duplicates.length}</span></h2>
-        {r.duplicates.length === 0 ? <p class="muted">No other copy of the same content on this node.</p> : <ul>{r.duplicates.map(d => <li key={d}><code class="wrap">{d}</code></li>)}</ul>}
+        {r.duplicates.length === 0 ? <p class="muted">No other copy of the same content on this node.</p>
+          : <ul>{r.duplicates.map(d => <li key={d}><code class="wrap">{d}</code></li>)}</ul>}
       </section>
 
       <section aria-labelledby="fields-title">
@@ -127,7 +131,8 @@ function FileSection ({ cid, title, fileName, names }: { cid: string, title: str
   })
   const i = info.data
   if (i === undefined) return null
-  if (!i.exists) return <section aria-labelledby="file-title"><h2 id="file-title">File</h2><p class="muted">No node holding the bytes can serve them now.</p></section>
+  if (!i.exists) return <section aria-labelledby="file-title"><h2 id="file-title">File</h2><p
+    class="muted">No node holding the bytes can serve them now.</p></section>
   const kind = playable(i.contentType)
   return (
     <section aria-labelledby="file-title">
@@ -141,7 +146,8 @@ function FileSection ({ cid, title, fileName, names }: { cid: string, title: str
         <a href={url} download={fileName ?? true}>Download</a>
         <span class="muted"> {formatBytes(i.size)}{i.contentType !== undefined && `, ${i.contentType}`}{i.filePath !== undefined && `, ${i.filePath}`}</span>
       </p>
-      {i.servedBy !== undefined && <p class="served-by" data-testid="served-by">Streamed from node <NodeLabel id={i.servedBy} names={names} />, which holds the file (this node has no copy).</p>}
+      {i.servedBy !== undefined && <p class="served-by" data-testid="served-by">Streamed from node <NodeLabel id={i.servedBy}
+        names={names} />, which holds the file (this node has no copy).</p>}
     </section>
   )
 }
@@ -151,10 +157,13 @@ function Versions ({ rec, nodeId, names }: { rec: RecordView, nodeId: string | u
   return (
     <section aria-labelledby="versions-title">
       <h2 id="versions-title">Versions</h2>
-      <p class="muted">When and where each field was last written (newest first); deleted fields stay as tombstones so a peer's older write cannot bring them back.</p>
+      <p class="muted">
+        When and where each field was last written (newest first); deleted fields stay as tombstones so a peer's older write cannot bring them back.
+      </p>
       <div class="table-wrap">
         <table class="versions">
-          <thead><tr><th scope="col">Field</th><th scope="col">Written</th><th scope="col">By node</th>{rec.roots.length > 1 && <th scope="col">Root</th>}</tr></thead>
+          <thead><tr><th scope="col">Field</th><th scope="col">Written</th><th scope="col">By node</th>{rec.roots.length > 1 &&
+            <th scope="col">Root</th>}</tr></thead>
           <tbody>
             {rows.map(v => (
               <tr key={`${v.root}/${v.field}`} class={v.deleted ? 'deleted' : undefined}>

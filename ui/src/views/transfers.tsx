@@ -39,11 +39,13 @@ export function Transfers ({ names }: { names: ReadonlyMap<string, string | null
         : (
           <div class="table-wrap">
             <table class="transfers">
-              <thead><tr><th scope="col">Peer</th><th scope="col" class="num">Sent to it</th><th scope="col" class="num">Received from it</th><th scope="col">Now</th></tr></thead>
+              <thead><tr><th scope="col">Peer</th><th scope="col" class="num">Sent to it</th><th scope="col" class="num">Received from it</th><th
+                scope="col">Now</th></tr></thead>
               <tbody>
                 {rows.map(r => (
                   <tr key={r.peerId} data-peer={r.peerId}>
-                    <td data-testid="transfers-peer">{names.get(r.peerId) ?? <span class="muted">not heard</span>} <code class="muted" title={r.peerId}>{shortId(r.peerId, 8)}</code></td>
+                    <td data-testid="transfers-peer">{names.get(r.peerId) ?? <span class="muted">not heard</span>} <code class="muted"
+                      title={r.peerId}>{shortId(r.peerId, 8)}</code></td>
                     <td class="num">{formatBytes(r.bytesServed)}</td>
                     <td class="num">{formatBytes(r.bytesFetched)}</td>
                     <td data-testid="transfers-now">{r.servingNow + r.fetchingNow === 0 ? <span class="muted">idle</span> : `${r.servingNow} sending, ${r.fetchingNow} receiving`}{r.busyRefusals > 0 && <span class="muted"> ({r.busyRefusals} refused busy)</span>}</td>
