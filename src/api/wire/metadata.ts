@@ -41,7 +41,7 @@ export const SearchQuery = Type.Object({
 export const SearchHit = Type.Object({
   hashId: Type.String(),
   metadata: StringMap,
-  canonical_cid: Type.Optional(Type.String({ description: 'beyond the original: derived from the cids/ members by rank (spec §2), absent when there are none' }))
+  canonical_cid: Type.Optional(Type.String({ description: 'beyond the original: derived from the cids/ members by rank (docs/design/data-model.md#canonical-cid), absent when there are none' }))
 })
 export type SearchHit = Static<typeof SearchHit>
 

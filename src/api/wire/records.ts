@@ -77,7 +77,7 @@ export const CidDocument = Type.Object({
   cid: Type.String({ description: 'the CID as requested' }),
   metadata: Dict(Type.String(), { description: 'flat fields, cids/<cid> members included' }),
   cids: StringList,
-  canonical_cid: Type.Optional(Type.String({ description: 'derived on read by rank (spec §2), never stored' })),
+  canonical_cid: Type.Optional(Type.String({ description: 'derived on read by rank (docs/design/data-model.md#canonical-cid), never stored' })),
   duplicates: Type.Array(Type.String(), { description: 'other paths of the same content on this node' })
 })
 export type CidDocument = Static<typeof CidDocument>
