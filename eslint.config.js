@@ -210,10 +210,5 @@ export default tseslint.config(
     rules: { ...TYPE_RULES, 'max-len': ['error', MAX_LEN] }
   },
   { files: ['**/*.js', '**/*.mjs'], rules: { 'max-len': ['error', MAX_LEN] } },
-  // src/mesh/ and src/records/ are being reworked: their lines and these two rules are fixed when that rework lands.
-  {
-    files: ['src/mesh/**/*.ts', 'src/records/**/*.ts'],
-    rules: { 'max-len': 'off', '@typescript-eslint/no-base-to-string': 'off', '@typescript-eslint/no-unnecessary-type-assertion': 'off' }
-  },
   ...boundaries
 )

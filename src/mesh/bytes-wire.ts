@@ -103,7 +103,10 @@ export function decodeHeader (json: unknown, req: BytesRequest): BytesHeader {
   if (o.ok === false) {
     if (!CODES.includes(o.code as RefusalCode)) throw new BytesWireError('unknown refusal code')
     const retryAfterMs = isCount(o.retryAfterMs) ? Math.min(o.retryAfterMs, 60_000) : undefined
-    return { ok: false, code: o.code as RefusalCode, message: String(o.message ?? '').slice(0, 200), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
+    // A peer's message that is not a string is shown as String() renders it ('[object Object]' for an object).
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
+    return { ok: false, code: o.code as RefusalCode, message: String(o.message ?? '').slice(0, 200),
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }) }
   }
   if (o.ok !== true || !isCount(o.size) || !isCount(o.length) || typeof o.mtimeMs !== 'number' || !Number.isFinite(o.mtimeMs)) {
     throw new BytesWireError('bad header')

@@ -66,7 +66,8 @@ export interface ChangesMessage { t: 'changes', log: string, entries: RemoteEntr
 /** `records`: on a range's first page, how many records the peer holds (the joining node's time left); absent from older peers. */
 /** `splits`: when asked (`split`), the positions that cut the range into slices of about equal roots, in increasing order. */
 /** `end`: on a range's first page, its last root key then (`file:<rid>`); absent from older peers. */
-export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number, records?: number, splits?: string[], end?: string }
+export interface SnapshotMessage { t: 'snapshot', log: string, entries: RemoteEntry[], next: string | null, head: string | null, clock?: number,
+  records?: number, splits?: string[], end?: string }
 /**
  * A range of a reconciliation (reconcile.ts): the roots whose position
  * starts with hex prefix `p` (0 to 8 digits), given either by their
@@ -259,9 +260,11 @@ export function decodeMessage (bytes: Uint8Array, limits: Readonly<DecodeLimits>
     }
     case 'changes':
       if (typeof o.g !== 'boolean') throw new WireError('gap must be a boolean')
-      return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'), head: optToken(o.h, 'head'), gap: o.g }, o.w)
+      return withClock({ t: 'changes', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next'),
+        head: optToken(o.h, 'head'), gap: o.g }, o.w)
     case 'snapshot': {
-      const m: SnapshotMessage = withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries), next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
+      const m: SnapshotMessage = withClock({ t: 'snapshot', log: token(o.l, 'log'), entries: decodeBlock(o.b, limits.maxEntries),
+        next: optToken(o.n, 'next', MAX_REMOTE_KEY_BYTES), head: optToken(o.h, 'head') }, o.w)
       if (o.c !== undefined) m.records = count(o.c, 'records')
       if (o.x !== undefined && o.x !== null) m.splits = splitList(o.x)
       if (o.e !== undefined && o.e !== null) m.end = token(o.e, 'end', MAX_REMOTE_KEY_BYTES)

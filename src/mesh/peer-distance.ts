@@ -81,7 +81,8 @@ export class PeerDistance {
    *   unmeasured member waits: give up the farthest far one this node
    *   dialed (`park`: not to be dialed again soon).
    */
-  step (connections: ReadonlyArray<{ peer: string, outbound: boolean, keep: boolean }>, waiting: readonly string[], target: number): { extra: boolean, drop?: { peer: string, park: boolean } } {
+  step (connections: ReadonlyArray<{ peer: string, outbound: boolean, keep: boolean }>, waiting: readonly string[],
+    target: number): { extra: boolean, drop?: { peer: string, park: boolean } } {
     const far = connections.filter(c => this.kind(c.peer) === 'far')
     const spare = (kind: Distance): string | undefined => connections
       .filter(c => c.outbound && !c.keep && this.kind(c.peer) === kind)

@@ -62,7 +62,10 @@ export interface MeshMemberView {
   /** The addresses it announced (identify) or a peer told us (member exchange). */
   addrs: string[]
   connected: boolean
-  /** The last evidence that it was up (ISO 8601): now while connected to this node; else when that connection dropped, a connected peer last named it, or a frame it signed last reached this node. */
+  /**
+   * The last evidence that it was up (ISO 8601): now while connected to this node; else when that connection dropped, a connected peer last
+   * named it, or a frame it signed last reached this node.
+   */
   lastSeenAt: string
   /** When it was last connected to this node (ISO 8601): now while connected, else when the connection dropped; null: only heard of. */
   lastConnectedAt: string | null
@@ -226,7 +229,8 @@ export class StandaloneMesh implements MeshService {
     return {
       enabled: false,
       meshId: null,
-      self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0, publishFailures: 0, clock: ALONE },
+      self: { peerId: this.records.nodeId, name: this.nodeName ?? null, addrs: [], hlc: this.replica.clock(), epoch: 0, seq: 0, framesOut: 0, bytesOut: 0,
+        publishFailures: 0, clock: ALONE },
       peers: [],
       targetPeers: 0,
       members: [],

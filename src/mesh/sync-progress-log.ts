@@ -35,7 +35,8 @@ export function logSyncProgress (status: () => MeshView, log: Logger, everyMs = 
         began.set(p.peerId, { at: now, pages: p.pagesIn, bytes: p.bytesIn, mode })
         continue
       }
-      log.info(`${mode} from ${label(p)}`, { ...figures(p, b, now), lag: `${Math.round(p.lagMs / 1000)} s`, ...(mode === 'full resync' ? joinFigures(view.join) : {}) })
+      log.info(`${mode} from ${label(p)}`, { ...figures(p, b, now), lag: `${Math.round(p.lagMs / 1000)} s`,
+        ...(mode === 'full resync' ? joinFigures(view.join) : {}) })
     }
   }
   const timer = setInterval(tick, everyMs)

@@ -43,7 +43,10 @@ export interface BulkPageOptions {
   done?: boolean
   /** How many records the peer holds (for time left), when the transfer knows it. */
   expectedRecords?: number
-  /** The page's entries already passed `checkRemoteEntry` (remote-apply.ts `ApplyBatchOptions.checked`); entries held back from an earlier page are checked here. */
+  /**
+   * The page's entries already passed `checkRemoteEntry` (remote-apply.ts `ApplyBatchOptions.checked`); entries held back from an earlier
+   * page are checked here.
+   */
   checked?: boolean
 }
 

@@ -51,7 +51,10 @@ export class FreshRows {
   readonly ver: Row[] = []
 }
 
-/** Writes what `insertFresh` collected, in key order (`file:` < `idx:roots/` < `ver:`; the roots come in key order, and so do a root's fields in a peer's page, so the sort only checks). */
+/**
+ * Writes what `insertFresh` collected, in key order (`file:` < `idx:roots/` < `ver:`; the roots come in key order, and so do a root's
+ * fields in a peer's page, so the sort only checks).
+ */
 export function writeFresh (tx: Tx, rows: FreshRows): void {
   if (rows.file.length + rows.ver.length === 0) return
   rows.file.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
@@ -65,7 +68,8 @@ export function writeFresh (tx: Tx, rows: FreshRows): void {
  * Returns what the transfer's end derives from it, with how many keys it
  * versioned; undefined when the root names a key twice (nothing written).
  */
-export function insertFresh (tx: Tx, rid: string, root: Version | undefined, entries: readonly RemoteEntry[], at: readonly number[], rows: FreshRows): { staged: Staged, versioned: number } | undefined {
+export function insertFresh (tx: Tx, rid: string, root: Version | undefined, entries: readonly RemoteEntry[], at: readonly number[],
+  rows: FreshRows): { staged: Staged, versioned: number } | undefined {
   const vm = new VersionMap(root)
   const names: string[] = []
   const values: string[] = []

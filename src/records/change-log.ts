@@ -141,7 +141,8 @@ export class ChangeLog {
     const batch = this.committed
     this.committed = []
     for (const l of this.listeners) {
-      try { l(batch) } catch (err) { this.log.error('change listener failed', { err }) } // the changes are committed; one listener's failure must not starve the others
+      // the changes are committed; one listener's failure must not starve the others
+      try { l(batch) } catch (err) { this.log.error('change listener failed', { err }) }
     }
   }
 }

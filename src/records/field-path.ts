@@ -45,7 +45,8 @@ export function validateFieldPath (field: unknown): asserts field is string {
   if (CONTROL_RE.test(field)) throw new InvalidFieldError('field name contains a control character')
   if (!isWellFormed(field)) throw new InvalidFieldError('field name contains a lone UTF-16 surrogate: text must be well-formed Unicode')
   if (field.startsWith('/') || field.endsWith('/') || field.includes('//')) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has an empty path segment`)
-  // A record reads back as JavaScript objects (flat and nested): a `__proto__` key would set an object's prototype instead of a property, and the field would vanish from every read and export.
+  // A record reads back as JavaScript objects (flat and nested): a `__proto__` key would set an object's prototype instead of a property,
+  // and the field would vanish from every read and export.
   if (field.includes(PROTO) && field.split('/').includes(PROTO)) throw new InvalidFieldError(`field name ${JSON.stringify(field)} has the path segment "${PROTO}", which cannot be read back`)
 }
 

@@ -177,7 +177,8 @@ export class Fingerprints {
    * it had no version map before; `logId`: the last change-log id the write
    * appended for it. Noted after the write commits, folded in later.
    */
-  changed (tx: Tx, rid: string, vm: VersionMap, verSerialized: string | undefined, fields: LiveFields, fresh: boolean, logId: string | undefined, logEntries: number): void {
+  changed (tx: Tx, rid: string, vm: VersionMap, verSerialized: string | undefined, fields: LiveFields, fresh: boolean, logId: string | undefined,
+    logEntries: number): void {
     const keys = versionedKeys(vm)
     tx.afterCommit(() => {
       // Hashed now, while its fields are at hand: what waits for the fold is small (a root's fields kept until then

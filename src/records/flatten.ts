@@ -58,6 +58,8 @@ export function flatten (doc: unknown, prefix = ''): Record<string, string> {
       for (const [k, x] of Object.entries(v as Record<string, unknown>)) walk(x, k === '' ? path : join(path, k))
       return
     }
+    // Arrays and objects are walked above: what is left is a primitive (a JSON document holds no other), kept as String() renders it.
+    // eslint-disable-next-line @typescript-eslint/no-base-to-string
     out[path] = String(v)
   }
   walk(doc, prefix)

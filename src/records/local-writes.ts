@@ -34,7 +34,8 @@ export class LocalWriter {
    * bytes) is copied to the new root. This is how a file whose bytes changed
    * in place keeps the titles, ids and corrections people and plugins gave it.
    */
-  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra: Record<string, string> = {}, opts: { inheritFrom?: string } = {}): Promise<RecordId> {
+  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra: Record<string, string> = {},
+    opts: { inheritFrom?: string } = {}): Promise<RecordId> {
     validateValue(filePath)
     const fields: Record<string, string> = { ...extra, filePath, sizeByte: String(sizeByte), mtimeNano: String(mtimeNano) }
     const changes = checkFields(fields, false)
@@ -185,7 +186,7 @@ export class LocalWriter {
       }
     }
     const version = issueVersion(this.ctx, tx)
-    const stamped = list.map(([field, value]) => ({ field, value, version }) as FieldChange)
+    const stamped = list.map(([field, value]): FieldChange => ({ field, value, version }))
     if (replace) {
       const given = new Set(list.map(([f]) => f))
       for (const m of membersOf(tx, rid)) {

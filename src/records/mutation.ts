@@ -52,7 +52,10 @@ export interface RecordIndexer {
    * first and last root (in key order) the transaction applies.
    */
   onBulkApply?: (tx: Tx, roots: BulkRoots) => void
-  /** A bulk apply has ended (its last page is committed; `ordered`: every transaction's roots came after the previous one's): the deferred work may be completed now. */
+  /**
+   * A bulk apply has ended (its last page is committed; `ordered`: every transaction's roots came after the previous one's): the deferred
+   * work may be completed now.
+   */
   onBulkEnd?: (ordered: boolean) => void
 }
 

@@ -98,7 +98,8 @@ export class RecordReader {
       }
       const loc = readLocation(this.kv, rid)
       const json = this.kv.jsonObject(`${FILE}${rid}/`)
-      return singleRootDocument(rid, loc === undefined ? json : JSON.stringify(withLocation(JSON.parse(json) as Record<string, string>, loc)), readCids(this.kv, rid), readDuplicates(this.kv, rid))
+      return singleRootDocument(rid, loc === undefined ? json : JSON.stringify(withLocation(JSON.parse(json) as Record<string, string>, loc)),
+        readCids(this.kv, rid), readDuplicates(this.kv, rid))
     })
   }
 
@@ -109,13 +110,15 @@ export class RecordReader {
   private documentStatement (): SqlStatement {
     if (this.docStmt === undefined) {
       const f = `'${FILE}' || r.v || '/'`
-      this.docStmt = this.kv.prepare(`SELECT rid, grp, live, CASE WHEN loc IS NULL THEN fields ELSE json_patch(fields, loc) END, cids, dups FROM (SELECT r.v AS rid,
+      const d = `'${DUP}' || r.v || '/'`
+      this.docStmt = this.kv.prepare(
+        `SELECT rid, grp, live, CASE WHEN loc IS NULL THEN fields ELSE json_patch(fields, loc) END, cids, dups FROM (SELECT r.v AS rid,
         (SELECT v FROM kv WHERE k = '${GRP}' || r.v) AS grp,
         (SELECT 1 FROM kv WHERE k = '${ROOTS}' || r.v) AS live,
         (SELECT json_group_object(substr(k, length(${f}) + 1), v) FROM kv WHERE k >= ${f} AND k < '${FILE}' || r.v || '0') AS fields,
         (SELECT v FROM kv WHERE k = '${LOC}' || r.v) AS loc,
         (SELECT json_group_array(substr(k, length(${f}) + 6)) FROM kv WHERE k >= ${f} || 'cids/' AND k < ${f} || 'cids0') AS cids,
-        (SELECT json_group_array(substr(k, length('${DUP}' || r.v || '/') + 1)) FROM kv WHERE k >= '${DUP}' || r.v || '/' AND k < '${DUP}' || r.v || '0') AS dups
+        (SELECT json_group_array(substr(k, length(${d}) + 1)) FROM kv WHERE k >= ${d} AND k < '${DUP}' || r.v || '0') AS dups
         FROM kv r WHERE r.k = ?)`).raw()
     }
     return this.docStmt

@@ -140,7 +140,8 @@ export class RecordStore implements Records {
 
   // ---------------------------------------------------------------- local writes (local-writes.ts)
 
-  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>, opts?: { inheritFrom?: string }): Promise<RecordId> {
+  async mint (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>,
+    opts?: { inheritFrom?: string }): Promise<RecordId> {
     return await this.writer.mint(filePath, sizeByte, mtimeNano, extra, opts)
   }
 
@@ -149,14 +150,17 @@ export class RecordStore implements Records {
   async mergeFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> { return await this.writer.mergeFlat(addr, fields) }
   async setFlat (addr: string, fields: Record<string, string>): Promise<WriteResult> { return await this.writer.setFlat(addr, fields) }
   async setProperty (addr: string, field: string, value: string): Promise<WriteResult> { return await this.writer.mergeFlat(addr, { [field]: value }) }
-  async deleteProperty (addr: string, field: string): Promise<{ rid: RecordId | undefined, deleted: boolean }> { return await this.writer.deleteProperty(addr, field) }
-  async addToSet (addr: string, field: string, member: string): Promise<WriteResult & { added: boolean }> { return await this.writer.addToSet(addr, field, member) }
+  async deleteProperty (addr: string,
+    field: string): Promise<{ rid: RecordId | undefined, deleted: boolean }> { return await this.writer.deleteProperty(addr, field) }
+  async addToSet (addr: string, field: string,
+    member: string): Promise<WriteResult & { added: boolean }> { return await this.writer.addToSet(addr, field, member) }
   async addAlias (addr: string, cid: string): Promise<WriteResult> { return await this.writer.addAlias(addr, cid) }
   async deleteRoot (addr: string): Promise<{ rid: RecordId | undefined, deleted: number }> { return await this.writer.deleteRoot(addr) }
 
   // ---------------------------------------------------------------- files on this node (file-ops.ts)
 
-  async releaseCopy (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId, opts) }
+  async releaseCopy (addr: string, path: string, holderId: string,
+    opts?: { copies?: readonly LocalCopy[] }): Promise<ReleaseResult> { return await this.files.releaseCopy(addr, path, holderId, opts) }
   async addDuplicatePath (addr: string, path: string): Promise<RecordId> { return await this.files.addDuplicatePath(addr, path) }
   async holdCachedCopy (addr: string, holderId: string): Promise<RecordId | undefined> { return await this.files.holdCachedCopy(addr, holderId) }
   async releaseCachedCopy (rid: string, holderId: string): Promise<CachedCopyResult> { return await this.files.releaseCachedCopy(rid, holderId) }
@@ -174,7 +178,8 @@ export class RecordStore implements Records {
   /** Whose holder members this store holds (store-identity.ts). */
   storeIdentity (): StoreIdentity { return readStoreIdentity(this.kv) }
   /** Records the id the holder members are now under, and with `copiedFrom` the node a copied store came from (store-identity.ts). */
-  async recordStoreIdentity (holderId: string, copiedFrom?: string): Promise<void> { await this.ctx.write(tx => { writeStoreIdentity(tx, holderId, copiedFrom) }) }
+  async recordStoreIdentity (holderId: string,
+    copiedFrom?: string): Promise<void> { await this.ctx.write(tx => { writeStoreIdentity(tx, holderId, copiedFrom) }) }
   /** Once per store, after the indexers attached: roots counted before the record rule that are no records go (record-liveness.ts). */
   async sweepNonRecords (): Promise<number> { return await sweepNonRecords(this.ctx) }
 

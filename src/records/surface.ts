@@ -51,7 +51,10 @@ export interface FieldVersion {
 export interface LibraryPage {
   /** Keys of record fields in the page's roots. */
   fieldKeys: number
-  /** Roots this node holds a copy of: their location row (`loc:<rid>`) carries filePath, sizeByte and mtimeNano. Replicated paths of other nodes' copies do not count. */
+  /**
+   * Roots this node holds a copy of: their location row (`loc:<rid>`) carries filePath, sizeByte and mtimeNano. Replicated paths of other
+   * nodes' copies do not count.
+   */
   fileCount: number
   /** Sum of those copies' sizeByte. */
   totalSize: bigint
@@ -114,7 +117,8 @@ interface RecordWrites {
 
 export interface FileRecords {
   /** Mints a root for a file on this node's disk; `inheritFrom`: a record whose fields the new one starts with (content changed in place). */
-  mint: (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>, opts?: { inheritFrom?: string }) => Promise<RecordId>
+  mint: (filePath: string, sizeByte: number | string, mtimeNano: number | bigint | string, extra?: Record<string, string>,
+    opts?: { inheritFrom?: string }) => Promise<RecordId>
   mergeFlat: (addr: string, fields: Record<string, string>) => Promise<WriteResult>
   /** The copy at `path` went; `copies`: the other paths on this node known to hold the content (see file-ops.ts). */
   releaseCopy: (addr: string, path: string, holderId: string, opts?: { copies?: readonly LocalCopy[] }) => Promise<ReleaseResult>
@@ -139,7 +143,10 @@ export interface FileRecords {
   iterateDuplicates: () => IterableIterator<[RecordId, string]>
 }
 
-/** A SHA-256 of the whole range's fingerprint (every root's hash over its values and versions: fingerprints.ts): equal on two stores exactly when they hold the same records. */
+/**
+ * A SHA-256 of the whole range's fingerprint (every root's hash over its values and versions: fingerprints.ts): equal on two stores exactly
+ * when they hold the same records.
+ */
 export interface ReplicaDigest {
   digest: string
   /** Replicated keys counted (live, tombstones, root tombstones). */

@@ -78,7 +78,8 @@ export class BytesProtocol implements ByteSource {
   private peer (id: string): PeerState {
     let p = this.peers.get(id)
     if (p === undefined) {
-      p = { peerId: id, bytesServed: 0, bytesFetched: 0, streamsServed: 0, busyRefusals: 0, servingNow: 0, fetchingNow: 0, tokens: this.limits.bytesPerSecondPerPeer, at: Date.now() }
+      p = { peerId: id, bytesServed: 0, bytesFetched: 0, streamsServed: 0, busyRefusals: 0, servingNow: 0, fetchingNow: 0,
+        tokens: this.limits.bytesPerSecondPerPeer, at: Date.now() }
       this.peers.set(id, p)
     }
     return p

@@ -139,7 +139,8 @@ function remotePeer (maConn: MultiaddrConnection): string {
  * `inner` (pnet): by `latencyMs`, or by what `control` says for buffers from
  * the remote peer to `self`.
  */
-export function delayedLink<C> (inner: (components: C) => ConnectionProtector, latencyMs: number, control?: { self: string, link: LinkControl }): (components: C) => ConnectionProtector {
+export function delayedLink<C> (inner: (components: C) => ConnectionProtector, latencyMs: number,
+  control?: { self: string, link: LinkControl }): (components: C) => ConnectionProtector {
   return (components) => {
     const protector = inner(components)
     return {

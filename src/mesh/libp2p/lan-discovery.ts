@@ -44,7 +44,8 @@ export class LanDiscovery {
 
   constructor (
     private readonly node: Libp2p,
-    private readonly source: { addEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void, removeEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void },
+    private readonly source: { addEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void,
+      removeEventListener: (type: 'peer', fn: (evt: CustomEvent<PeerInfo>) => void) => void },
     private readonly blocked: ReadonlySet<string>,
     private readonly log: Logger,
     private readonly opts: LanDiscoveryOptions = {}

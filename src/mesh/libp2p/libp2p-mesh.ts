@@ -88,7 +88,10 @@ export interface Libp2pMeshInit {
   bytesLimits?: Partial<BytesLimits>
   /** Connections to keep, dialing learned members (membership.ts); 0 dials only `bootstrap`. Default DEFAULT_TARGET_PEERS. */
   targetPeers?: number
-  /** Region-aware dialing (membership.ts, peer-distance.ts): connections kept to far members by round-trip time, the rest near; 0 (default): members at random. */
+  /**
+   * Region-aware dialing (membership.ts, peer-distance.ts): connections kept to far members by round-trip time, the rest near; 0 (default):
+   * members at random.
+   */
   crossRegionPeers?: number
   /** How often a bootstrap peer that stays unreachable is warned about again (default 10 min; tests set less). */
   unreachableRemindMs?: number
@@ -174,14 +177,16 @@ export class Libp2pMesh implements MeshService {
     const t = this.init.transport
     const reach = this.init.reach === undefined || t?.kind === 'memory'
       ? undefined
-      : new Reach({ ...DEFAULT_REACH, ...this.init.reach }, this.init.listen, this.init.swarmKey.meshId, this.log.child('reach'), () => this.membership?.relays() ?? [])
+      : new Reach({ ...DEFAULT_REACH, ...this.init.reach }, this.init.listen, this.init.swarmKey.meshId, this.log.child('reach'),
+        () => this.membership?.relays() ?? [])
     this.reach = reach
     const extra = reach?.libp2pOptions()
     const node = await createLibp2p({
       privateKey: this.init.identity.privateKey,
       nodeInfo: { userAgent: agentVersionOf(this.init.nodeName) },
       addresses: { listen: [...this.init.listen, ...(extra?.listen ?? [])], appendAnnounce: extra?.appendAnnounce },
-      transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp(), ...(extra === undefined ? [] : [extra.transport])],
+      transports: [t?.kind === 'memory' ? memory({ latency: t.link === 'serial' ? t.latencyMs : 0 }) : tcp(),
+        ...(extra === undefined ? [] : [extra.transport])],
       connectionEncrypters: [noise()],
       streamMuxers: [yamux()],
       connectionProtector: t?.kind === 'memory' && t.link !== 'serial' && (t.latencyMs > 0 || t.control !== undefined)
@@ -301,7 +306,8 @@ export class Libp2pMesh implements MeshService {
     this.dialer.start()
     reach?.start(node, blocked)
     this.stopProgress = logSyncProgress(() => this.status(), this.log)
-    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic, targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS })
+    this.log.info('mesh listening', { peerId: this.peerId, addrs: node.getMultiaddrs().map(String), topic: this.topic,
+      targetPeers: this.init.targetPeers ?? DEFAULT_TARGET_PEERS })
   }
 
   /** Stops dialing, then the core (its store work finishes), then libp2p. Idempotent. */
@@ -409,7 +415,9 @@ export class Libp2pMesh implements MeshService {
     const node = this.node
     const out = new Map<string, PeerDigestResult>()
     if (node === undefined) return out
-    await Promise.all(node.getPeers().map(async (p) => { out.set(p.toString(), await requestDigest(node, p, Math.min(PEER_DIGEST_TIMEOUT_MS, this.opts.requestTimeoutMs))) }))
+    await Promise.all(node.getPeers().map(async (p) => {
+      out.set(p.toString(), await requestDigest(node, p, Math.min(PEER_DIGEST_TIMEOUT_MS, this.opts.requestTimeoutMs)))
+    }))
     return out
   }
 

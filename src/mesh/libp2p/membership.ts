@@ -88,7 +88,8 @@ export class Membership {
   private saving: Promise<void> = Promise.resolve()
   private stopped = true
   private readonly distance: PeerDistance | undefined
-  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, protocols?: string[], connection?: { remoteAddr: { toString: () => string } } }>): void => {
+  private readonly onIdentify = (evt: CustomEvent<{ peerId: PeerId, listenAddrs: Array<{ toString: () => string }>, protocols?: string[],
+    connection?: { remoteAddr: { toString: () => string } } }>): void => {
     const id = evt.detail.peerId.toString()
     if (evt.detail.protocols?.includes(RELAY_V2_HOP_CODEC) === true) this.relayUp(id)
     let addrs = evt.detail.listenAddrs.map(a => stripPeer(a.toString()))
@@ -269,7 +270,8 @@ export class Membership {
     d.order(candidates, connected)
     if (dialing > 0) return wanted
     const keep = this.init.keep ?? (() => false)
-    const conns = [...connected].map(peer => ({ peer, keep: keep(peer), outbound: this.node.getConnections(peerIdFromString(peer)).some(c => c.direction === 'outbound') }))
+    const conns = [...connected].map(peer => ({ peer, keep: keep(peer),
+      outbound: this.node.getConnections(peerIdFromString(peer)).some(c => c.direction === 'outbound') }))
     const step = d.step(conns, candidates.map(([id]) => id), this.init.target)
     if (step.drop !== undefined) {
       const { peer, park } = step.drop

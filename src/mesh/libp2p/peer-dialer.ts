@@ -48,8 +48,10 @@ export class PeerDialer {
     }
   }
 
-  constructor (private readonly node: Libp2p, addrs: ReadonlyArray<{ addr: Multiaddr, peer?: PeerId }>, private readonly log: Logger, private readonly remindMs = REMIND_MS) {
-    for (const { addr, peer } of addrs) this.targets.set(addr.toString(), { addr, peer, failures: 0, failingSince: 0, lastWarned: 0, timer: undefined, dialing: false })
+  constructor (private readonly node: Libp2p, addrs: ReadonlyArray<{ addr: Multiaddr, peer?: PeerId }>, private readonly log: Logger,
+    private readonly remindMs = REMIND_MS) {
+    for (const { addr, peer } of addrs) this.targets.set(addr.toString(), { addr, peer, failures: 0, failingSince: 0, lastWarned: 0, timer: undefined,
+      dialing: false })
   }
 
   start (): void {
@@ -75,7 +77,8 @@ export class PeerDialer {
     t.dialing = true
     this.node.dial(t.addr).then((conn) => {
       t.peer = conn.remotePeer
-      if (t.failures > 0) this.log.info('reconnected to peer', { peer: t.peer.toString(), addr: t.addr.toString(), attempts: t.failures, downForMs: Date.now() - t.failingSince })
+      if (t.failures > 0) this.log.info('reconnected to peer', { peer: t.peer.toString(), addr: t.addr.toString(), attempts: t.failures,
+        downForMs: Date.now() - t.failingSince })
       t.failures = 0
     }, (err: unknown) => {
       if (isSelfDial(err)) {

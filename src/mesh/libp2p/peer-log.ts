@@ -74,7 +74,8 @@ export class PeerLog {
         this.change(p, 'sync', 'resyncing', 'full resync from peer started', { ...fields, why })
       }
       p.resyncs = s.resyncs
-      if (!s.resyncing && !s.behind && s.caughtUpAt !== null && s.caughtUpAt >= p.connectedAt) this.change(p, 'sync', 'caught-up', 'caught up with peer', { ...fields, ...this.figures(p, s) })
+      if (!s.resyncing && !s.behind && s.caughtUpAt !== null && s.caughtUpAt >= p.connectedAt) this.change(p, 'sync', 'caught-up', 'caught up with peer',
+        { ...fields, ...this.figures(p, s) })
       p.seen = { pages: s.pagesIn, bytes: s.bytesIn }
     }
   }
@@ -109,7 +110,8 @@ export class PeerLog {
     let p = this.peers.get(peer)
     if (p === undefined) {
       const now = this.now()
-      p = { link: undefined, sync: undefined, resyncs: 0, addr: undefined, connectedAt: now, seen: { pages: 0, bytes: 0 }, began: { at: now, pages: 0, bytes: 0 }, windowStart: now, lines: 0, suppressed: 0 }
+      p = { link: undefined, sync: undefined, resyncs: 0, addr: undefined, connectedAt: now, seen: { pages: 0, bytes: 0 },
+        began: { at: now, pages: 0, bytes: 0 }, windowStart: now, lines: 0, suppressed: 0 }
       this.peers.set(peer, p)
     }
     return p

@@ -98,7 +98,8 @@ export class PortMappings {
       renewedAt: new Date(h.renewedAt).toISOString(),
       expiresAt: new Date(h.renewedAt + this.ttlMs).toISOString()
     }))
-    return { state: mappings.length > 0 ? 'mapped' : this.problem !== null ? 'failed' : 'searching', mappings, problem: mappings.length > 0 ? null : this.problem }
+    return { state: mappings.length > 0 ? 'mapped' : this.problem !== null ? 'failed' : 'searching', mappings,
+      problem: mappings.length > 0 ? null : this.problem }
   }
 
   /** Whether a mapping is held now (the node is reachable at the router's address). */

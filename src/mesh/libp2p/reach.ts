@@ -102,19 +102,21 @@ export class Reach {
   }
 
   /** What createLibp2p needs beside the node's own: listen and announce addresses, the relay transport, services. */
-  libp2pOptions (): { listen: string[], appendAnnounce: string[], transport: ReturnType<typeof circuitRelayTransport>, services: Record<string, (components: never) => unknown> } {
+  libp2pOptions (): { listen: string[], appendAnnounce: string[], transport: ReturnType<typeof circuitRelayTransport>,
+    services: Record<string, (components: never) => unknown> } {
     const seen = new Set<string>()
     const via = this.via
     // A reservation, a mapping or an announced address changes this node's addresses after its peers met it: they
     // are told (identify push), so the member exchange hands the new ones on.
-    const services: Record<string, (components: never) => unknown> = { identifyPush: identifyPush() as (components: never) => unknown }
-    if (this.limiter !== undefined) services.relay = this.limiter.server() as (components: never) => unknown
+    const services: Record<string, (components: never) => unknown> = { identifyPush: identifyPush() }
+    if (this.limiter !== undefined) services.relay = this.limiter.server()
     if (this.mappings !== undefined) {
       // The mapping is trusted as the router gave it (no AutoNAT to confirm it: another member dialing back is what would).
       const check = typeof this.init.upnp === 'object' ? this.init.upnp.checkIntervalMs : undefined
-      services.upnp = uPnPNAT({ autoConfirmAddress: true, portMappingClient: this.mappings.client(), portMappingDescription: `meta-core ${this.meshId}`, externalAddressCheckInterval: check }) as (components: never) => unknown
+      services.upnp = uPnPNAT({ autoConfirmAddress: true, portMappingClient: this.mappings.client(), portMappingDescription: `meta-core ${this.meshId}`,
+        externalAddressCheckInterval: check })
     }
-    if (this.init.mdns) services.mdns = mdns({ serviceTag: mdnsServiceName(this.meshId) }) as (components: never) => unknown
+    if (this.init.mdns) services.mdns = mdns({ serviceTag: mdnsServiceName(this.meshId) })
     return {
       listen: this.reserves ? Array.from({ length: RESERVATIONS }, () => '/p2p-circuit') : [],
       appendAnnounce: [...this.init.announce],
@@ -140,7 +142,8 @@ export class Reach {
     }
     if (this.reserves) this.keep()
     const mode = this.serves() ? 'serving' : this.limiter !== undefined ? 'waiting for an address others can dial' : 'not serving'
-    this.log.info('reachability', { relay: `${this.init.relay}: ${mode}`, reservations: this.reserves ? RESERVATIONS : 0, announce: this.init.announce, upnp: this.mappings !== undefined, mdns: this.init.mdns })
+    this.log.info('reachability', { relay: `${this.init.relay}: ${mode}`, reservations: this.reserves ? RESERVATIONS : 0, announce: this.init.announce,
+      upnp: this.mappings !== undefined, mdns: this.init.mdns })
   }
 
   stop (): void {

@@ -123,7 +123,8 @@ export class RelayLimiter {
         denyOutboundRelayedConnection: (src: PeerId, dst: PeerId) => this.denyCircuit(src, dst)
       }
       const facade = new Proxy(components, {
-        get: (target, p) => p === 'registrar' ? registrar : p === 'connectionManager' ? connectionManager : p === 'connectionGater' ? connectionGater : Reflect.get(target, p)
+        get: (target, p) => p === 'registrar' ? registrar : p === 'connectionManager' ? connectionManager
+          : p === 'connectionGater' ? connectionGater : Reflect.get(target, p)
       })
       this.service = circuitRelayServer({
         reservations: { applyDefaultLimit: false, maxReservations: this.limits.maxCircuits, reservationTtl: RESERVATION_TTL_MS },
@@ -151,7 +152,8 @@ export class RelayLimiter {
       throttled: this.throttled,
       peers: [...ids].sort().map(peerId => {
         const p = this.peers.get(peerId)
-        return { peerId, reserved: reserved.has(peerId), circuits: p?.circuits ?? 0, bytesIn: p?.bytesIn ?? 0, bytesOut: p?.bytesOut ?? 0, bytesInPerSecond: p?.rate.perSecond(now) ?? 0 }
+        return { peerId, reserved: reserved.has(peerId), circuits: p?.circuits ?? 0, bytesIn: p?.bytesIn ?? 0, bytesOut: p?.bytesOut ?? 0,
+          bytesInPerSecond: p?.rate.perSecond(now) ?? 0 }
       })
     }
   }

@@ -130,7 +130,8 @@ function assemble (): Uint8Array {
     shuffle(X(w + 2), X(w + 3), [0, 4, 1, 5]); set(X(w))
     shuffle(X(w + 2), X(w + 3), [2, 6, 3, 7]); set(X(w + 3))
     // Now TMP = t0, X(w) = t1, X(w+1) = t2, X(w+3) = t3.
-    const rows: Array<[number, number, number[]]> = [[TMP, X(w), [0, 1, 4, 5]], [TMP, X(w), [2, 3, 6, 7]], [X(w + 1), X(w + 3), [0, 1, 4, 5]], [X(w + 1), X(w + 3), [2, 3, 6, 7]]]
+    const rows: Array<[number, number, number[]]> = [[TMP, X(w), [0, 1, 4, 5]], [TMP, X(w), [2, 3, 6, 7]], [X(w + 1), X(w + 3), [0, 1, 4, 5]],
+      [X(w + 1), X(w + 3), [2, 3, 6, 7]]]
     rows.forEach(([p, q, l], b) => {
       const offset = 64 * b + 4 * w
       get(P.ptr) // address for the store

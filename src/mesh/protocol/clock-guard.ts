@@ -125,7 +125,8 @@ export class ClockGuard {
     const inBound = out * 2 <= offsets.length
     let message: string | null = null
     if (!inBound) message = this.refusalMessage(median ?? 0, apart, out, offsets.length, worstAhead, hlcMs - now)
-    const status: ClockStatus = { inBound, measured: offsets.length, outOfBound: out, offsetMs: median === null ? null : Math.round(median), hlcAheadMs: Math.max(0, Math.round(hlcMs - now)), message }
+    const status: ClockStatus = { inBound, measured: offsets.length, outOfBound: out, offsetMs: median === null ? null : Math.round(median),
+      hlcAheadMs: Math.max(0, Math.round(hlcMs - now)), message }
     if (inBound !== this.wasInBound) {
       this.wasInBound = inBound
       this.onChange(status)

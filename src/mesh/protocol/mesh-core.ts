@@ -128,7 +128,9 @@ export class MeshCore {
     if (this.state !== 'starting') return // stopped while starting
     this.copy.start()
     // A transfer a node stopped in, with no copy to finish it (abandoned, or its last page in): it ends now, keeping what arrived.
-    if (!this.copy.active && this.store.bulkPending?.() === true) this.enqueueApply([], { bulk: { done: true } }).catch((err: unknown) => { this.log.warn('ending a bulk transfer failed', { err }) })
+    if (!this.copy.active && this.store.bulkPending?.() === true) this.enqueueApply([], { bulk: { done: true } }).catch((err: unknown) => {
+      this.log.warn('ending a bulk transfer failed', { err })
+    })
     this.pusher = new Pusher(this.rt, this.selfId, epoch, this.options, (err) => { this.log.warn('push frame not published', { err }) })
     this.unsubscribe = this.store.onChanges((changes) => { this.pusher?.add(changes) })
     this.store.setClockGate?.(() => this.clock.refusal())

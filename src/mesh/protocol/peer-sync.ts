@@ -308,7 +308,8 @@ export class PeerSync {
     }
     const parked = await this.applyPage(reply.entries, s.parked)
     const before = s.cursor
-    if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before }, parked))
+    if ((reply.next !== null && reply.next !== before) || parked !== s.parked) await this.save(withParked({ log: reply.log, cursor: reply.next ?? before },
+      parked))
     this.lastSyncAt = this.d.rt.now()
     this.behind = reply.next !== reply.head
     if (!this.behind) this.caughtUpAt = this.lastSyncAt

@@ -183,7 +183,8 @@ export class RangeCopy {
       for (const [peer, s] of this.sources) {
         this.sources.delete(peer)
         const lead = ended?.lead
-        s.release(ended === undefined ? { done: false } : { done: true, ...(lead !== undefined && lead.peer === peer && ended.mixed !== true ? { cursor: { log: lead.log, head: lead.head } } : {}) })
+        s.release(ended === undefined ? { done: false } : { done: true,
+          ...(lead !== undefined && lead.peer === peer && ended.mixed !== true ? { cursor: { log: lead.log, head: lead.head } } : {}) })
       }
       if (ended === undefined) this.waiting()
     }, (err: unknown) => {
@@ -274,7 +275,8 @@ export class RangeCopy {
     f.seed(reply)
     f.source = first
     fetches.set(0, f)
-    const s: CopyState = { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head }, ...(reply.records === undefined ? {} : { expected: reply.records }), ...(end === undefined ? {} : { end }) }
+    const s: CopyState = { bounds, at: 0, after: null, lead: { peer: first.peer, log: reply.log, head: reply.head },
+      ...(reply.records === undefined ? {} : { expected: reply.records }), ...(end === undefined ? {} : { end }) }
     if (kept?.why !== undefined) s.why = kept.why
     return s
   }
@@ -388,7 +390,8 @@ function rangeEnd (root: string): string {
 function parseState (raw: string): CopyState | undefined {
   try {
     const o = JSON.parse(raw) as CopyState
-    if (Array.isArray(o.bounds) && o.bounds.length > 0 && Number.isSafeInteger(o.at) && o.at >= 0 && o.at < o.bounds.length && (o.end === undefined || typeof o.end === 'string')) return o
+    if (Array.isArray(o.bounds) && o.bounds.length > 0 && Number.isSafeInteger(o.at) && o.at >= 0 && o.at < o.bounds.length &&
+      (o.end === undefined || typeof o.end === 'string')) return o
   } catch {
     // Unreadable: the store holds part of a range; peers' rounds reconcile the rest.
   }

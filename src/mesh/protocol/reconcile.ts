@@ -105,7 +105,8 @@ function rangeBytes (r: ReconRange): number {
 }
 
 /** The responder: answers a request's ranges in order, as many as fit its reply. */
-export function answerRecon (store: ReplicaStore, m: ReconMessage, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): { ranges: ReconRange[], diff: string[], taken: number } {
+export function answerRecon (store: ReplicaStore, m: ReconMessage,
+  limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): { ranges: ReconRange[], diff: string[], taken: number } {
   const ranges: ReconRange[] = []
   const diff: string[] = []
   let bytes = 0
@@ -262,7 +263,8 @@ export interface ReconcileOutcome {
  * stores the first walk left equal, the second costs one fingerprint each
  * way.
  */
-export async function reconcile (store: ReplicaStore, io: ReconcileIo, limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
+export async function reconcile (store: ReplicaStore, io: ReconcileIo,
+  limits: ReconcileLimits = DEFAULT_RECONCILE_LIMITS): Promise<ReconcileOutcome | undefined> {
   const out = { rounds: 0, roots: 0, keysIn: 0, keysOut: 0 }
   let first: { log: string, head: string | null } | undefined
   for (let pass = 0; pass < 2; pass++) {
@@ -305,7 +307,8 @@ function peerHoldsNothing (reply: ReconReplyMessage): boolean {
 }
 
 /** Compares the keys of `rids` with the peer's and moves what either lacks; false when a request failed. */
-async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits, out: { keysIn: number, keysOut: number }): Promise<boolean> {
+async function exchange (store: ReplicaStore, io: ReconcileIo, rids: string[], limits: ReconcileLimits,
+  out: { keysIn: number, keysOut: number }): Promise<boolean> {
   let rest = rids
   while (rest.length > 0) {
     if (!io.alive()) return false

@@ -55,7 +55,8 @@ export function serveSnap (store: ReplicaStore, opts: MeshOptions, m: SnapMessag
     const page = store.exportRange(m.after, { maxBytes })
     // The range's end as the first page was read: a copy stops there, and what comes after reaches the peer from the head on.
     const end = m.after === null ? page.end : undefined
-    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }), ...(splits === undefined ? {} : { splits }), ...(end === undefined ? {} : { end }) }
+    return { t: 'snapshot', log, entries: page.entries, next: page.next, head, clock, ...(records === undefined ? {} : { records }),
+      ...(splits === undefined ? {} : { splits }), ...(end === undefined ? {} : { end }) }
   })
 }
 
