@@ -24,6 +24,7 @@ import { waitFor } from '../src/common/index.js'
 import { writeNewSwarmKey } from '../src/mesh/libp2p/swarm-key.js'
 import { listeningUrl, reapClis, runCli, type Cli } from '../test/helpers/node-cli.js'
 import { meshCliEnv } from '../test/helpers/peer-bytes.js'
+import { processCpuMs } from './lib/proc-cpu.js'
 import { machineLine, percentile, report } from './lib/report.js'
 
 const MIB = Number(process.env.BYTES_BENCH_MIB ?? 128)
@@ -31,18 +32,11 @@ const ROUNDS = Number(process.env.BYTES_BENCH_ROUNDS ?? 5)
 const SEEKS = Number(process.env.BYTES_BENCH_SEEKS ?? 20)
 const SEEK_BYTES = 64 * 1024
 const REL = 'plugin/film.mp4'
-const TICKS_PER_S = 100
 
 const log = (msg: string): void => { process.stderr.write(`bench:bytes: ${msg}\n`) }
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const r2 = (x: number): number => Math.round(x * 100) / 100
 
-/** CPU ms (user + system) the process `pid` used so far. */
-function cpuMs (pid: number): number {
-  const raw = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
-  return (Number(f[11]) + Number(f[12])) * 1000 / TICKS_PER_S
-}
 
 interface Node { cli: Cli, url: string, pid: number }
 
@@ -107,13 +101,13 @@ async function main (): Promise<void> {
     const remote: Side = { mbps: [], ttfbMs: [], cpuMsPerMB: { holder: [], requester: [] } }
     for (let round = 0; round < ROUNDS; round++) {
       for (const [side, via] of [[local, a], [remote, c]] as const) {
-        const cpu0 = { a: cpuMs(a.pid), c: cpuMs(c.pid) }
+        const cpu0 = { a: processCpuMs(a.pid), c: processCpuMs(c.pid) }
         const g = await timedGet(`${via.url}/file/${cid}`)
         if (g.bytes !== size) throw new Error(`short body: ${g.bytes}`)
         const mb = size / 1e6
         side.mbps.push(r2(mb / (g.totalMs / 1000)))
-        side.cpuMsPerMB.holder.push(r2((cpuMs(a.pid) - cpu0.a) / mb))
-        side.cpuMsPerMB.requester.push(r2((cpuMs(c.pid) - cpu0.c) / mb))
+        side.cpuMsPerMB.holder.push(r2((processCpuMs(a.pid) - cpu0.a) / mb))
+        side.cpuMsPerMB.requester.push(r2((processCpuMs(c.pid) - cpu0.c) / mb))
         for (let s = 0; s < SEEKS; s++) {
           const at = Math.floor(((s + 0.5) / SEEKS) * (size - SEEK_BYTES))
           side.ttfbMs.push(r2((await timedGet(`${via.url}/file/${cid}`, `bytes=${at}-${at + SEEK_BYTES - 1}`)).ttfbMs))

@@ -29,25 +29,19 @@ import { newSwarmKeyText } from '../src/mesh/libp2p/swarm-key.js'
 import { HomesNet, netnsProblem, sockJson, sockRequest, WAN, type Host } from '../test/helpers/netns.js'
 import { listeningUrl } from '../test/helpers/node-cli.js'
 import { testCid } from '../test/helpers/record-ops.js'
+import { processCpuMs } from './lib/proc-cpu.js'
 import { machineLine, percentile, report } from './lib/report.js'
 
 const WRITES = Number(process.env.RELAY_BENCH_WRITES ?? 60)
 const MIB = Number(process.env.RELAY_BENCH_MIB ?? 64)
 const ROUNDS = Number(process.env.RELAY_BENCH_ROUNDS ?? 3)
 const BIN = path.resolve(import.meta.dirname, '../bin/meta-core.js')
-const TICKS_PER_S = 100
 const LIFTED = String(1024 * 1024 * 1024)
 
 const log = (msg: string): void => { process.stderr.write(`bench:relay: ${msg}\n`) }
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]
 const r2 = (x: number): number => Math.round(x * 100) / 100
 
-/** CPU ms (user + system) the process `pid` used so far. */
-function cpuMs (pid: number): number {
-  const raw = fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
-  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
-  return (Number(f[11]) + Number(f[12])) * 1000 / TICKS_PER_S
-}
 
 /** The machine's CPU times so far (/proc/stat's first line: user, nice, system, idle, …), to tell how busy it was meanwhile. */
 function machineTicks (): number[] {
@@ -147,13 +141,13 @@ async function main (): Promise<void> {
     const holderCpu: number[] = []
     const idle: number[] = []
     for (let round = 0; round < ROUNDS; round++) {
-      const c0 = { relay: cpuMs(pids.get('relay')!), holder: cpuMs(pids.get('b1')!) }
+      const c0 = { relay: processCpuMs(pids.get('relay')!), holder: processCpuMs(pids.get('b1')!) }
       const m0 = machineTicks()
       const ms = await get('a1')
       idle.push(idleShare(m0, machineTicks()))
       through.push(r2((size / 1e6) / (ms / 1000)))
-      relayCpu.push(r2((cpuMs(pids.get('relay')!) - c0.relay) / (size / 1e6)))
-      holderCpu.push(r2((cpuMs(pids.get('b1')!) - c0.holder) / (size / 1e6)))
+      relayCpu.push(r2((processCpuMs(pids.get('relay')!) - c0.relay) / (size / 1e6)))
+      holderCpu.push(r2((processCpuMs(pids.get('b1')!) - c0.holder) / (size / 1e6)))
       lan.push(r2((size / 1e6) / ((await get('b2')) / 1000)))
       log(`round ${round + 1}: through the relay ${through[round]} MB/s (machine ${idle[round]} % idle meanwhile), across the LAN ${lan[round]} MB/s`)
     }

@@ -10,6 +10,23 @@ import fs from 'node:fs'
 /** Linux's clock ticks per second for /proc's CPU times (USER_HZ, 100 on every architecture Node runs on there). */
 const USER_HZ = 100
 
+/**
+ * CPU ms (user + system) so far in a /proc `stat` file: a process's
+ * (`/proc/<pid>/stat`) or a thread's (`/proc/<pid>/task/<tid>/stat`).
+ * Throws where it cannot be read.
+ */
+export function statCpuMs (file: string): number {
+  const raw = fs.readFileSync(file, 'utf8')
+  // Fields after the command name (which may hold spaces), from the state on: utime and stime are the 12th and 13th.
+  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
+  return (Number(f[11]) + Number(f[12])) * 1000 / USER_HZ
+}
+
+/** CPU ms (user + system) process `pid` used so far, all its threads. */
+export function processCpuMs (pid: number): number {
+  return statCpuMs(`/proc/${pid}/stat`)
+}
+
 /** CPU ms so far of each thread of process `pid` (this one by default), by thread id; empty where /proc is missing. */
 export function threadTimes (pid: number | 'self' = 'self'): Map<number, number> {
   const out = new Map<number, number>()
@@ -21,10 +38,7 @@ export function threadTimes (pid: number | 'self' = 'self'): Map<number, number>
   }
   for (const tid of tids) {
     try {
-      const raw = fs.readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      // Fields after the command name (which may hold spaces), from the state on: utime and stime are the 12th and 13th.
-      const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
-      out.set(Number(tid), (Number(f[11]) + Number(f[12])) * 1000 / USER_HZ)
+      out.set(Number(tid), statCpuMs(`/proc/${pid}/task/${tid}/stat`))
     } catch {
       // The thread ended between the listing and the read.
     }

@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { statCpuMs } from './proc-cpu.js'
 
 const DOC = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../docs/benchmarks.md')
 
@@ -52,9 +53,6 @@ export function removeUnlessKept (...paths: string[]): void {
 /** CPU time (ms) of this process's main thread and of all its other threads together. */
 export interface ThreadCpu { main: number, others: number }
 
-/** Linux's clock ticks per second for /proc's CPU times (USER_HZ, 100 on every architecture Node runs on there). */
-const USER_HZ = 100
-
 /**
  * CPU time used so far by the main thread (from /proc, Linux only) and by
  * every other thread of the process (worker threads such as search's index
@@ -63,15 +61,12 @@ const USER_HZ = 100
  * The main thread's figure moves in steps of 10 ms. Subtract two readings.
  */
 export function threadCpu (): ThreadCpu | undefined {
-  let raw: string
+  let main: number
   try {
-    raw = fs.readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
+    main = statCpuMs(`/proc/self/task/${process.pid}/stat`)
   } catch {
     return undefined
   }
-  // Fields after the command name (which may hold spaces), from the state on: utime and stime are the 12th and 13th.
-  const f = raw.slice(raw.lastIndexOf(')') + 2).split(' ')
-  const main = (Number(f[11]) + Number(f[12])) * 1000 / USER_HZ
   const u = process.cpuUsage()
   return { main, others: Math.max(0, Math.round((u.user + u.system) / 1000 - main)) }
 }
