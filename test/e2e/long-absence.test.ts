@@ -2,12 +2,12 @@
  * A node back from an absence meets a new node first, then its old peer
  * (docs/mesh.md, "Deletes are never forgotten"): three real nodes, each its
  * own `meta-core` process, over TCP on 127.0.0.1. A and B hold 30 records;
- * both stop, A for longer than a minute; a joiner J starts with one record
- * of its own; A comes back bootstrapped to J, then B bootstrapped to A.
- * Every node ends with every record. Each node is started with
- * META_CORE_TOMBSTONE_RETENTION_MS=60000, an option older versions read as
- * a tombstone horizon (a node away past it deleted what a peer lacked): it
- * does nothing now, and the node says so at start.
+ * both stop, for longer than the tombstone horizon each node is started with
+ * (META_CORE_TOMBSTONE_RETENTION_MS=5000, an option older versions read as
+ * a horizon: a node away past it deleted what a peer lacked; it does nothing
+ * now, and the node says so at start); a joiner J starts with one record of
+ * its own; A comes back bootstrapped to J, then B bootstrapped to A. Every
+ * node ends with every record.
  */
 import { afterEach, describe, expect, it } from 'vitest'
 import { sleep, waitFor } from '../../src/common/index.js'
@@ -19,9 +19,9 @@ const state = processTestState('mc-absence-')
 const clis = state.clis
 afterEach(state.cleanup)
 
-const OLD_HORIZON = { META_CORE_TOMBSTONE_RETENTION_MS: '60000' }
-/** Longer than the minute the option above names. */
-const AWAY_MS = 65_000
+const OLD_HORIZON = { META_CORE_TOMBSTONE_RETENTION_MS: '5000' }
+/** Longer than the horizon the option above names. */
+const AWAY_MS = 6_000
 
 /** How many of `cids` the node answers with a record. */
 async function held (n: MeshProcess, cids: readonly string[]): Promise<number> {
@@ -30,7 +30,7 @@ async function held (n: MeshProcess, cids: readonly string[]): Promise<number> {
   return k
 }
 
-describe('a node away for longer than a minute', () => {
+describe('a node away for longer than the old tombstone horizon', () => {
   it('back, it meets a joiner first and then its old peer: every node ends with every record', async () => {
     const dir = state.dir()
     const key = swarmKeyIn(dir)
