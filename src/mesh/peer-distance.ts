@@ -1,7 +1,11 @@
 /**
  * Region-aware dialing on what a node can measure: the round-trip time to
  * its peers (one ping when a connection opens; libp2p's connection monitor
- * measures it again every 10 s). A member is near when its RTT is within
+ * measures it again every 10 s). A peer's round trip is the least sample of
+ * the last minute (SAMPLE_WINDOW_MS): a sample is the path's delay plus
+ * whatever queued it (a busy event loop on either side, a full link), so the
+ * least one is the path, and one taken at a busy moment never makes a near
+ * member far; a path that got longer shows within the minute. A member is near when its RTT is within
  * twice the nearest measured member's, and within 20 ms of it at least; far
  * otherwise. Inside a LAN or a cloud region RTTs are a few milliseconds,
  * between regions tens to hundreds, so near is "my region" without the node
@@ -27,16 +31,33 @@ export function isFar (rttMs: number, nearestMs: number): boolean {
   return rttMs > Math.max(FAR_FACTOR * nearestMs, nearestMs + FAR_MARGIN_MS)
 }
 
+/** How long a round-trip sample counts (ms): a peer's round trip is the least sample within it. */
+export const SAMPLE_WINDOW_MS = 60_000
+/** Samples kept per peer (a connection's figure is recorded at every look, every few seconds). */
+const MAX_SAMPLES = 32
+
 export type Distance = 'near' | 'far' | 'unknown'
 
 export class PeerDistance {
+  /** Per peer: its samples, oldest first (`at`: the monotonic or wall time they were taken, ms). */
+  private readonly samples = new Map<string, Array<{ ms: number, at: number }>>()
+  /** Per peer: the least of its samples, its round trip. */
   private readonly rtts = new Map<string, number>()
 
   constructor (readonly crossPeers: number) {}
 
-  /** A measured round trip to `peer` (ms); kept after its connection drops. */
-  record (peer: string, rttMs: number): void {
-    if (Number.isFinite(rttMs) && rttMs >= 0) this.rtts.set(peer, rttMs)
+  /**
+   * A measured round trip to `peer` (ms) at `now` (ms). Samples older than
+   * SAMPLE_WINDOW_MS give way to it; the newest are kept after the
+   * connection drops.
+   */
+  record (peer: string, rttMs: number, now: number): void {
+    if (!Number.isFinite(rttMs) || rttMs < 0) return
+    const list = (this.samples.get(peer) ?? []).filter(x => now - x.at < SAMPLE_WINDOW_MS)
+    list.push({ ms: rttMs, at: now })
+    if (list.length > MAX_SAMPLES) list.splice(0, list.length - MAX_SAMPLES)
+    this.samples.set(peer, list)
+    this.rtts.set(peer, Math.min(...list.map(x => x.ms)))
   }
 
   rtt (peer: string): number | undefined {

@@ -12,13 +12,13 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { waitFor } from '../../src/common/index.js'
 import { KvStore } from '../../src/kv/index.js'
 import { Libp2pMesh, parseSwarmKey, prepareIdentity, type LinkControl } from '../../src/mesh/libp2p/index.js'
-import { PeerDistance } from '../../src/mesh/peer-distance.js'
+import { PeerDistance, SAMPLE_WINDOW_MS } from '../../src/mesh/peer-distance.js'
 import { RecordStore } from '../../src/records/index.js'
 
 describe('PeerDistance', () => {
   it('tells near from far by the nearest round trip, and orders candidates by what the node lacks', () => {
     const d = new PeerDistance(1)
-    for (const [p, ms] of [['a', 1], ['b', 3], ['c', 20], ['x', 80], ['y', 95]] as const) d.record(p, ms)
+    for (const [p, ms] of [['a', 1], ['b', 3], ['c', 20], ['x', 80], ['y', 95]] as const) d.record(p, ms, 0)
     expect(['a', 'b', 'c', 'x', 'y', 'new'].map(p => d.kind(p))).toEqual(['near', 'near', 'near', 'far', 'far', 'unknown'])
     const c: Array<[string, null]> = [['y', null], ['new', null], ['b', null]]
     d.order(c, ['a', 'c']) // no far connection yet: far first, then the unmeasured
@@ -27,9 +27,25 @@ describe('PeerDistance', () => {
     expect(c.map(([p]) => p)).toEqual(['b', 'new', 'y'])
   })
 
+  it('takes the least round trip of the last minute: a sample from a busy moment makes no near member far, a longer path shows within the minute', () => {
+    const d = new PeerDistance(1)
+    d.record('a', 1, 0)
+    d.record('b', 3, 0)
+    d.record('x', 60, 0)
+    d.record('b', 70, 5_000) // b measured while the event loop was busy
+    expect([d.rtt('b'), d.kind('b'), d.kind('x')]).toEqual([3, 'near', 'far'])
+    d.record('b', 4, 10_000)
+    d.record('b', 65, SAMPLE_WINDOW_MS + 5_000) // the 3 ms sample has aged out; 4 ms is still within the minute
+    expect([d.rtt('b'), d.kind('b')]).toEqual([4, 'near'])
+    d.record('b', 62, SAMPLE_WINDOW_MS + 10_000) // every near sample aged out: b's path is now long
+    expect([d.rtt('b'), d.kind('b')]).toEqual([62, 'far'])
+    d.record('b', 2, SAMPLE_WINDOW_MS + 11_000)
+    expect(d.rtt('b')).toBe(2)
+  })
+
   it('dials one over the target for a far link, makes room when the try was near, and gives up a far link too many', () => {
     const d = new PeerDistance(1)
-    for (const [p, ms] of [['a', 1], ['b', 2], ['c', 2], ['x', 80], ['y', 90]] as const) d.record(p, ms)
+    for (const [p, ms] of [['a', 1], ['b', 2], ['c', 2], ['x', 80], ['y', 90]] as const) d.record(p, ms, 0)
     const conn = (peer: string, outbound = true, keep = false): { peer: string, outbound: boolean, keep: boolean } => ({ peer, outbound, keep })
     expect(d.step([conn('a'), conn('b')], ['x'], 2)).toEqual({ extra: true })
     expect(d.step([conn('a'), conn('b'), conn('c')], ['new'], 2)).toEqual({ extra: false, drop: { peer: 'b', park: false } })

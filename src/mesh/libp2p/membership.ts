@@ -266,7 +266,8 @@ export class Membership {
    * as the distances say. Returns how many to dial.
    */
   private byDistance (d: PeerDistance, candidates: Array<[string, Member]>, connected: ReadonlySet<string>, wanted: number, dialing: number): number {
-    for (const c of this.node.getConnections()) if (c.rtt !== undefined) d.record(c.remotePeer.toString(), c.rtt)
+    const now = Date.now()
+    for (const c of this.node.getConnections()) if (c.rtt !== undefined) d.record(c.remotePeer.toString(), c.rtt, now)
     d.order(candidates, connected)
     if (dialing > 0) return wanted
     const keep = this.init.keep ?? (() => false)
@@ -287,7 +288,7 @@ export class Membership {
     const d = this.distance
     if (d === undefined || this.init.ping === undefined) return
     this.init.ping(peer).then((ms) => {
-      d.record(peer.toString(), ms)
+      d.record(peer.toString(), ms, Date.now())
       this.tickIn(SOON_MS)
     }, (err: unknown) => { this.init.log.debug('could not measure the round trip to a peer', { peer: peer.toString(), err }) })
   }
