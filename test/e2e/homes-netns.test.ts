@@ -158,6 +158,8 @@ describe.skipIf(problem !== undefined)('a mesh across two homes behind NAT (netw
       await waitFor(async () => await has('b1', cid) && await has('b2', cid), { timeoutMs: 2_000, intervalMs: 20, what: 'a write from home A in home B within 2 s' })
       expect(Date.now() - t0).toBeLessThan(2_000)
     }
+    // a1 may reach a2 through the member exchange before mDNS answers (it asks again every 10 s): the status line marks a member found on the LAN.
+    await waitFor(async () => (await connectedTo('a1', 'a2'))?.lan === true, { timeoutMs: 20_000, what: 'a1 to have found a2 on the LAN (mDNS)' })
     const status = net.run('a1', [BIN, 'status', '--http-port', '9000'])
     await status.exited
     expect(status.stdout()).toMatch(/connected via relay relay/)
