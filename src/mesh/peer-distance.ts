@@ -5,11 +5,11 @@
  * the last minute (SAMPLE_WINDOW_MS): a sample is the path's delay plus
  * whatever queued it (a busy event loop on either side, a full link), so the
  * least one is the path, and one taken at a busy moment never makes a near
- * member far; a path that got longer shows within the minute. A member is near when its RTT is within
- * twice the nearest measured member's, and within 20 ms of it at least; far
- * otherwise. Inside a LAN or a cloud region RTTs are a few milliseconds,
- * between regions tens to hundreds, so near is "my region" without the node
- * being told its region.
+ * member far; a path that got longer shows within the minute. A member is
+ * near when its RTT is within twice the nearest measured member's, and within
+ * 20 ms of it at least; far otherwise. Inside a LAN or a cloud region RTTs
+ * are a few milliseconds, between regions tens to hundreds, so near is "my
+ * region" without the node being told its region.
  *
  * With `crossPeers` > 0 the membership (libp2p/membership.ts) keeps that many
  * connections to far members and fills the rest of its target with near
@@ -39,7 +39,7 @@ const MAX_SAMPLES = 32
 export type Distance = 'near' | 'far' | 'unknown'
 
 export class PeerDistance {
-  /** Per peer: its samples, oldest first (`at`: the monotonic or wall time they were taken, ms). */
+  /** Per peer: its samples, oldest first (`at`: the wall time they were taken, ms). */
   private readonly samples = new Map<string, Array<{ ms: number, at: number }>>()
   /** Per peer: the least of its samples, its round trip. */
   private readonly rtts = new Map<string, number>()

@@ -67,22 +67,18 @@ describe('peers found on the LAN', () => {
     expect(dials).toBe(2)
     await waitFor(() => failures.length >= 1, { timeoutMs: 10_000, what: 'the stranger\'s dial to fail' })
     expect(a.getConnections(stranger.peerId)).toEqual([])
-    // Within the backoff (1.5 s from the failed dial) announcements are not dialed; past it the next one is.
-    now += 1_499
-    announce(stranger)
-    expect(dials).toBe(2)
-    now += 1
-    announce(stranger)
-    expect(dials).toBe(3)
-    // Failed again: the wait doubles.
-    await waitFor(() => failures.length >= 2, { timeoutMs: 10_000, what: 'the stranger\'s second dial to fail' })
-    now += 2_999
-    announce(stranger)
-    expect(dials).toBe(3)
-    now += 1
-    announce(stranger)
-    expect(dials).toBe(4)
-    await waitFor(() => failures.length >= 3, { timeoutMs: 10_000, what: 'the stranger\'s third dial to fail' })
+    // Within the backoff (`ms` from the failed dial) announcements are not dialed; past it the next one is, and fails.
+    const backoff = async (ms: number, dialsBefore: number, failed: number): Promise<void> => {
+      now += ms - 1
+      announce(stranger)
+      expect(dials).toBe(dialsBefore)
+      now += 1
+      announce(stranger)
+      expect(dials).toBe(dialsBefore + 1)
+      await waitFor(() => failures.length >= failed, { timeoutMs: 10_000, what: `the stranger's dial ${failed} to fail` })
+    }
+    await backoff(1_500, 2, 2)
+    await backoff(3_000, 3, 3) // failed again: the wait doubles
     lan.stop()
   }, 30_000)
 
